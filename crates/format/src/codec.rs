@@ -1,0 +1,496 @@
+//! Raw records to chunk payloads and back.
+//!
+//! Each record starts with an opcode byte:
+//! ```text
+//! bits 0-1  phase: 0 START, 1 END, 2 ATOMIC, 3 definition
+//! events:  bit 2 same kind as the previous event, bit 3 same callsite,
+//!          bit 4 same arguments as the previous event of this kind,
+//!          bit 5 pointers-to-shared resolved, bit 6 arguments not read
+//!          then [kind] [callsite] ts-delta(zigzag) [nargs, arg deltas(zigzag)]
+//! definitions: bits 2-7 the definition type:
+//!          0 string   id, len, bytes
+//!          1 callsite id, file string id (0: none), line, column
+//!          2 user event  id, name, description (flag, len, bytes), why unreadable (len, bytes)
+//! ```
+//! Timestamps are deltas from the previous event (the chunk's `base_ts` for
+//! the first); arguments are deltas from the previous event of the same kind.
+
+use std::collections::HashMap;
+
+use crate::chunk::ChunkHeader;
+use crate::kinds::{self, ArgType};
+use crate::raw::{RawHeader, FLAG_ARGS_UNREAD, FLAG_PTS_RESOLVED, HEADER_WORDS};
+use crate::varint::{self, Reader};
+
+const OP_SAME_KIND: u8 = 1 << 2;
+const OP_SAME_SITE: u8 = 1 << 3;
+const OP_SAME_ARGS: u8 = 1 << 4;
+const OP_RESOLVED: u8 = 1 << 5;
+const OP_UNREAD: u8 = 1 << 6;
+const DEF_STRING: u8 = 3;
+const DEF_CALLSITE: u8 = 3 | 1 << 2;
+const DEF_USER: u8 = 3 | 2 << 2;
+const NO_KIND: u16 = u16::MAX;
+
+/// A user event as created by `gasp_create_event`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserDef {
+    /// The id returned to the program.
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Its printf-style format, if any.
+    pub desc: Option<String>,
+    /// Why its arguments are not read, when they are not.
+    pub unreadable: Option<String>,
+}
+
+/// What the encoder needs from the process that recorded the raw records.
+pub trait Resolver {
+    /// The NUL-terminated string at address `ptr` (never 0).
+    fn string_at(&mut self, ptr: u64) -> Vec<u8>;
+    /// The user event with this id.
+    fn user_event(&mut self, id: u64) -> Option<UserDef>;
+}
+
+/// The argument words of one event, split per argument.
+pub fn arg_layout(kind: u16, phase: u8, pts_words: usize, flags: u8) -> Vec<(&'static str, ArgType, usize)> {
+    let Some(k) = kinds::kind(kind) else { return Vec::new() };
+    let list = if phase == crate::raw::PHASE_END { k.end } else { k.start };
+    let pts = if flags & FLAG_PTS_RESOLVED != 0 { 2 } else { pts_words };
+    list.iter()
+        .map(|&(n, t)| (n, t, if matches!(t, ArgType::Pts | ArgType::Lock) { pts } else { 1 }))
+        .collect()
+}
+
+/// Turns raw records into one chunk's payload.
+#[derive(Debug, Default)]
+pub struct Encoder {
+    payload: Vec<u8>,
+    strings: HashMap<u64, u32>,
+    callsites: HashMap<(u64, u32, u16), u32>,
+    last_site_key: Option<(u64, u32, u16)>,
+    users: HashMap<u64, ()>,
+    prev_args: HashMap<u16, Vec<u64>>,
+    last_kind: u16,
+    last_site: u32,
+    base_ts: u64,
+    last_ts: u64,
+    events: u32,
+    scratch: Vec<u64>,
+}
+
+impl Encoder {
+    /// A fresh encoder for one chunk.
+    pub fn new() -> Self {
+        Encoder { last_kind: NO_KIND, ..Default::default() }
+    }
+
+    /// Events encoded so far.
+    pub fn events(&self) -> u32 {
+        self.events
+    }
+
+    /// Bytes of payload so far.
+    pub fn len(&self) -> usize {
+        self.payload.len()
+    }
+
+    /// True before the first record.
+    pub fn is_empty(&self) -> bool {
+        self.payload.is_empty()
+    }
+
+    fn string_id(&mut self, ptr: u64, res: &mut dyn Resolver) -> u32 {
+        if ptr == 0 {
+            return 0;
+        }
+        if let Some(&id) = self.strings.get(&ptr) {
+            return id;
+        }
+        let id = self.strings.len() as u32 + 1;
+        self.strings.insert(ptr, id);
+        let bytes = res.string_at(ptr);
+        self.payload.push(DEF_STRING);
+        varint::put_u64(&mut self.payload, u64::from(id));
+        varint::put_u64(&mut self.payload, bytes.len() as u64);
+        self.payload.extend_from_slice(&bytes);
+        id
+    }
+
+    fn callsite(&mut self, file: u64, line: u32, col: u16, res: &mut dyn Resolver) -> u32 {
+        let key = (file, line, col);
+        if self.last_site_key == Some(key) {
+            return self.last_site;
+        }
+        self.last_site_key = Some(key);
+        if file == 0 && line == 0 && col == 0 {
+            return 0;
+        }
+        if let Some(&id) = self.callsites.get(&key) {
+            return id;
+        }
+        let fid = self.string_id(file, res);
+        let id = self.callsites.len() as u32 + 1;
+        self.callsites.insert(key, id);
+        self.payload.push(DEF_CALLSITE);
+        for v in [u64::from(id), u64::from(fid), u64::from(line), u64::from(col)] {
+            varint::put_u64(&mut self.payload, v);
+        }
+        id
+    }
+
+    fn define_user(&mut self, id: u64, res: &mut dyn Resolver) {
+        if self.users.insert(id, ()).is_some() {
+            return;
+        }
+        let def = res.user_event(id).unwrap_or(UserDef {
+            id,
+            name: format!("user_event_{id}"),
+            desc: None,
+            unreadable: None,
+        });
+        let p = &mut self.payload;
+        p.push(DEF_USER);
+        varint::put_u64(p, id);
+        put_bytes(p, def.name.as_bytes());
+        match &def.desc {
+            Some(d) => {
+                p.push(1);
+                put_bytes(p, d.as_bytes());
+            }
+            None => p.push(0),
+        }
+        put_bytes(p, def.unreadable.as_deref().unwrap_or("").as_bytes());
+    }
+
+    /// Encodes the record at the start of `words`; returns the words it used,
+    /// or `None` when `words` does not hold a whole record.
+    pub fn push(&mut self, words: &[u64], res: &mut dyn Resolver) -> Option<usize> {
+        if words.len() < HEADER_WORDS {
+            return None;
+        }
+        let h = RawHeader::unpack(words);
+        let n = HEADER_WORDS + h.nwords as usize;
+        let args = words.get(HEADER_WORDS..n)?;
+        let site = self.callsite(h.file, h.line, h.col, res);
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.extend_from_slice(args);
+        if h.kind == kinds::C_FUNC && !scratch.is_empty() {
+            scratch[0] = u64::from(self.string_id(scratch[0], res));
+        } else if h.kind == kinds::GASPARD_USER && !scratch.is_empty() {
+            self.define_user(scratch[0], res);
+        }
+        if self.events == 0 {
+            self.base_ts = h.ts;
+            self.last_ts = h.ts;
+        }
+        let mut op = h.phase & 3;
+        if h.kind == self.last_kind {
+            op |= OP_SAME_KIND;
+        }
+        if site == self.last_site && self.events > 0 {
+            op |= OP_SAME_SITE;
+        }
+        if h.flags & FLAG_PTS_RESOLVED != 0 {
+            op |= OP_RESOLVED;
+        }
+        if h.flags & FLAG_ARGS_UNREAD != 0 {
+            op |= OP_UNREAD;
+        }
+        let prev = self.prev_args.entry(h.kind).or_default();
+        let same_args = *prev == scratch;
+        if same_args {
+            op |= OP_SAME_ARGS;
+        }
+        let p = &mut self.payload;
+        p.push(op);
+        if op & OP_SAME_KIND == 0 {
+            varint::put_u64(p, u64::from(h.kind));
+        }
+        if op & OP_SAME_SITE == 0 {
+            varint::put_u64(p, u64::from(site));
+        }
+        varint::put_i64(p, h.ts.wrapping_sub(self.last_ts) as i64);
+        if !same_args {
+            varint::put_u64(p, scratch.len() as u64);
+            for (i, &a) in scratch.iter().enumerate() {
+                let before = prev.get(i).copied().unwrap_or(0);
+                varint::put_i64(p, a.wrapping_sub(before) as i64);
+            }
+            prev.clear();
+            prev.extend_from_slice(&scratch);
+        }
+        self.scratch = scratch;
+        self.last_kind = h.kind;
+        self.last_site = site;
+        self.last_ts = h.ts;
+        self.events += 1;
+        Some(n)
+    }
+
+    /// Finishes the chunk: its header bytes and payload. The encoder is reset.
+    pub fn finish(&mut self, mut header: ChunkHeader) -> (Vec<u8>, ChunkHeader) {
+        header.version = crate::FORMAT_VERSION as u16;
+        header.events = self.events;
+        header.base_ts = self.base_ts;
+        header.last_ts = self.last_ts;
+        header.payload_len = self.payload.len() as u32;
+        let mut out = Vec::with_capacity(crate::chunk::CHUNK_HEADER_LEN + self.payload.len());
+        out.extend_from_slice(&header.to_bytes(&self.payload));
+        out.extend_from_slice(&self.payload);
+        *self = Encoder::new();
+        (out, header)
+    }
+}
+
+fn put_bytes(p: &mut Vec<u8>, b: &[u8]) {
+    varint::put_u64(p, b.len() as u64);
+    p.extend_from_slice(b);
+}
+
+/// A callsite: file (string id, 0 when unknown), line and column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Callsite {
+    /// String id of the file name, 0 when unknown.
+    pub file: u32,
+    /// Line, 0 when unknown.
+    pub line: u32,
+    /// Column, 0 when unknown.
+    pub col: u32,
+}
+
+/// One decoded event; its arguments are in [`DecodedChunk::args`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    /// Timestamp in clock ticks.
+    pub ts: u64,
+    /// Canonical kind.
+    pub kind: u16,
+    /// START, END or ATOMIC.
+    pub phase: u8,
+    /// `raw::FLAG_*` bits.
+    pub flags: u8,
+    /// Callsite id within the chunk (0: none).
+    pub callsite: u32,
+    /// Index of the first argument word.
+    pub args_start: u32,
+    /// Number of argument words.
+    pub nargs: u32,
+}
+
+/// A decoded chunk with its own tables.
+#[derive(Debug, Default)]
+pub struct DecodedChunk {
+    /// The events in order.
+    pub events: Vec<Event>,
+    /// All argument words.
+    pub args: Vec<u64>,
+    /// Strings by id.
+    pub strings: HashMap<u32, String>,
+    /// Callsites by id.
+    pub callsites: HashMap<u32, Callsite>,
+    /// User events by id.
+    pub users: HashMap<u64, UserDef>,
+}
+
+impl DecodedChunk {
+    /// The argument words of `e`.
+    pub fn args_of(&self, e: &Event) -> &[u64] {
+        &self.args[e.args_start as usize..(e.args_start + e.nargs) as usize]
+    }
+    /// A string by id.
+    pub fn string(&self, id: u32) -> Option<&str> {
+        self.strings.get(&id).map(|s| s.as_str())
+    }
+}
+
+/// Where and why a payload could not be decoded to its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DecodeError {
+    /// Byte offset in the payload.
+    pub offset: usize,
+    /// What was wrong.
+    pub what: String,
+}
+
+macro_rules! tr {
+    ($r:ident, $e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(_) => return Err(DecodeError { offset: $r.pos(), what: "record cut short".into() }),
+        }
+    };
+}
+
+/// Decodes a payload. On error the events before it are kept in `out`.
+pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> Result<(), DecodeError> {
+    let mut r = Reader::new(payload);
+    let mut last_kind = NO_KIND;
+    let mut last_site = 0u32;
+    let mut last_ts = header.base_ts;
+    let mut prev_args: HashMap<u16, (u32, u32)> = HashMap::new();
+    let err = |r: &Reader<'_>, what: &str| DecodeError { offset: r.pos(), what: what.into() };
+    while !r.is_empty() {
+        let op = r.byte().map_err(|_| err(&r, "truncated"))?;
+        match op {
+            DEF_STRING => {
+                let id = tr!(r, r.u64()) as u32;
+                let len = tr!(r, r.u64()) as usize;
+                let b = tr!(r, r.bytes(len));
+                out.strings.insert(id, String::from_utf8_lossy(b).into_owned());
+            }
+            DEF_CALLSITE => {
+                let mut v = [0u64; 4];
+                for x in &mut v {
+                    *x = tr!(r, r.u64());
+                }
+                out.callsites
+                    .insert(v[0] as u32, Callsite { file: v[1] as u32, line: v[2] as u32, col: v[3] as u32 });
+            }
+            DEF_USER => {
+                let id = tr!(r, r.u64());
+                let name = tr!(r, get_string(&mut r));
+                let desc = match tr!(r, r.byte()) {
+                    0 => None,
+                    _ => Some(tr!(r, get_string(&mut r))),
+                };
+                let why = tr!(r, get_string(&mut r));
+                let unreadable = if why.is_empty() { None } else { Some(why) };
+                out.users.insert(id, UserDef { id, name, desc, unreadable });
+            }
+            _ if op & 3 == 3 => return Err(err(&r, &format!("unknown definition {op:#x}"))),
+            _ => {
+                let kind = if op & OP_SAME_KIND != 0 {
+                    last_kind
+                } else {
+                    tr!(r, r.u64()) as u16
+                };
+                if kind == NO_KIND {
+                    return Err(err(&r, "event refers to a previous kind but is the first"));
+                }
+                let site = if op & OP_SAME_SITE != 0 { last_site } else { tr!(r, r.u64()) as u32 };
+                let ts = last_ts.wrapping_add(tr!(r, r.i64()) as u64);
+                let (start, nargs) = if op & OP_SAME_ARGS != 0 {
+                    prev_args.get(&kind).copied().unwrap_or((out.args.len() as u32, 0))
+                } else {
+                    let n = tr!(r, r.u64()) as usize;
+                    if n > crate::raw::MAX_ARG_WORDS {
+                        return Err(err(&r, "too many arguments"));
+                    }
+                    let (ps, pn) = prev_args.get(&kind).copied().unwrap_or((0, 0));
+                    let start = out.args.len();
+                    for i in 0..n {
+                        let before = if i < pn as usize { out.args[ps as usize + i] } else { 0 };
+                        let d = tr!(r, r.i64());
+                        out.args.push(before.wrapping_add(d as u64));
+                    }
+                    (start as u32, n as u32)
+                };
+                prev_args.insert(kind, (start, nargs));
+                let mut flags = 0;
+                if op & OP_RESOLVED != 0 {
+                    flags |= FLAG_PTS_RESOLVED;
+                }
+                if op & OP_UNREAD != 0 {
+                    flags |= FLAG_ARGS_UNREAD;
+                }
+                out.events.push(Event {
+                    ts,
+                    kind,
+                    phase: op & 3,
+                    flags,
+                    callsite: site,
+                    args_start: start,
+                    nargs,
+                });
+                last_kind = kind;
+                last_site = site;
+                last_ts = ts;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn get_string(r: &mut Reader<'_>) -> Result<String, varint::Truncated> {
+    let n = r.u64()? as usize;
+    Ok(String::from_utf8_lossy(r.bytes(n)?).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::raw::{PHASE_END, PHASE_START};
+
+    struct Fake;
+    impl Resolver for Fake {
+        fn string_at(&mut self, ptr: u64) -> Vec<u8> {
+            format!("str{ptr}").into_bytes()
+        }
+        fn user_event(&mut self, id: u64) -> Option<UserDef> {
+            Some(UserDef { id, name: format!("ev{id}"), desc: Some("%d".into()), unreadable: None })
+        }
+    }
+
+    fn rec(ts: u64, kind: u16, phase: u8, file: u64, line: u32, args: &[u64]) -> Vec<u64> {
+        let h = RawHeader { ts, kind, phase, flags: 0, nwords: args.len() as u8, line, col: 3, file };
+        let mut v = h.pack().to_vec();
+        v.extend_from_slice(args);
+        v
+    }
+
+    #[test]
+    fn round_trip() {
+        let mut raw = Vec::new();
+        raw.extend(rec(1000, kinds::UPC_GET, PHASE_START, 77, 10, &[1, 0x7000, 5, 0, 8]));
+        raw.extend(rec(1040, kinds::UPC_GET, PHASE_END, 77, 10, &[1, 0x7000, 5, 0, 8]));
+        raw.extend(rec(1030, kinds::UPC_GET, PHASE_START, 77, 11, &[0, 0x7008, 5, 8, 8]));
+        raw.extend(rec(2000, kinds::C_FUNC, PHASE_START, 0, 0, &[99]));
+        raw.extend(rec(2001, kinds::GASPARD_USER, crate::raw::PHASE_ATOMIC, 0, 0, &[1000, u64::MAX]));
+        let mut enc = Encoder::new();
+        let mut at = 0;
+        while at < raw.len() {
+            at += enc.push(&raw[at..], &mut Fake).unwrap();
+        }
+        let (bytes, h) = enc.finish(ChunkHeader::default());
+        assert_eq!(h.events, 5);
+        let payload = &bytes[crate::chunk::CHUNK_HEADER_LEN..];
+        assert!(ChunkHeader::verify(&bytes, payload));
+        let mut d = DecodedChunk::default();
+        decode(&h, payload, &mut d).unwrap();
+        assert_eq!(d.events.len(), 5);
+        let e = d.events[1];
+        assert_eq!((e.ts, e.kind, e.phase), (1040, kinds::UPC_GET, PHASE_END));
+        assert_eq!(d.args_of(&e), &[1, 0x7000, 5, 0, 8]);
+        assert_eq!(d.events[2].ts, 1030, "time going backwards survives");
+        assert_eq!(d.args_of(&d.events[2]), &[0, 0x7008, 5, 8, 8]);
+        let site = d.callsites[&d.events[2].callsite];
+        assert_eq!((d.string(site.file), site.line, site.col), (Some("str77"), 11, 3));
+        assert_eq!(d.callsites[&d.events[3].callsite].file, 0, "no file name");
+        let f = d.args_of(&d.events[3])[0] as u32;
+        assert_eq!(d.string(f), Some("str99"));
+        assert_eq!(d.args_of(&d.events[4]), &[1000, u64::MAX]);
+        assert_eq!(d.users[&1000].name, "ev1000");
+    }
+
+    #[test]
+    fn repeated_pairs_are_small() {
+        let mut enc = Encoder::new();
+        for i in 0..1000u64 {
+            let phase = (i & 1) as u8;
+            enc.push(&rec(5000 + i * 30, kinds::UPC_GET, phase, 77, 10, &[1, 0x7000, 5, 0, 8]), &mut Fake)
+                .unwrap();
+        }
+        assert!(enc.len() <= 2 * 1000 + 64, "{} bytes", enc.len());
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut d = DecodedChunk::default();
+        for junk in [&[0x07u8][..], &[0x00, 0x80], &[0xff, 0xff, 0xff], &[0x04, 1, 1]] {
+            assert!(decode(&ChunkHeader::default(), junk, &mut d).is_err());
+        }
+    }
+}

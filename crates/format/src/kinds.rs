@@ -1,0 +1,248 @@
+//! The canonical event kinds and the arguments each carries.
+//!
+//! Kind numbers are gaspard's own and are written to disk: they never depend
+//! on the tag numbers of the runtime's `gasp_upc.h` (the C shim maps tags by
+//! symbolic name). Bump [`crate::FORMAT_VERSION`] when you renumber a kind or
+//! change its arguments; adding a kind at a new number is compatible.
+//!
+//! The same table is written in C in `crates/gasp/csrc/gasp_shim.c`; the
+//! round-trip tests check that the two agree.
+
+/// How one argument is stored and shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ArgType {
+    /// A C `int` (also `upc_flag_t`, `upc_op_t`), stored sign-extended.
+    Int,
+    /// A `size_t`.
+    Size,
+    /// A local address (`void *`).
+    Ptr,
+    /// A pointer-to-shared (`gasp_upc_PTS_t *`): its bytes, or (thread, address) when resolved.
+    Pts,
+    /// A lock (`gasp_upc_lock_t *`): the bytes of its pointer-to-shared.
+    Lock,
+    /// A non-blocking handle (`gasp_upc_nb_handle_t`).
+    Handle,
+    /// A string the program keeps alive (function signature); interned in the trace.
+    Str,
+    /// A `gasp_upc_reduction_t`.
+    Reduction,
+    /// A `gasp_model_t`.
+    Model,
+    /// A timestamp in clock ticks (converted to nanoseconds when read).
+    Ticks,
+}
+
+/// What a kind is about: drives the time breakdown of the analyses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// Barriers, fences, locks, waits.
+    Sync,
+    /// Gets, puts, bulk copies, collectives.
+    Comm,
+    /// Allocation and release of memory or locks.
+    Memory,
+    /// Work-sharing constructs.
+    Work,
+    /// Program start, exit, measurement control.
+    Program,
+    /// Runtime software cache.
+    Cache,
+    /// User functions.
+    Function,
+    /// User-defined events.
+    User,
+}
+
+/// One canonical kind.
+#[derive(Debug)]
+pub struct KindInfo {
+    /// Number on disk.
+    pub id: u16,
+    /// Symbolic name, as in the GASP specification.
+    pub name: &'static str,
+    /// Class of the kind.
+    pub class: Class,
+    /// Arguments of START and ATOMIC events.
+    pub start: &'static [(&'static str, ArgType)],
+    /// Arguments of END events.
+    pub end: &'static [(&'static str, ArgType)],
+}
+
+use ArgType::*;
+use Class::*;
+
+const NAMED: &[(&str, ArgType)] = &[("named", Int), ("expr", Int)];
+const ALLOC_S: &[(&str, ArgType)] = &[("nblocks", Size), ("nbytes", Size)];
+const ALLOC_E: &[(&str, ArgType)] = &[("nblocks", Size), ("nbytes", Size), ("newshrd_ptr", Pts)];
+const LCK: &[(&str, ArgType)] = &[("lck", Lock)];
+const GET: &[(&str, ArgType)] = &[("is_relaxed", Int), ("dst", Ptr), ("src", Pts), ("n", Size)];
+const GET_H: &[(&str, ArgType)] = &[
+    ("is_relaxed", Int),
+    ("dst", Ptr),
+    ("src", Pts),
+    ("n", Size),
+    ("handle", Handle),
+];
+const PUT: &[(&str, ArgType)] = &[("is_relaxed", Int), ("dst", Pts), ("src", Ptr), ("n", Size)];
+const PUT_H: &[(&str, ArgType)] = &[
+    ("is_relaxed", Int),
+    ("dst", Pts),
+    ("src", Ptr),
+    ("n", Size),
+    ("handle", Handle),
+];
+const HANDLE: &[(&str, ArgType)] = &[("handle", Handle)];
+const COLL: &[(&str, ArgType)] = &[("dst", Pts), ("src", Pts), ("nbytes", Size), ("upc_flags", Int)];
+const PERMUTE: &[(&str, ArgType)] = &[
+    ("dst", Pts),
+    ("src", Pts),
+    ("perm", Pts),
+    ("nbytes", Size),
+    ("upc_flags", Int),
+];
+const REDUCE: &[(&str, ArgType)] = &[
+    ("dst", Pts),
+    ("src", Pts),
+    ("upc_op", Int),
+    ("nelems", Size),
+    ("blk_size", Size),
+    ("func", Ptr),
+    ("upc_flags", Int),
+    ("type", Reduction),
+];
+const NONE: &[(&str, ArgType)] = &[];
+
+macro_rules! kinds {
+    ($($konst:ident = $id:expr, $name:expr, $class:expr, $start:expr, $end:expr;)*) => {
+        $(
+            #[doc = concat!("`", $name, "`")]
+            pub const $konst: u16 = $id;
+        )*
+        /// Every canonical kind, in number order.
+        pub static KINDS: &[KindInfo] = &[
+            $(KindInfo { id: $id, name: $name, class: $class, start: $start, end: $end },)*
+        ];
+    };
+}
+
+kinds! {
+    C_FUNC = 1, "GASP_C_FUNC", Function, &[("funcsig", Str)], &[("funcsig", Str)];
+    C_MALLOC = 2, "GASP_C_MALLOC", Memory, &[("nbytes", Size)], &[("nbytes", Size), ("returnptr", Ptr)];
+    C_REALLOC = 3, "GASP_C_REALLOC", Memory, &[("ptr", Ptr), ("size", Size)],
+        &[("ptr", Ptr), ("size", Size), ("returnptr", Ptr)];
+    C_FREE = 4, "GASP_C_FREE", Memory, &[("ptr", Ptr)], &[("ptr", Ptr)];
+
+    UPC_COLLECTIVE_EXIT = 16, "GASP_UPC_COLLECTIVE_EXIT", Program, &[("status", Int)], &[("status", Int)];
+    UPC_NONCOLLECTIVE_EXIT = 17, "GASP_UPC_NONCOLLECTIVE_EXIT", Program, &[("status", Int)], &[("status", Int)];
+    UPC_NOTIFY = 18, "GASP_UPC_NOTIFY", Sync, NAMED, NAMED;
+    UPC_WAIT = 19, "GASP_UPC_WAIT", Sync, NAMED, NAMED;
+    UPC_BARRIER = 20, "GASP_UPC_BARRIER", Sync, NAMED, NAMED;
+    UPC_FENCE = 21, "GASP_UPC_FENCE", Sync, NONE, NONE;
+    UPC_FORALL = 22, "GASP_UPC_FORALL", Work, NONE, NONE;
+    UPC_GLOBAL_ALLOC = 23, "GASP_UPC_GLOBAL_ALLOC", Memory, ALLOC_S, ALLOC_E;
+    UPC_ALL_ALLOC = 24, "GASP_UPC_ALL_ALLOC", Memory, ALLOC_S, ALLOC_E;
+    UPC_ALLOC = 25, "GASP_UPC_ALLOC", Memory, &[("nbytes", Size)], &[("nbytes", Size), ("newshrd_ptr", Pts)];
+    UPC_FREE = 26, "GASP_UPC_FREE", Memory, &[("shrd_ptr", Pts)], &[("shrd_ptr", Pts)];
+    UPC_GLOBAL_LOCK_ALLOC = 27, "GASP_UPC_GLOBAL_LOCK_ALLOC", Memory, NONE, LCK;
+    UPC_ALL_LOCK_ALLOC = 28, "GASP_UPC_ALL_LOCK_ALLOC", Memory, NONE, LCK;
+    UPC_LOCK_FREE = 29, "GASP_UPC_LOCK_FREE", Memory, LCK, LCK;
+    UPC_LOCK = 30, "GASP_UPC_LOCK", Sync, LCK, LCK;
+    UPC_LOCK_ATTEMPT = 31, "GASP_UPC_LOCK_ATTEMPT", Sync, LCK, &[("lck", Lock), ("result", Int)];
+    UPC_UNLOCK = 32, "GASP_UPC_UNLOCK", Sync, LCK, LCK;
+    UPC_MEMCPY = 33, "GASP_UPC_MEMCPY", Comm, &[("dst", Pts), ("src", Pts), ("n", Size)],
+        &[("dst", Pts), ("src", Pts), ("n", Size)];
+    UPC_MEMGET = 34, "GASP_UPC_MEMGET", Comm, &[("dst", Ptr), ("src", Pts), ("n", Size)],
+        &[("dst", Ptr), ("src", Pts), ("n", Size)];
+    UPC_MEMPUT = 35, "GASP_UPC_MEMPUT", Comm, &[("dst", Pts), ("src", Ptr), ("n", Size)],
+        &[("dst", Pts), ("src", Ptr), ("n", Size)];
+    UPC_MEMSET = 36, "GASP_UPC_MEMSET", Comm, &[("dst", Pts), ("c", Int), ("n", Size)],
+        &[("dst", Pts), ("c", Int), ("n", Size)];
+    UPC_GET = 37, "GASP_UPC_GET", Comm, GET, GET;
+    UPC_PUT = 38, "GASP_UPC_PUT", Comm, PUT, PUT;
+    UPC_NB_GET_INIT = 39, "GASP_UPC_NB_GET_INIT", Comm, GET, GET_H;
+    UPC_NB_GET_DATA = 40, "GASP_UPC_NB_GET_DATA", Comm, HANDLE, HANDLE;
+    UPC_NB_PUT_INIT = 41, "GASP_UPC_NB_PUT_INIT", Comm, PUT, PUT_H;
+    UPC_NB_PUT_DATA = 42, "GASP_UPC_NB_PUT_DATA", Comm, HANDLE, HANDLE;
+    UPC_NB_SYNC = 43, "GASP_UPC_NB_SYNC", Comm, HANDLE, HANDLE;
+    UPC_CACHE_MISS = 44, "GASP_UPC_CACHE_MISS", Cache, &[("n", Size), ("n_lines", Size)], NONE;
+    UPC_CACHE_HIT = 45, "GASP_UPC_CACHE_HIT", Cache, &[("n", Size)], NONE;
+    UPC_CACHE_INVALIDATE = 46, "GASP_UPC_CACHE_INVALIDATE", Cache, &[("n_dirty", Size)], NONE;
+    UPC_ALL_BROADCAST = 47, "GASP_UPC_ALL_BROADCAST", Comm, COLL, COLL;
+    UPC_ALL_SCATTER = 48, "GASP_UPC_ALL_SCATTER", Comm, COLL, COLL;
+    UPC_ALL_GATHER = 49, "GASP_UPC_ALL_GATHER", Comm, COLL, COLL;
+    UPC_ALL_GATHER_ALL = 50, "GASP_UPC_ALL_GATHER_ALL", Comm, COLL, COLL;
+    UPC_ALL_EXCHANGE = 51, "GASP_UPC_ALL_EXCHANGE", Comm, COLL, COLL;
+    UPC_ALL_PERMUTE = 52, "GASP_UPC_ALL_PERMUTE", Comm, PERMUTE, PERMUTE;
+    UPC_ALL_REDUCE = 53, "GASP_UPC_ALL_REDUCE", Comm, REDUCE, REDUCE;
+    UPC_ALL_PREFIX_REDUCE = 54, "GASP_UPC_ALL_PREFIX_REDUCE", Comm, REDUCE, REDUCE;
+
+    GASPARD_INIT = 256, "GASPARD_INIT", Program, &[("model", Model)], NONE;
+    GASPARD_MEASUREMENT = 257, "GASPARD_MEASUREMENT", Program, &[("on", Int)], NONE;
+    GASPARD_USER = 258, "GASPARD_USER", User, NONE, NONE;
+    GASPARD_LOST = 259, "GASPARD_LOST", Program, &[("events", Size), ("first", Ticks), ("last", Ticks)], NONE;
+}
+
+/// Looks a kind up by its number.
+pub fn kind(id: u16) -> Option<&'static KindInfo> {
+    // KINDS is sorted by id: binary search keeps this independent of gaps.
+    KINDS.binary_search_by_key(&id, |k| k.id).ok().map(|i| &KINDS[i])
+}
+
+/// Looks a kind up by its symbolic name.
+pub fn kind_by_name(name: &str) -> Option<&'static KindInfo> {
+    KINDS.iter().find(|k| k.name == name)
+}
+
+/// Names of the `gasp_model_t` values.
+pub fn model_name(model: u64) -> &'static str {
+    match model {
+        0 => "UPC",
+        1 => "TITANIUM",
+        2 => "CAF",
+        3 => "MPI",
+        4 => "SHMEM",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Names of the `gasp_upc_reduction_t` values.
+pub fn reduction_name(r: u64) -> &'static str {
+    const NAMES: [&str; 11] = [
+        "GASP_UPC_REDUCTION_C",
+        "GASP_UPC_REDUCTION_UC",
+        "GASP_UPC_REDUCTION_S",
+        "GASP_UPC_REDUCTION_US",
+        "GASP_UPC_REDUCTION_I",
+        "GASP_UPC_REDUCTION_UI",
+        "GASP_UPC_REDUCTION_L",
+        "GASP_UPC_REDUCTION_UL",
+        "GASP_UPC_REDUCTION_F",
+        "GASP_UPC_REDUCTION_D",
+        "GASP_UPC_REDUCTION_LD",
+    ];
+    NAMES.get(r as usize).copied().unwrap_or("GASP_UPC_REDUCTION_UNKNOWN")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_are_sorted_and_unique() {
+        for w in KINDS.windows(2) {
+            assert!(w[0].id < w[1].id, "{} before {}", w[0].name, w[1].name);
+        }
+        let mut names: Vec<_> = KINDS.iter().map(|k| k.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), KINDS.len());
+    }
+
+    #[test]
+    fn lookup() {
+        assert_eq!(kind(UPC_MEMGET).unwrap().name, "GASP_UPC_MEMGET");
+        assert_eq!(kind_by_name("GASP_UPC_PUT").unwrap().id, UPC_PUT);
+        assert!(kind(999).is_none());
+    }
+}

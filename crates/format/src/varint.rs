@@ -1,0 +1,123 @@
+//! LEB128 variable-length integers and zigzag mapping.
+
+/// Appends `v` as unsigned LEB128.
+#[inline]
+pub fn put_u64(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Appends `v` zigzag-mapped as LEB128.
+#[inline]
+pub fn put_i64(out: &mut Vec<u8>, v: i64) {
+    put_u64(out, zigzag(v));
+}
+
+/// Maps signed to unsigned so that small magnitudes stay small.
+#[inline]
+pub fn zigzag(v: i64) -> u64 {
+    ((v << 1) ^ (v >> 63)) as u64
+}
+
+/// Inverse of [`zigzag`].
+#[inline]
+pub fn unzigzag(v: u64) -> i64 {
+    ((v >> 1) as i64) ^ -((v & 1) as i64)
+}
+
+/// A cursor over a byte slice that reads LEB128 values.
+#[derive(Debug)]
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+/// The payload ended inside a value, or a value was too long.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Truncated;
+
+impl<'a> Reader<'a> {
+    /// Starts at the beginning of `buf`.
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+    /// Bytes consumed so far.
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+    /// True when every byte was consumed.
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+    /// Reads one byte.
+    #[inline]
+    pub fn byte(&mut self) -> Result<u8, Truncated> {
+        let b = *self.buf.get(self.pos).ok_or(Truncated)?;
+        self.pos += 1;
+        Ok(b)
+    }
+    /// Reads an unsigned LEB128 value.
+    #[inline]
+    pub fn u64(&mut self) -> Result<u64, Truncated> {
+        let mut v = 0u64;
+        let mut shift = 0u32;
+        loop {
+            let b = self.byte()?;
+            if shift >= 64 {
+                return Err(Truncated);
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+            shift += 7;
+        }
+    }
+    /// Reads a zigzag LEB128 value.
+    #[inline]
+    pub fn i64(&mut self) -> Result<i64, Truncated> {
+        self.u64().map(unzigzag)
+    }
+    /// Reads `n` raw bytes.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
+        let end = self.pos.checked_add(n).ok_or(Truncated)?;
+        let s = self.buf.get(self.pos..end).ok_or(Truncated)?;
+        self.pos = end;
+        Ok(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip() {
+        let vals = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX];
+        let mut out = Vec::new();
+        for v in vals {
+            put_u64(&mut out, v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX, -300] {
+            put_i64(&mut out, v);
+        }
+        let mut r = Reader::new(&out);
+        for v in vals {
+            assert_eq!(r.u64().unwrap(), v);
+        }
+        for v in [0i64, -1, 1, i64::MIN, i64::MAX, -300] {
+            assert_eq!(r.i64().unwrap(), v);
+        }
+        assert!(r.is_empty());
+        assert_eq!(r.u64(), Err(Truncated));
+    }
+
+    #[test]
+    fn overlong_is_an_error() {
+        let bad = [0xffu8; 11];
+        assert_eq!(Reader::new(&bad).u64(), Err(Truncated));
+    }
+}
