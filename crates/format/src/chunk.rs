@@ -91,7 +91,9 @@ impl ChunkHeader {
 
     /// True when `payload` matches the checksum of header bytes `b`.
     pub fn verify(b: &[u8], payload: &[u8]) -> bool {
-        let Some(h) = ChunkHeader::parse(b) else { return false };
+        let Some(h) = ChunkHeader::parse(b) else {
+            return false;
+        };
         let mut z = [0u8; CHUNK_HEADER_LEN];
         z.copy_from_slice(&b[..CHUNK_HEADER_LEN]);
         z[56..60].fill(0);
@@ -139,7 +141,10 @@ pub struct FileHeader {
 impl FileHeader {
     /// The value of `key`.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.fields
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
@@ -194,7 +199,11 @@ pub fn parse_file_header(b: &[u8]) -> Result<FileHeader, HeaderError> {
         .filter_map(|l| l.split_once('='))
         .map(|(k, v)| (k.to_string(), crate::manifest::unescape(v)))
         .collect();
-    Ok(FileHeader { version, fields, len: 16 + len })
+    Ok(FileHeader {
+        version,
+        fields,
+        len: 16 + len,
+    })
 }
 
 #[cfg(test)]
@@ -230,7 +239,13 @@ mod tests {
         assert_eq!(h.get("stream"), Some("2"));
         assert_eq!(h.get("command"), Some("a b=c\nd"));
         assert_eq!(h.len, b.len());
-        assert_eq!(parse_file_header(&b[..10]).unwrap_err(), HeaderError::Truncated);
-        assert_eq!(parse_file_header(b"hello world, x").unwrap_err(), HeaderError::NotAStream);
+        assert_eq!(
+            parse_file_header(&b[..10]).unwrap_err(),
+            HeaderError::Truncated
+        );
+        assert_eq!(
+            parse_file_header(b"hello world, x").unwrap_err(),
+            HeaderError::NotAStream
+        );
     }
 }

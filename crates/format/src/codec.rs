@@ -54,12 +54,37 @@ pub trait Resolver {
 }
 
 /// The argument words of one event, split per argument.
-pub fn arg_layout(kind: u16, phase: u8, pts_words: usize, flags: u8) -> Vec<(&'static str, ArgType, usize)> {
-    let Some(k) = kinds::kind(kind) else { return Vec::new() };
-    let list = if phase == crate::raw::PHASE_END { k.end } else { k.start };
-    let pts = if flags & FLAG_PTS_RESOLVED != 0 { 2 } else { pts_words };
+pub fn arg_layout(
+    kind: u16,
+    phase: u8,
+    pts_words: usize,
+    flags: u8,
+) -> Vec<(&'static str, ArgType, usize)> {
+    let Some(k) = kinds::kind(kind) else {
+        return Vec::new();
+    };
+    let list = if phase == crate::raw::PHASE_END {
+        k.end
+    } else {
+        k.start
+    };
+    let pts = if flags & FLAG_PTS_RESOLVED != 0 {
+        2
+    } else {
+        pts_words
+    };
     list.iter()
-        .map(|&(n, t)| (n, t, if matches!(t, ArgType::Pts | ArgType::Lock) { pts } else { 1 }))
+        .map(|&(n, t)| {
+            (
+                n,
+                t,
+                if matches!(t, ArgType::Pts | ArgType::Lock) {
+                    pts
+                } else {
+                    1
+                },
+            )
+        })
         .collect()
 }
 
@@ -83,7 +108,10 @@ pub struct Encoder {
 impl Encoder {
     /// A fresh encoder for one chunk.
     pub fn new() -> Self {
-        Encoder { last_kind: NO_KIND, ..Default::default() }
+        Encoder {
+            last_kind: NO_KIND,
+            ..Default::default()
+        }
     }
 
     /// Events encoded so far.
@@ -134,7 +162,12 @@ impl Encoder {
         let id = self.callsites.len() as u32 + 1;
         self.callsites.insert(key, id);
         self.payload.push(DEF_CALLSITE);
-        for v in [u64::from(id), u64::from(fid), u64::from(line), u64::from(col)] {
+        for v in [
+            u64::from(id),
+            u64::from(fid),
+            u64::from(line),
+            u64::from(col),
+        ] {
             varint::put_u64(&mut self.payload, v);
         }
         id
@@ -319,19 +352,31 @@ macro_rules! tr {
     ($r:ident, $e:expr) => {
         match $e {
             Ok(v) => v,
-            Err(_) => return Err(DecodeError { offset: $r.pos(), what: "record cut short".into() }),
+            Err(_) => {
+                return Err(DecodeError {
+                    offset: $r.pos(),
+                    what: "record cut short".into(),
+                })
+            }
         }
     };
 }
 
 /// Decodes a payload. On error the events before it are kept in `out`.
-pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> Result<(), DecodeError> {
+pub fn decode(
+    header: &ChunkHeader,
+    payload: &[u8],
+    out: &mut DecodedChunk,
+) -> Result<(), DecodeError> {
     let mut r = Reader::new(payload);
     let mut last_kind = NO_KIND;
     let mut last_site = 0u32;
     let mut last_ts = header.base_ts;
     let mut prev_args: HashMap<u16, (u32, u32)> = HashMap::new();
-    let err = |r: &Reader<'_>, what: &str| DecodeError { offset: r.pos(), what: what.into() };
+    let err = |r: &Reader<'_>, what: &str| DecodeError {
+        offset: r.pos(),
+        what: what.into(),
+    };
     while !r.is_empty() {
         let op = r.byte().map_err(|_| err(&r, "truncated"))?;
         match op {
@@ -339,15 +384,22 @@ pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> R
                 let id = tr!(r, r.u64()) as u32;
                 let len = tr!(r, r.u64()) as usize;
                 let b = tr!(r, r.bytes(len));
-                out.strings.insert(id, String::from_utf8_lossy(b).into_owned());
+                out.strings
+                    .insert(id, String::from_utf8_lossy(b).into_owned());
             }
             DEF_CALLSITE => {
                 let mut v = [0u64; 4];
                 for x in &mut v {
                     *x = tr!(r, r.u64());
                 }
-                out.callsites
-                    .insert(v[0] as u32, Callsite { file: v[1] as u32, line: v[2] as u32, col: v[3] as u32 });
+                out.callsites.insert(
+                    v[0] as u32,
+                    Callsite {
+                        file: v[1] as u32,
+                        line: v[2] as u32,
+                        col: v[3] as u32,
+                    },
+                );
             }
             DEF_USER => {
                 let id = tr!(r, r.u64());
@@ -358,7 +410,15 @@ pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> R
                 };
                 let why = tr!(r, get_string(&mut r));
                 let unreadable = if why.is_empty() { None } else { Some(why) };
-                out.users.insert(id, UserDef { id, name, desc, unreadable });
+                out.users.insert(
+                    id,
+                    UserDef {
+                        id,
+                        name,
+                        desc,
+                        unreadable,
+                    },
+                );
             }
             _ if op & 3 == 3 => return Err(err(&r, &format!("unknown definition {op:#x}"))),
             _ => {
@@ -370,10 +430,17 @@ pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> R
                 if kind == NO_KIND {
                     return Err(err(&r, "event refers to a previous kind but is the first"));
                 }
-                let site = if op & OP_SAME_SITE != 0 { last_site } else { tr!(r, r.u64()) as u32 };
+                let site = if op & OP_SAME_SITE != 0 {
+                    last_site
+                } else {
+                    tr!(r, r.u64()) as u32
+                };
                 let ts = last_ts.wrapping_add(tr!(r, r.i64()) as u64);
                 let (start, nargs) = if op & OP_SAME_ARGS != 0 {
-                    prev_args.get(&kind).copied().unwrap_or((out.args.len() as u32, 0))
+                    prev_args
+                        .get(&kind)
+                        .copied()
+                        .unwrap_or((out.args.len() as u32, 0))
                 } else {
                     let n = tr!(r, r.u64()) as usize;
                     if n > crate::raw::MAX_ARG_WORDS {
@@ -382,7 +449,11 @@ pub fn decode(header: &ChunkHeader, payload: &[u8], out: &mut DecodedChunk) -> R
                     let (ps, pn) = prev_args.get(&kind).copied().unwrap_or((0, 0));
                     let start = out.args.len();
                     for i in 0..n {
-                        let before = if i < pn as usize { out.args[ps as usize + i] } else { 0 };
+                        let before = if i < pn as usize {
+                            out.args[ps as usize + i]
+                        } else {
+                            0
+                        };
                         let d = tr!(r, r.i64());
                         out.args.push(before.wrapping_add(d as u64));
                     }
@@ -430,12 +501,26 @@ mod tests {
             format!("str{ptr}").into_bytes()
         }
         fn user_event(&mut self, id: u64) -> Option<UserDef> {
-            Some(UserDef { id, name: format!("ev{id}"), desc: Some("%d".into()), unreadable: None })
+            Some(UserDef {
+                id,
+                name: format!("ev{id}"),
+                desc: Some("%d".into()),
+                unreadable: None,
+            })
         }
     }
 
     fn rec(ts: u64, kind: u16, phase: u8, file: u64, line: u32, args: &[u64]) -> Vec<u64> {
-        let h = RawHeader { ts, kind, phase, flags: 0, nwords: args.len() as u8, line, col: 3, file };
+        let h = RawHeader {
+            ts,
+            kind,
+            phase,
+            flags: 0,
+            nwords: args.len() as u8,
+            line,
+            col: 3,
+            file,
+        };
         let mut v = h.pack().to_vec();
         v.extend_from_slice(args);
         v
@@ -444,11 +529,39 @@ mod tests {
     #[test]
     fn round_trip() {
         let mut raw = Vec::new();
-        raw.extend(rec(1000, kinds::UPC_GET, PHASE_START, 77, 10, &[1, 0x7000, 5, 0, 8]));
-        raw.extend(rec(1040, kinds::UPC_GET, PHASE_END, 77, 10, &[1, 0x7000, 5, 0, 8]));
-        raw.extend(rec(1030, kinds::UPC_GET, PHASE_START, 77, 11, &[0, 0x7008, 5, 8, 8]));
+        raw.extend(rec(
+            1000,
+            kinds::UPC_GET,
+            PHASE_START,
+            77,
+            10,
+            &[1, 0x7000, 5, 0, 8],
+        ));
+        raw.extend(rec(
+            1040,
+            kinds::UPC_GET,
+            PHASE_END,
+            77,
+            10,
+            &[1, 0x7000, 5, 0, 8],
+        ));
+        raw.extend(rec(
+            1030,
+            kinds::UPC_GET,
+            PHASE_START,
+            77,
+            11,
+            &[0, 0x7008, 5, 8, 8],
+        ));
         raw.extend(rec(2000, kinds::C_FUNC, PHASE_START, 0, 0, &[99]));
-        raw.extend(rec(2001, kinds::GASPARD_USER, crate::raw::PHASE_ATOMIC, 0, 0, &[1000, u64::MAX]));
+        raw.extend(rec(
+            2001,
+            kinds::GASPARD_USER,
+            crate::raw::PHASE_ATOMIC,
+            0,
+            0,
+            &[1000, u64::MAX],
+        ));
         let mut enc = Encoder::new();
         let mut at = 0;
         while at < raw.len() {
@@ -467,7 +580,10 @@ mod tests {
         assert_eq!(d.events[2].ts, 1030, "time going backwards survives");
         assert_eq!(d.args_of(&d.events[2]), &[0, 0x7008, 5, 8, 8]);
         let site = d.callsites[&d.events[2].callsite];
-        assert_eq!((d.string(site.file), site.line, site.col), (Some("str77"), 11, 3));
+        assert_eq!(
+            (d.string(site.file), site.line, site.col),
+            (Some("str77"), 11, 3)
+        );
         assert_eq!(d.callsites[&d.events[3].callsite].file, 0, "no file name");
         let f = d.args_of(&d.events[3])[0] as u32;
         assert_eq!(d.string(f), Some("str99"));
@@ -480,8 +596,18 @@ mod tests {
         let mut enc = Encoder::new();
         for i in 0..1000u64 {
             let phase = (i & 1) as u8;
-            enc.push(&rec(5000 + i * 30, kinds::UPC_GET, phase, 77, 10, &[1, 0x7000, 5, 0, 8]), &mut Fake)
-                .unwrap();
+            enc.push(
+                &rec(
+                    5000 + i * 30,
+                    kinds::UPC_GET,
+                    phase,
+                    77,
+                    10,
+                    &[1, 0x7000, 5, 0, 8],
+                ),
+                &mut Fake,
+            )
+            .unwrap();
         }
         assert!(enc.len() <= 2 * 1000 + 64, "{} bytes", enc.len());
     }
@@ -489,7 +615,12 @@ mod tests {
     #[test]
     fn garbage_is_an_error_not_a_panic() {
         let mut d = DecodedChunk::default();
-        for junk in [&[0x07u8][..], &[0x00, 0x80], &[0xff, 0xff, 0xff], &[0x04, 1, 1]] {
+        for junk in [
+            &[0x07u8][..],
+            &[0x00, 0x80],
+            &[0xff, 0xff, 0xff],
+            &[0x04, 1, 1],
+        ] {
             assert!(decode(&ChunkHeader::default(), junk, &mut d).is_err());
         }
     }

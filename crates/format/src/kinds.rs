@@ -93,7 +93,12 @@ const PUT_H: &[(&str, ArgType)] = &[
     ("handle", Handle),
 ];
 const HANDLE: &[(&str, ArgType)] = &[("handle", Handle)];
-const COLL: &[(&str, ArgType)] = &[("dst", Pts), ("src", Pts), ("nbytes", Size), ("upc_flags", Int)];
+const COLL: &[(&str, ArgType)] = &[
+    ("dst", Pts),
+    ("src", Pts),
+    ("nbytes", Size),
+    ("upc_flags", Int),
+];
 const PERMUTE: &[(&str, ArgType)] = &[
     ("dst", Pts),
     ("src", Pts),
@@ -186,7 +191,10 @@ kinds! {
 /// Looks a kind up by its number.
 pub fn kind(id: u16) -> Option<&'static KindInfo> {
     // KINDS is sorted by id: binary search keeps this independent of gaps.
-    KINDS.binary_search_by_key(&id, |k| k.id).ok().map(|i| &KINDS[i])
+    KINDS
+        .binary_search_by_key(&id, |k| k.id)
+        .ok()
+        .map(|i| &KINDS[i])
 }
 
 /// Looks a kind up by its symbolic name.
@@ -221,7 +229,10 @@ pub fn reduction_name(r: u64) -> &'static str {
         "GASP_UPC_REDUCTION_D",
         "GASP_UPC_REDUCTION_LD",
     ];
-    NAMES.get(r as usize).copied().unwrap_or("GASP_UPC_REDUCTION_UNKNOWN")
+    NAMES
+        .get(r as usize)
+        .copied()
+        .unwrap_or("GASP_UPC_REDUCTION_UNKNOWN")
 }
 
 #[cfg(test)]

@@ -117,7 +117,11 @@ impl Manifest {
         for (t, n) in &self.clock_refs {
             let _ = writeln!(s, "clock_ref {t} {n}");
         }
-        let _ = writeln!(s, "realtime_ref {} {}", self.realtime_ref.0, self.realtime_ref.1);
+        let _ = writeln!(
+            s,
+            "realtime_ref {} {}",
+            self.realtime_ref.0, self.realtime_ref.1
+        );
         let _ = writeln!(s, "pts_bytes {}", self.pts_bytes);
         for st in &self.streams {
             let _ = writeln!(
@@ -147,7 +151,10 @@ impl Manifest {
         let Some(ver) = first.strip_prefix(MANIFEST_MAGIC) else {
             return Err("not a gaspard manifest".into());
         };
-        let ver: u32 = ver.trim().parse().map_err(|_| "bad manifest version line")?;
+        let ver: u32 = ver
+            .trim()
+            .parse()
+            .map_err(|_| "bad manifest version line")?;
         if ver != crate::FORMAT_VERSION {
             return Err(format!(
                 "manifest version {ver}, this gaspard reads {}",
@@ -163,7 +170,11 @@ impl Manifest {
                 "host" => m.host = unescape(rest),
                 "pid" => m.pid = num(rest)? as u32,
                 "command" => {
-                    m.command = rest.split(' ').filter(|a| !a.is_empty()).map(unescape).collect()
+                    m.command = rest
+                        .split(' ')
+                        .filter(|a| !a.is_empty())
+                        .map(unescape)
+                        .collect()
                 }
                 "start_unix_ns" => m.start_unix_ns = num(rest)?,
                 "clock" => m.clock = unescape(rest),
@@ -181,7 +192,11 @@ impl Manifest {
                     let mut parts = rest.split(' ');
                     let id = num(parts.next().unwrap_or(""))? as u32;
                     let file = unescape(parts.next().ok_or_else(bad)?);
-                    let mut st = StreamEntry { id, file, ..Default::default() };
+                    let mut st = StreamEntry {
+                        id,
+                        file,
+                        ..Default::default()
+                    };
                     for p in parts {
                         match p.split_once('=') {
                             Some(("model", v)) => st.model = num(v)? as u32,
@@ -226,7 +241,13 @@ mod tests {
             clock_refs: vec![(1, 2), (3, 4)],
             realtime_ref: (5, 6),
             pts_bytes: 16,
-            streams: vec![StreamEntry { id: 0, file: "x.gst".into(), model: 0, tid: 9, thread: 0 }],
+            streams: vec![StreamEntry {
+                id: 0,
+                file: "x.gst".into(),
+                model: 0,
+                tid: 9,
+                thread: 0,
+            }],
             status: "crashed SIGSEGV".into(),
             events: 10,
             lost: 1,

@@ -312,7 +312,13 @@ fn narrow_unsigned(v: i64, length: &str) -> u64 {
     }
 }
 
-fn format_one(c: &Conv, flags: &str, width: Option<usize>, prec: Option<usize>, v: &Value) -> String {
+fn format_one(
+    c: &Conv,
+    flags: &str,
+    width: Option<usize>,
+    prec: Option<usize>,
+    v: &Value,
+) -> String {
     let left = flags.contains('-');
     let zero = flags.contains('0') && !left;
     let plus = flags.contains('+');
@@ -369,7 +375,11 @@ fn format_one(c: &Conv, flags: &str, width: Option<usize>, prec: Option<usize>, 
         }
         ('p', Value::Ptr(p)) => (
             String::new(),
-            if *p == 0 { "(nil)".to_string() } else { format!("{p:#x}") },
+            if *p == 0 {
+                "(nil)".to_string()
+            } else {
+                format!("{p:#x}")
+            },
             false,
         ),
         (cc, Value::Float(f)) => {
@@ -396,7 +406,11 @@ fn format_one(c: &Conv, flags: &str, width: Option<usize>, prec: Option<usize>, 
                     _ => format!("{a}"),
                 }
             };
-            let body = if cc.is_ascii_uppercase() { body.to_uppercase() } else { body };
+            let body = if cc.is_ascii_uppercase() {
+                body.to_uppercase()
+            } else {
+                body
+            };
             (s.to_string(), body, f.is_finite())
         }
         (_, other) => (String::new(), other.to_plain(), false),
@@ -431,7 +445,9 @@ fn c_general(a: f64, prec: usize, alt: bool) -> String {
         0
     } else {
         let s = format!("{:.*e}", p - 1, a);
-        s.split_once('e').and_then(|(_, e)| e.parse::<i32>().ok()).unwrap_or(0)
+        s.split_once('e')
+            .and_then(|(_, e)| e.parse::<i32>().ok())
+            .unwrap_or(0)
     };
     let mut s = if exp < -4 || exp >= p as i32 {
         c_exp(a, p - 1)
@@ -460,7 +476,10 @@ mod tests {
     #[test]
     fn parses_the_common_conversions() {
         let s = parse_format("%d %s %f %p").unwrap();
-        assert_eq!(s.args, vec![VaType::Int, VaType::Str, VaType::Double, VaType::Ptr]);
+        assert_eq!(
+            s.args,
+            vec![VaType::Int, VaType::Str, VaType::Double, VaType::Ptr]
+        );
         let s = parse_format("x=%5.2lf %% %zu %lld %*d %Lg %hhd").unwrap();
         assert_eq!(
             s.args,

@@ -1,0 +1,253 @@
+//! Every event, decoded, as text or JSON.
+
+use std::fmt::Write as _;
+
+use gaspard_format::codec::arg_layout;
+use gaspard_format::kinds::{self, ArgType};
+use gaspard_format::raw::{FLAG_ARGS_UNREAD, FLAG_PTS_RESOLVED};
+use gaspard_format::user::{self, VaType};
+use serde_json::{json, Map, Value};
+
+use crate::trace::{Event, Stream, Trace};
+
+/// `START`, `END` or `ATOMIC`.
+pub fn phase_name(p: u8) -> &'static str {
+    match p {
+        0 => "START",
+        1 => "END",
+        _ => "ATOMIC",
+    }
+}
+
+/// The name an event is reported under: its kind, or its user event's name.
+pub fn event_name(t: &Trace, e: &Event) -> String {
+    match e.user {
+        Some(u) => t.user_events[u as usize].name.clone(),
+        None => {
+            kinds::kind(e.kind).map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
+        }
+    }
+}
+
+fn hex(v: u64) -> String {
+    format!("{v:#x}")
+}
+
+fn pts_value(words: &[u64], resolved: bool, bytes: u32) -> Value {
+    if resolved {
+        let thread = words.first().copied().unwrap_or(u64::MAX);
+        if thread == u64::MAX {
+            return json!({"unresolved": true});
+        }
+        return json!({"thread": thread, "addr": hex(words.get(1).copied().unwrap_or(0))});
+    }
+    let mut s = String::new();
+    for w in words {
+        for b in w.to_le_bytes() {
+            let _ = write!(s, "{b:02x}");
+        }
+    }
+    s.truncate(bytes as usize * 2);
+    json!({ "bytes": s })
+}
+
+/// Decoded named arguments of a system event.
+pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
+    let mut m = Map::new();
+    let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
+    let mut i = 0;
+    let mut text = e.text_args.iter();
+    for (name, ty, n) in layout {
+        let Some(words) = e.args.get(i..i + n) else {
+            break;
+        };
+        i += n;
+        let w = words[0];
+        let v = match ty {
+            ArgType::Int => json!(w as i64),
+            ArgType::Size => json!(w),
+            ArgType::Ptr | ArgType::Handle => json!(hex(w)),
+            ArgType::Pts | ArgType::Lock => {
+                pts_value(words, e.flags & FLAG_PTS_RESOLVED != 0, s.pts_bytes)
+            }
+            ArgType::Str => json!(text.next().cloned().unwrap_or_default()),
+            ArgType::Reduction => json!(kinds::reduction_name(w)),
+            ArgType::Model => json!(kinds::model_name(w)),
+            ArgType::Ticks => json!(w),
+        };
+        m.insert(name.to_string(), v);
+    }
+    let _ = t;
+    m
+}
+
+/// Values of a user event and their printf rendering.
+pub fn user_values(t: &Trace, e: &Event) -> Option<(Vec<user::Value>, String)> {
+    let u = &t.user_events[e.user? as usize];
+    if e.flags & FLAG_ARGS_UNREAD != 0 || u.unreadable.is_some() {
+        return None;
+    }
+    let Some(desc) = &u.desc else {
+        return Some((Vec::new(), String::new()));
+    };
+    let schema = user::parse_format(desc).ok()?;
+    let vals = user::decode_values(&schema.args, e.args.get(1..).unwrap_or(&[]))?;
+    let text = user::format_values(&schema, &vals);
+    let _ = VaType::Int;
+    Some((vals, text))
+}
+
+fn value_json(v: &user::Value) -> Value {
+    match v {
+        user::Value::Int(i) => json!(i),
+        user::Value::Float(f) => json!(f),
+        user::Value::Str(s) => json!(s),
+        user::Value::Ptr(p) => json!(hex(*p)),
+    }
+}
+
+/// One event as JSON.
+pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
+    let site = &t.callsites[e.callsite as usize];
+    let mut m = Map::new();
+    m.insert("t_ns".into(), json!(e.t_ns));
+    m.insert(
+        "kind".into(),
+        json!(
+            kinds::kind(e.kind).map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
+        ),
+    );
+    m.insert("phase".into(), json!(phase_name(e.phase)));
+    m.insert("file".into(), json!(site.file));
+    m.insert("line".into(), json!(site.line));
+    m.insert("col".into(), json!(site.col));
+    if let Some(u) = e.user {
+        m.insert("name".into(), json!(t.user_events[u as usize].name));
+        match user_values(t, e) {
+            Some((vals, text)) => {
+                m.insert(
+                    "values".into(),
+                    Value::Array(vals.iter().map(value_json).collect()),
+                );
+                m.insert("text".into(), json!(text));
+            }
+            None => {
+                m.insert("args_unread".into(), json!(true));
+            }
+        }
+    } else {
+        m.insert("args".into(), Value::Object(args_json(t, s, e)));
+    }
+    Value::Object(m)
+}
+
+/// Processes as JSON.
+pub fn processes_json(t: &Trace) -> Value {
+    Value::Array(
+        t.processes
+            .iter()
+            .map(|p| match &p.manifest {
+                Some(m) => json!({
+                    "name": p.name, "host": m.host, "pid": m.pid, "status": m.status,
+                    "command": m.command, "events": m.events, "lost": m.lost,
+                    "unknown_tags": m.unknown_tags, "clock": m.clock, "notes": m.notes,
+                }),
+                None => json!({"name": p.name, "status": "unknown (no manifest)"}),
+            })
+            .collect(),
+    )
+}
+
+/// The whole dump as JSON.
+pub fn to_json(t: &Trace) -> Value {
+    let threads: Vec<Value> = t
+        .streams
+        .iter()
+        .map(|s| {
+            json!({
+                "process": s.process, "pid": s.pid, "stream": s.stream, "tid": s.tid,
+                "thread": s.thread, "model": kinds::model_name(u64::from(s.model)),
+                "damaged": s.damaged,
+                "events": s.events.iter().map(|e| event_json(t, s, e)).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({
+        "trace": t.dir.display().to_string(),
+        "threads": threads,
+        "events": t.events(),
+        "lost_events": t.lost_events(),
+        "unknown_tags": t.unknown_tags(),
+        "problems": t.problems,
+        "processes": processes_json(t),
+    })
+}
+
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Object(o) => o
+            .iter()
+            .map(|(k, v)| format!("{k}:{}", plain(v)))
+            .collect::<Vec<_>>()
+            .join(","),
+        other => other.to_string(),
+    }
+}
+
+/// The whole dump as text: one block per thread, one line per event.
+pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "trace {}: {} events in {} threads",
+        t.dir.display(),
+        t.events(),
+        t.streams.len()
+    )?;
+    for p in &t.problems {
+        writeln!(out, "note: {p}")?;
+    }
+    for s in &t.streams {
+        writeln!(
+            out,
+            "\n== {} stream {} (thread {}, tid {}, model {}){}",
+            s.process,
+            s.stream,
+            s.thread,
+            s.tid,
+            kinds::model_name(u64::from(s.model)),
+            if s.damaged { " [damaged]" } else { "" }
+        )?;
+        for e in &s.events {
+            let site = &t.callsites[e.callsite as usize];
+            let loc = match &site.file {
+                Some(f) if site.col > 0 => format!("{f}:{}:{}", site.line, site.col),
+                Some(f) => format!("{f}:{}", site.line),
+                None if site.line > 0 => format!("?:{}", site.line),
+                None => "-".into(),
+            };
+            let detail = if e.user.is_some() {
+                match user_values(t, e) {
+                    Some((_, text)) => format!("\"{text}\""),
+                    None => "(arguments not recorded)".into(),
+                }
+            } else {
+                args_json(t, s, e)
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", plain(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            };
+            writeln!(
+                out,
+                "{:>14.3} us  {:<28} {:<6} {:<24} {}",
+                e.t_ns as f64 / 1000.0,
+                event_name(t, e),
+                phase_name(e.phase),
+                loc,
+                detail
+            )?;
+        }
+    }
+    Ok(())
+}

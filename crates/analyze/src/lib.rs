@@ -1,0 +1,11 @@
+//! Reading gaspard traces and computing what they say.
+//!
+//! [`trace`] reads a trace directory: manifests, stream files, damaged
+//! chunks included, with every problem named. [`dump`] turns events into
+//! text and JSON; [`profile`] computes the per-event, per-callsite and
+//! per-thread report.
+#![warn(missing_docs, missing_debug_implementations)]
+
+pub mod dump;
+pub mod profile;
+pub mod trace;

@@ -1,0 +1,294 @@
+//! The profile: per event name, per callsite and per thread, how many, how
+//! long and how many bytes.
+
+use std::collections::HashMap;
+
+use gaspard_format::codec::arg_layout;
+use gaspard_format::kinds;
+use serde::Serialize;
+
+use crate::dump::event_name;
+use crate::trace::{Event, Stream, Trace};
+
+/// Statistics of one group of events.
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Stats {
+    /// Event name (kind or user event).
+    pub name: String,
+    /// Occurrences: a START/END pair counts once, an ATOMIC once.
+    pub count: u64,
+    /// Total time between START and END, in ns.
+    pub total_ns: u64,
+    /// Mean of the intervals.
+    pub mean_ns: f64,
+    /// Shortest interval.
+    pub min_ns: u64,
+    /// Longest interval.
+    pub max_ns: u64,
+    /// Bytes moved (gets, puts, bulk copies, collectives, allocations).
+    pub bytes: u64,
+    #[serde(skip)]
+    intervals: u64,
+}
+
+impl Stats {
+    fn add_interval(&mut self, d: u64) {
+        if self.intervals == 0 || d < self.min_ns {
+            self.min_ns = d;
+        }
+        self.max_ns = self.max_ns.max(d);
+        self.total_ns += d;
+        self.intervals += 1;
+        self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+    }
+}
+
+/// Per-callsite statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct SiteStats {
+    /// File, if known.
+    pub file: Option<String>,
+    /// Line.
+    pub line: u32,
+    /// The statistics.
+    #[serde(flatten)]
+    pub stats: Stats,
+}
+
+/// Per-thread statistics.
+#[derive(Debug, Clone, Serialize)]
+pub struct ThreadStats {
+    /// `host-pid` of the process.
+    pub process: String,
+    /// Stream number.
+    pub stream: u32,
+    /// Thread order in the process.
+    pub thread: u32,
+    /// Events recorded.
+    pub events: u64,
+    /// Span from first to last event, ns.
+    pub span_ns: u64,
+    /// Statistics per event name.
+    pub by_event: Vec<Stats>,
+}
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    /// Trace directory.
+    pub trace: String,
+    /// Events read.
+    pub events: u64,
+    /// Events the recorder had to drop or could not write.
+    pub lost_events: u64,
+    /// Unknown tags ignored while recording.
+    pub unknown_tags: u64,
+    /// Threads (streams).
+    pub threads: usize,
+    /// Processes.
+    pub processes: usize,
+    /// Per event name, most time first.
+    pub by_event: Vec<Stats>,
+    /// Per event name and callsite, most time first.
+    pub by_callsite: Vec<SiteStats>,
+    /// Per thread.
+    pub by_thread: Vec<ThreadStats>,
+    /// Problems met while reading.
+    pub problems: Vec<String>,
+}
+
+/// Bytes an event moves, from its size argument.
+fn bytes_of(s: &Stream, e: &Event) -> u64 {
+    if e.phase == 1 || e.user.is_some() {
+        return 0;
+    }
+    let Some(k) = kinds::kind(e.kind) else {
+        return 0;
+    };
+    if !matches!(k.class, kinds::Class::Comm | kinds::Class::Memory) {
+        return 0;
+    }
+    let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
+    let mut i = 0;
+    for (name, _, n) in layout {
+        if matches!(name, "n" | "nbytes" | "size") {
+            return e.args.get(i).copied().unwrap_or(0);
+        }
+        i += n;
+    }
+    0
+}
+
+fn sort(v: &mut [Stats]) {
+    v.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then(b.count.cmp(&a.count))
+            .then(a.name.cmp(&b.name))
+    });
+}
+
+/// Computes the report.
+pub fn report(t: &Trace) -> Report {
+    let mut by_event: HashMap<String, Stats> = HashMap::new();
+    let mut by_site: HashMap<(String, u32), Stats> = HashMap::new();
+    let mut by_thread = Vec::new();
+    for s in &t.streams {
+        let mut mine: HashMap<String, Stats> = HashMap::new();
+        // Open intervals per (kind, user event): a stack, so nesting pairs up.
+        let mut open: HashMap<(u16, Option<u32>), Vec<(u64, u32)>> = HashMap::new();
+        for e in &s.events {
+            if matches!(
+                e.kind,
+                kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+            ) {
+                continue;
+            }
+            let name = event_name(t, e);
+            let key = (e.kind, e.user);
+            let bytes = bytes_of(s, e);
+            let touch = |st: &mut Stats| {
+                if st.name.is_empty() {
+                    st.name = name.clone();
+                }
+                if e.phase != 1 {
+                    st.count += 1;
+                }
+                st.bytes += bytes;
+            };
+            touch(by_event.entry(name.clone()).or_default());
+            touch(by_site.entry((name.clone(), e.callsite)).or_default());
+            touch(mine.entry(name.clone()).or_default());
+            match e.phase {
+                0 => open.entry(key).or_default().push((e.t_ns, e.callsite)),
+                1 => {
+                    if let Some((start, site)) = open.get_mut(&key).and_then(|v| v.pop()) {
+                        let d = e.t_ns.saturating_sub(start);
+                        by_event.get_mut(&name).unwrap().add_interval(d);
+                        by_site
+                            .entry((name.clone(), site))
+                            .or_default()
+                            .add_interval(d);
+                        mine.get_mut(&name).unwrap().add_interval(d);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut v: Vec<Stats> = mine.into_values().collect();
+        sort(&mut v);
+        by_thread.push(ThreadStats {
+            process: s.process.clone(),
+            stream: s.stream,
+            thread: s.thread,
+            events: s.events.len() as u64,
+            span_ns: match (s.events.first(), s.events.last()) {
+                (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
+                _ => 0,
+            },
+            by_event: v,
+        });
+    }
+    let mut ev: Vec<Stats> = by_event.into_values().collect();
+    sort(&mut ev);
+    let mut sites: Vec<SiteStats> = by_site
+        .into_iter()
+        .map(|((name, site), mut stats)| {
+            stats.name = name;
+            let cs = &t.callsites[site as usize];
+            SiteStats {
+                file: cs.file.clone(),
+                line: cs.line,
+                stats,
+            }
+        })
+        .collect();
+    sites.sort_by(|a, b| {
+        b.stats
+            .total_ns
+            .cmp(&a.stats.total_ns)
+            .then(a.stats.name.cmp(&b.stats.name))
+            .then(a.line.cmp(&b.line))
+    });
+    Report {
+        trace: t.dir.display().to_string(),
+        events: t.events(),
+        lost_events: t.lost_events(),
+        unknown_tags: t.unknown_tags(),
+        threads: t.streams.len(),
+        processes: t.processes.len(),
+        by_event: ev,
+        by_callsite: sites,
+        by_thread,
+        problems: t.problems.clone(),
+    }
+}
+
+fn fmt_ns(ns: f64) -> String {
+    if ns >= 1e9 {
+        format!("{:.3} s", ns / 1e9)
+    } else if ns >= 1e6 {
+        format!("{:.3} ms", ns / 1e6)
+    } else if ns >= 1e3 {
+        format!("{:.3} us", ns / 1e3)
+    } else {
+        format!("{ns:.0} ns")
+    }
+}
+
+/// The report as text.
+pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(out, "gaspard report: {}", r.trace)?;
+    writeln!(
+        out,
+        "{} events, {} threads in {} processes, {} lost, {} unknown tags ignored",
+        r.events, r.threads, r.processes, r.lost_events, r.unknown_tags
+    )?;
+    for p in &r.problems {
+        writeln!(out, "note: {p}")?;
+    }
+    let header = format!(
+        "{:<30} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+        "event", "count", "total", "mean", "min", "max", "bytes"
+    );
+    let row = |s: &Stats| {
+        format!(
+            "{:<30} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+            s.name,
+            s.count,
+            fmt_ns(s.total_ns as f64),
+            fmt_ns(s.mean_ns),
+            fmt_ns(s.min_ns as f64),
+            fmt_ns(s.max_ns as f64),
+            s.bytes
+        )
+    };
+    writeln!(out, "\nBy event\n{header}")?;
+    for s in &r.by_event {
+        writeln!(out, "{}", row(s))?;
+    }
+    writeln!(out, "\nBy callsite (top 20)\n{:<30} {header}", "where")?;
+    for s in r.by_callsite.iter().take(20) {
+        let w = match &s.file {
+            Some(f) => format!("{f}:{}", s.line),
+            None => "-".into(),
+        };
+        writeln!(out, "{w:<30} {}", row(&s.stats))?;
+    }
+    writeln!(out, "\nBy thread")?;
+    for th in &r.by_thread {
+        writeln!(
+            out,
+            "{} stream {} (thread {}): {} events over {}",
+            th.process,
+            th.stream,
+            th.thread,
+            th.events,
+            fmt_ns(th.span_ns as f64)
+        )?;
+        for s in th.by_event.iter().take(10) {
+            writeln!(out, "  {}", row(s))?;
+        }
+    }
+    Ok(())
+}

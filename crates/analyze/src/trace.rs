@@ -1,0 +1,516 @@
+//! A trace directory, read into memory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use gaspard_format::chunk::{self, ChunkHeader, CHUNK_HEADER_LEN, CHUNK_MAGIC};
+use gaspard_format::codec::{self, DecodedChunk, UserDef};
+use gaspard_format::manifest::Manifest;
+
+/// Errors that stop reading a trace altogether.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// The directory cannot be read.
+    #[error("cannot read trace directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// Nothing in the directory looks like a gaspard trace.
+    #[error("{0} holds no gaspard trace (no .manifest or .gst files)")]
+    Empty(PathBuf),
+}
+
+/// A source position, resolved to strings.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+pub struct Callsite {
+    /// File name, if known.
+    pub file: Option<String>,
+    /// Line, 0 when unknown.
+    pub line: u32,
+    /// Column, 0 when unknown.
+    pub col: u32,
+}
+
+/// One event with its time in nanoseconds and its arguments.
+#[derive(Debug, Clone)]
+pub struct Event {
+    /// Nanoseconds since the trace's earliest process start.
+    pub t_ns: u64,
+    /// Canonical kind.
+    pub kind: u16,
+    /// 0 START, 1 END, 2 ATOMIC.
+    pub phase: u8,
+    /// `raw::FLAG_*`.
+    pub flags: u8,
+    /// Index into [`Trace::callsites`].
+    pub callsite: u32,
+    /// Argument words (strings of `Str` arguments already resolved in `text_args`).
+    pub args: Vec<u64>,
+    /// Strings of `Str` arguments, in order.
+    pub text_args: Vec<String>,
+    /// For user events, index into [`Trace::user_events`].
+    pub user: Option<u32>,
+}
+
+/// A stream: one context (thread and model) of one process.
+#[derive(Debug, Clone)]
+pub struct Stream {
+    /// `host-pid` of its process.
+    pub process: String,
+    /// Process id.
+    pub pid: u32,
+    /// Stream number within the process.
+    pub stream: u32,
+    /// Kernel thread id.
+    pub tid: u64,
+    /// Order of the thread within its process.
+    pub thread: u32,
+    /// `gasp_model_t`.
+    pub model: u32,
+    /// Bytes of each pointer-to-shared argument.
+    pub pts_bytes: u32,
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// Its events in recorded order.
+    pub events: Vec<Event>,
+    /// Chunks read intact.
+    pub chunks: u32,
+    /// True when the stream ends early or lost chunks.
+    pub damaged: bool,
+}
+
+/// A process's summary.
+#[derive(Debug, Clone, Default)]
+pub struct Process {
+    /// `host-pid`.
+    pub name: String,
+    /// Its manifest, if readable.
+    pub manifest: Option<Manifest>,
+}
+
+/// A whole trace.
+#[derive(Debug, Default)]
+pub struct Trace {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Processes, by name.
+    pub processes: Vec<Process>,
+    /// Streams, ordered by process then stream number.
+    pub streams: Vec<Stream>,
+    /// Callsites referred to by events.
+    pub callsites: Vec<Callsite>,
+    /// User events referred to by events.
+    pub user_events: Vec<UserDef>,
+    /// Everything that was wrong while reading.
+    pub problems: Vec<String>,
+}
+
+impl Trace {
+    /// Events lost as counted by the processes (memory cap, failed writes).
+    pub fn lost_events(&self) -> u64 {
+        let mut lost: u64 = self
+            .processes
+            .iter()
+            .filter_map(|p| p.manifest.as_ref())
+            .map(|m| m.lost)
+            .sum();
+        // Losses recorded in the streams themselves (GASPARD_LOST) when a manifest is missing.
+        for p in &self.processes {
+            if p.manifest.is_none() {
+                for s in self.streams.iter().filter(|s| s.process == p.name) {
+                    for e in &s.events {
+                        if e.kind == gaspard_format::kinds::GASPARD_LOST {
+                            lost += e.args.first().copied().unwrap_or(0);
+                        }
+                    }
+                }
+            }
+        }
+        lost
+    }
+    /// Unknown tags the processes ignored.
+    pub fn unknown_tags(&self) -> u64 {
+        self.processes
+            .iter()
+            .filter_map(|p| p.manifest.as_ref())
+            .map(|m| m.unknown_tags)
+            .sum()
+    }
+    /// Events read.
+    pub fn events(&self) -> u64 {
+        self.streams.iter().map(|s| s.events.len() as u64).sum()
+    }
+}
+
+struct Clock {
+    t0: u64,
+    n0: u64,
+    slope: f64,
+}
+
+impl Clock {
+    fn fit(mut refs: Vec<(u64, u64)>) -> Clock {
+        refs.sort_unstable();
+        refs.dedup();
+        match (refs.first(), refs.last()) {
+            (Some(&(t0, n0)), Some(&(t1, n1))) if t1 > t0 && n1 > n0 => Clock {
+                t0,
+                n0,
+                slope: (n1 - n0) as f64 / (t1 - t0) as f64,
+            },
+            (Some(&(t0, n0)), _) => Clock { t0, n0, slope: 1.0 },
+            _ => Clock {
+                t0: 0,
+                n0: 0,
+                slope: 1.0,
+            },
+        }
+    }
+    fn ns(&self, t: u64) -> i128 {
+        self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
+    }
+}
+
+/// Reads a trace directory. Damage is reported in [`Trace::problems`], never fatal.
+pub fn read(dir: &Path) -> Result<Trace, TraceError> {
+    let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Dir {
+        path: dir.to_path_buf(),
+        source: e,
+    })?;
+    let mut manifests = Vec::new();
+    let mut streams = Vec::new();
+    for e in entries.flatten() {
+        let p = e.path();
+        match p.extension().and_then(|x| x.to_str()) {
+            Some("manifest") => manifests.push(p),
+            Some("gst") => streams.push(p),
+            _ => {}
+        }
+    }
+    if manifests.is_empty() && streams.is_empty() {
+        return Err(TraceError::Empty(dir.to_path_buf()));
+    }
+    manifests.sort();
+    streams.sort();
+    let mut t = Trace {
+        dir: dir.to_path_buf(),
+        ..Default::default()
+    };
+    let mut refs: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
+    for m in &manifests {
+        let name = m
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let manifest = match std::fs::read_to_string(m)
+            .map_err(|e| e.to_string())
+            .and_then(|s| Manifest::parse(&s))
+        {
+            Ok(man) => {
+                if man.status == "running" {
+                    t.problems.push(format!(
+                        "process {name}: the manifest says it is still running: it was killed before it could finish writing"
+                    ));
+                } else if man.status.starts_with("crashed") {
+                    t.problems.push(format!(
+                        "process {name}: {}; what it recorded before was saved",
+                        man.status
+                    ));
+                }
+                refs.entry(name.clone())
+                    .or_default()
+                    .extend(&man.clock_refs);
+                for n in &man.notes {
+                    t.problems.push(format!("process {name}: {n}"));
+                }
+                Some(man)
+            }
+            Err(e) => {
+                t.problems.push(format!("{}: {e}", m.display()));
+                None
+            }
+        };
+        t.processes.push(Process { name, manifest });
+    }
+    let mut raw_streams = Vec::new();
+    for path in &streams {
+        match read_stream(path, &mut t) {
+            Some((s, chunks)) => {
+                if !t.processes.iter().any(|p| p.name == s.process) {
+                    t.problems.push(format!(
+                        "process {}: no manifest; its streams are read anyway",
+                        s.process
+                    ));
+                    t.processes.push(Process {
+                        name: s.process.clone(),
+                        manifest: None,
+                    });
+                }
+                let r = refs.entry(s.process.clone()).or_default();
+                for c in &chunks {
+                    r.push((c.0.ref_ticks, c.0.ref_ns));
+                }
+                raw_streams.push((s, chunks));
+            }
+            None => continue,
+        }
+    }
+    let clocks: HashMap<String, Clock> =
+        refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
+    let base = t
+        .processes
+        .iter()
+        .filter_map(|p| {
+            p.manifest
+                .as_ref()
+                .and_then(|m| m.clock_refs.first().map(|r| r.1))
+        })
+        .min();
+    let mut sites: HashMap<Callsite, u32> = HashMap::new();
+    let mut users: HashMap<(String, u64), u32> = HashMap::new();
+    let mut decoded = Vec::new();
+    for (mut s, chunks) in raw_streams {
+        let clock = &clocks[&s.process];
+        for (h, c) in &chunks {
+            let _ = h;
+            convert_chunk(&mut s, c, clock, &mut sites, &mut users, &mut t);
+        }
+        decoded.push(s);
+    }
+    let base = base
+        .map(i128::from)
+        .or_else(|| {
+            decoded
+                .iter()
+                .filter_map(|s| s.events.first().map(|e| e.t_ns as i128))
+                .min()
+        })
+        .unwrap_or(0);
+    // Events were stored with absolute monotonic ns; make them relative to the start.
+    for s in &mut decoded {
+        for e in &mut s.events {
+            e.t_ns = (e.t_ns as i128 - base).max(0) as u64;
+        }
+    }
+    let mut site_list = vec![Callsite::default(); sites.len()];
+    for (c, i) in sites {
+        site_list[i as usize] = c;
+    }
+    t.callsites = site_list;
+    decoded.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    t.streams = decoded;
+    Ok(t)
+}
+
+fn convert_chunk(
+    s: &mut Stream,
+    c: &DecodedChunk,
+    clock: &Clock,
+    sites: &mut HashMap<Callsite, u32>,
+    users: &mut HashMap<(String, u64), u32>,
+    t: &mut Trace,
+) {
+    let mut local_sites: HashMap<u32, u32> = HashMap::new();
+    for e in &c.events {
+        let site = *local_sites.entry(e.callsite).or_insert_with(|| {
+            let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
+            let key = Callsite {
+                file: if cs.file == 0 {
+                    None
+                } else {
+                    c.string(cs.file).map(str::to_string)
+                },
+                line: cs.line,
+                col: cs.col,
+            };
+            let n = sites.len() as u32;
+            *sites.entry(key).or_insert(n)
+        });
+        let args = c.args_of(e).to_vec();
+        let mut text_args = Vec::new();
+        let mut user = None;
+        if e.kind == gaspard_format::kinds::C_FUNC {
+            if let Some(&id) = args.first() {
+                text_args.push(c.string(id as u32).unwrap_or("?").to_string());
+            }
+        } else if e.kind == gaspard_format::kinds::GASPARD_USER {
+            if let Some(&id) = args.first() {
+                let n = t.user_events.len() as u32;
+                let idx = *users.entry((s.process.clone(), id)).or_insert(n);
+                if idx == n {
+                    t.user_events
+                        .push(c.users.get(&id).cloned().unwrap_or(UserDef {
+                            id,
+                            name: format!("user_event_{id}"),
+                            desc: None,
+                            unreadable: None,
+                        }));
+                    if let Some(why) = &t.user_events[n as usize].unreadable {
+                        t.problems.push(format!(
+                            "user event '{}': its arguments were not recorded: {why}",
+                            t.user_events[n as usize].name
+                        ));
+                    }
+                }
+                user = Some(idx);
+            }
+        }
+        s.events.push(Event {
+            t_ns: clock.ns(e.ts).max(0) as u64,
+            kind: e.kind,
+            phase: e.phase,
+            flags: e.flags,
+            callsite: site,
+            args,
+            text_args,
+            user,
+        });
+    }
+}
+
+type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
+
+/// Reads one stream file, chunk by chunk, resynchronising after damage.
+fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let data = match std::fs::read(path) {
+        Ok(d) => d,
+        Err(e) => {
+            t.problems.push(format!("{name}: cannot read: {e}"));
+            return None;
+        }
+    };
+    let header = match chunk::parse_file_header(&data) {
+        Ok(h) => h,
+        Err(e) => {
+            t.problems.push(format!("{name}: {e}; stream skipped"));
+            return None;
+        }
+    };
+    let num = |k: &str| {
+        header
+            .get(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let host = header
+        .get("host")
+        .unwrap_or("unknown")
+        .replace(['/', ' '], "_");
+    let mut s = Stream {
+        process: format!("{host}-{}", num("pid")),
+        pid: num("pid") as u32,
+        stream: num("stream") as u32,
+        tid: num("tid"),
+        thread: num("thread") as u32,
+        model: num("model") as u32,
+        pts_bytes: num("pts_bytes") as u32,
+        path: path.to_path_buf(),
+        events: Vec::new(),
+        chunks: 0,
+        damaged: false,
+    };
+    let mut chunks = Vec::new();
+    let mut pos = header.len;
+    let mut expect_seq = 0u32;
+    let mut last_ts = None;
+    while pos < data.len() {
+        let rest = &data[pos..];
+        let Some(h) = ChunkHeader::parse(rest) else {
+            if rest.len() < CHUNK_HEADER_LEN && CHUNK_MAGIC.starts_with(&rest[..rest.len().min(4)])
+            {
+                t.problems.push(format!(
+                    "{name}: truncated at byte {pos}: the last chunk header is incomplete (events after chunk {} are missing)",
+                    expect_seq.saturating_sub(1)
+                ));
+                s.damaged = true;
+                break;
+            }
+            // Find the next chunk.
+            let next = rest
+                .windows(4)
+                .skip(1)
+                .position(|w| w == CHUNK_MAGIC)
+                .map(|i| i + 1);
+            s.damaged = true;
+            match next {
+                Some(skip) => {
+                    t.problems.push(format!(
+                        "{name}: {skip} damaged bytes at offset {pos} skipped"
+                    ));
+                    pos += skip;
+                    continue;
+                }
+                None => {
+                    t.problems.push(format!(
+                        "{name}: {} damaged bytes at offset {pos} to the end",
+                        rest.len()
+                    ));
+                    break;
+                }
+            }
+        };
+        let plen = h.payload_len as usize;
+        if h.payload_len > chunk::MAX_PAYLOAD {
+            t.problems.push(format!(
+                "{name}: chunk at offset {pos} claims {plen} bytes; treated as damage"
+            ));
+            s.damaged = true;
+            pos += 4;
+            continue;
+        }
+        let end = pos + CHUNK_HEADER_LEN + plen;
+        if end > data.len() {
+            t.problems.push(format!(
+                "{name}: truncated: chunk {} (from {} ns-ticks) has {} of its {plen} bytes; its {} events are missing",
+                h.seq,
+                h.base_ts,
+                data.len() - pos - CHUNK_HEADER_LEN,
+                h.events
+            ));
+            s.damaged = true;
+            break;
+        }
+        let payload = &data[pos + CHUNK_HEADER_LEN..end];
+        if !ChunkHeader::verify(rest, payload) {
+            t.problems.push(format!(
+                "{name}: chunk {} at offset {pos} fails its checksum; its {} events are skipped",
+                h.seq, h.events
+            ));
+            s.damaged = true;
+            expect_seq = h.seq.wrapping_add(1);
+            pos = end;
+            continue;
+        }
+        if h.seq != expect_seq {
+            t.problems.push(format!(
+                "{name}: chunks {expect_seq}..{} are missing",
+                h.seq.wrapping_sub(1)
+            ));
+            s.damaged = true;
+        }
+        expect_seq = h.seq.wrapping_add(1);
+        let mut d = DecodedChunk::default();
+        if let Err(e) = codec::decode(&h, payload, &mut d) {
+            t.problems.push(format!(
+                "{name}: chunk {}: cannot decode at byte {}: {}",
+                h.seq, e.offset, e.what
+            ));
+            s.damaged = true;
+        }
+        last_ts = Some(h.last_ts);
+        s.chunks += 1;
+        chunks.push((h, d));
+        pos = end;
+    }
+    let _ = last_ts;
+    Some((s, chunks))
+}

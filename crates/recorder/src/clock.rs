@@ -1,0 +1,100 @@
+//! The clock: the TSC where it is invariant, else CLOCK_MONOTONIC.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes into the timespec we own; it is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CLOCK_REALTIME in nanoseconds since the Unix epoch.
+pub(crate) fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: as above.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The recording clock, in its own ticks.
+pub fn now_ticks() -> u64 {
+    // SAFETY: a plain C function reading the clock.
+    unsafe { crate::gaspard_clock_now() }
+}
+
+/// Whether the TSC can serve as the clock: invariant (constant and nonstop),
+/// unless `GASPARD_CLOCK=monotonic` says otherwise.
+pub(crate) fn choose_tsc(requested: Option<&str>) -> bool {
+    if !cfg!(any(target_arch = "x86_64", target_arch = "x86")) || requested == Some("monotonic") {
+        return false;
+    }
+    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+        return false;
+    };
+    info.lines()
+        .find(|l| l.starts_with("flags"))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            f.contains(&"constant_tsc") && f.contains(&"nonstop_tsc")
+        })
+        .unwrap_or(false)
+}
+
+pub(crate) fn set_tsc(on: bool) {
+    // SAFETY: written once at process start, before any context exists.
+    unsafe { crate::gaspard_clock_is_tsc = i32::from(on) };
+}
+
+pub(crate) fn is_tsc() -> bool {
+    // SAFETY: read of an int written once at start.
+    unsafe { crate::gaspard_clock_is_tsc != 0 }
+}
+
+static REF_TICKS: AtomicU64 = AtomicU64::new(0);
+static REF_NS: AtomicU64 = AtomicU64::new(0);
+static PER_US_X1000: AtomicU64 = AtomicU64::new(0);
+
+pub(crate) fn set_reference(ticks: u64, ns: u64) {
+    REF_TICKS.store(ticks, Ordering::Relaxed);
+    REF_NS.store(ns, Ordering::Relaxed);
+}
+
+/// Clock ticks per microsecond (1000 for the monotonic clock), measured
+/// against CLOCK_MONOTONIC since the process started recording.
+pub fn ticks_per_us() -> f64 {
+    if !is_tsc() {
+        return 1000.0;
+    }
+    let cached = PER_US_X1000.load(Ordering::Relaxed);
+    if cached != 0 {
+        return cached as f64 / 1000.0;
+    }
+    let (t0, n0) = (
+        REF_TICKS.load(Ordering::Relaxed),
+        REF_NS.load(Ordering::Relaxed),
+    );
+    let (mut t1, mut n1) = (now_ticks(), monotonic_ns());
+    if n0 == 0 || n1.saturating_sub(n0) < 2_000_000 {
+        // Too little time has passed to be precise: measure 2 ms now.
+        let (s0, m0) = (now_ticks(), monotonic_ns());
+        while monotonic_ns() - m0 < 2_000_000 {
+            std::hint::spin_loop();
+        }
+        (t1, n1) = (now_ticks(), monotonic_ns());
+        let r = (t1 - s0) as f64 * 1000.0 / (n1 - m0) as f64;
+        return r;
+    }
+    let r = (t1 - t0) as f64 * 1000.0 / (n1 - n0) as f64;
+    if n1 - n0 > 100_000_000 {
+        PER_US_X1000.store((r * 1000.0) as u64, Ordering::Relaxed);
+    }
+    r
+}

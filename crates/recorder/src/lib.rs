@@ -1,0 +1,229 @@
+//! gaspard's recorder: the slow paths behind the C hot path of
+//! `csrc/gaspard_record.h`.
+//!
+//! Each context (one per thread and programming model) writes raw records
+//! into its own buffer with no lock. A full buffer is pushed, lock-free, onto
+//! a queue that one flusher thread drains: it encodes the records into
+//! checksummed chunks and appends them to the context's stream file. At exit
+//! and on fatal signals every partly filled buffer is sealed and drained the
+//! same way, so what was recorded reaches the disk.
+#![warn(missing_docs, missing_debug_implementations)]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod clock;
+mod flusher;
+mod process;
+mod signals;
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub use clock::{monotonic_ns, now_ticks, ticks_per_us};
+pub use process::{create_user_event, options_from_args, Options, UserEventRange};
+
+/// The context the C hot path writes through; mirrors `gaspard_ctx`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct Ctx {
+    cur: *mut u64,
+    end: *mut u64,
+    owner: *const c_void,
+    on: u32,
+    model: u32,
+    rs: *mut c_void,
+    unknown_tags: u64,
+    pad: [u64; 2],
+}
+
+/// Number of context slots (`GASPARD_MAX_CONTEXTS`).
+pub const MAX_CONTEXTS: usize = 4096;
+
+extern "C" {
+    static mut gaspard_contexts: [Ctx; MAX_CONTEXTS];
+    static mut gaspard_clock_is_tsc: libc::c_int;
+    fn gaspard_tls_marker_addr() -> *const c_void;
+    fn gaspard_clock_now() -> u64;
+    fn gaspard_pts_bytes_value() -> u32;
+}
+
+/// Rust-side state of one context.
+#[derive(Debug)]
+struct CtxState {
+    /// 0 free, 1 held by the owner's slow path or by a sealing pass.
+    lock: AtomicU32,
+    buf: *mut flusher::Buffer,
+    stream: u32,
+    dropped: u64,
+    drop_first: u64,
+    drop_last: u64,
+}
+
+impl CtxState {
+    fn try_lock(&self) -> bool {
+        self.lock
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+    fn unlock(&self) {
+        self.lock.store(0, Ordering::Release);
+    }
+}
+
+fn ctx_slot(i: usize) -> *mut Ctx {
+    // SAFETY: `i` is below MAX_CONTEXTS at every call site; only the address is taken.
+    unsafe {
+        std::ptr::addr_of_mut!(gaspard_contexts)
+            .cast::<Ctx>()
+            .add(i)
+    }
+}
+
+fn ctx_index(c: *const Ctx) -> Option<usize> {
+    let base = ctx_slot(0) as usize;
+    let off = (c as usize).wrapping_sub(base);
+    let size = std::mem::size_of::<Ctx>();
+    (off < MAX_CONTEXTS * size && off % size == 0).then_some(off / size)
+}
+
+thread_local! {
+    /// This thread's contexts, by model.
+    static MINE: RefCell<Vec<(u32, usize)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The context of the calling thread for `model`, created on first use.
+/// Returns null when no more contexts can be made.
+pub fn context_for(model: u32) -> *mut Ctx {
+    if let Some(i) = MINE
+        .try_with(|m| m.borrow().iter().find(|(md, _)| *md == model).map(|x| x.1))
+        .ok()
+        .flatten()
+    {
+        return ctx_slot(i);
+    }
+    let Some(proc) = process::get() else {
+        return std::ptr::null_mut();
+    };
+    let Some(i) = proc.new_context(model) else {
+        return std::ptr::null_mut();
+    };
+    let _ = MINE.try_with(|m| m.borrow_mut().push((model, i)));
+    let c = ctx_slot(i);
+    record(
+        c,
+        gaspard_format::kinds::GASPARD_INIT,
+        gaspard_format::raw::PHASE_ATOMIC,
+        &[u64::from(model)],
+    );
+    c
+}
+
+/// Initialises the process side (output directory, flusher, handlers) once.
+pub fn init_process(opts: Options) -> bool {
+    process::init(opts).is_some()
+}
+
+/// Records one event from Rust (never on a per-event hot path of C adapters).
+pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
+    if c.is_null() || args.len() > gaspard_format::raw::MAX_ARG_WORDS {
+        return;
+    }
+    // SAFETY: `c` is a live slot of `gaspard_contexts` owned by this thread.
+    let ctx = unsafe { &mut *c };
+    let n = gaspard_format::raw::HEADER_WORDS + args.len();
+    let mut p = ctx.cur;
+    // SAFETY: cur and end point into the same buffer when non-null.
+    if p.is_null() || unsafe { ctx.end.offset_from(p) } < n as isize {
+        p = gaspard_refill(c, n as u32);
+        if p.is_null() {
+            return;
+        }
+    }
+    let h = gaspard_format::raw::RawHeader {
+        ts: now_ticks(),
+        kind,
+        phase,
+        flags: 0,
+        nwords: args.len() as u8,
+        line: 0,
+        col: 0,
+        file: 0,
+    }
+    .pack();
+    // SAFETY: `n` words were reserved above.
+    unsafe {
+        std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
+        std::ptr::copy_nonoverlapping(args.as_ptr(), p.add(3), args.len());
+        (*std::ptr::addr_of!(ctx.cur).cast::<std::sync::atomic::AtomicPtr<u64>>())
+            .store(p.add(n), Ordering::Release);
+    }
+}
+
+/// Measurement control: sets a context's switch, returns the previous value.
+/// Records the switch so that analyses know what was not measured.
+pub fn set_measurement(c: *mut Ctx, on: bool) -> bool {
+    if c.is_null() {
+        return true;
+    }
+    // SAFETY: a live slot owned by this thread.
+    let ctx = unsafe { &mut *c };
+    let was = ctx.on != 0;
+    if was && !on {
+        record(
+            c,
+            gaspard_format::kinds::GASPARD_MEASUREMENT,
+            gaspard_format::raw::PHASE_ATOMIC,
+            &[0],
+        );
+        ctx.on = 0;
+    } else if !was && on {
+        ctx.on = 1;
+        record(
+            c,
+            gaspard_format::kinds::GASPARD_MEASUREMENT,
+            gaspard_format::raw::PHASE_ATOMIC,
+            &[1],
+        );
+    }
+    was
+}
+
+/// Flushes everything recorded so far and writes the manifest as complete.
+/// Called at exit; safe to call more than once.
+pub fn finish() {
+    if let Some(p) = process::get() {
+        p.finish();
+    }
+}
+
+/// The slow path of `gaspard_reserve`: hands the full buffer to the flusher
+/// and installs a fresh one. Returns null when the event must be dropped
+/// (counted, with its time, in the trace).
+#[no_mangle]
+pub extern "C" fn gaspard_refill(c: *mut Ctx, words: u32) -> *mut u64 {
+    std::panic::catch_unwind(|| match process::get() {
+        Some(p) => p.refill(c, words as usize),
+        None => std::ptr::null_mut(),
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
+/// The hot path met a context that is null, foreign, or another thread's:
+/// answer with the calling thread's own context for the same model.
+#[no_mangle]
+pub extern "C" fn gaspard_context_for_thread(c: *mut Ctx) -> *mut Ctx {
+    std::panic::catch_unwind(|| {
+        let model = match ctx_index(c) {
+            // SAFETY: a slot of the pool; `model` is written once before the slot is published.
+            Some(_) => unsafe { (*c).model },
+            None => {
+                if let Some(p) = process::get() {
+                    p.note_bad_context(c as usize);
+                }
+                0
+            }
+        };
+        context_for(model)
+    })
+    .unwrap_or(std::ptr::null_mut())
+}

@@ -1,0 +1,717 @@
+//! Process-wide state: options, the output directory, contexts, buffers,
+//! user events, and the hand-off to the flusher.
+
+use std::path::PathBuf;
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
+
+use gaspard_format::manifest::StreamEntry;
+use gaspard_format::user::{parse_format, VaType};
+
+use crate::clock;
+use crate::flusher::{self, Buffer};
+use crate::{ctx_slot, Ctx, CtxState, MAX_CONTEXTS};
+
+/// What to do when every buffer is full and the memory cap is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnFull {
+    /// The thread waits for the flusher to free a buffer: nothing is lost.
+    Wait,
+    /// Events are dropped and counted, with the time span they cover.
+    Drop,
+}
+
+/// Recording options, from the environment and `--gaspard-*` arguments.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Output directory (`GASPARD_DIR`, `--gaspard-dir=`).
+    pub dir: Option<PathBuf>,
+    /// Bytes recorded per pointer-to-shared argument.
+    pub pts_bytes: u32,
+    /// Size of one buffer in KiB (`GASPARD_BUFFER_KB`).
+    pub buffer_kb: usize,
+    /// Cap on buffer memory per process in MiB (`GASPARD_MAX_MB`).
+    pub max_mb: usize,
+    /// Policy at the cap (`GASPARD_ON_FULL=wait|drop`).
+    pub on_full: OnFull,
+    /// `tsc` or `monotonic` (`GASPARD_CLOCK`); default: the TSC when invariant.
+    pub clock: Option<String>,
+    /// The command line.
+    pub command: Vec<String>,
+    /// Problems found in the options, reported once.
+    pub warnings: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let command = std::fs::read("/proc/self/cmdline")
+            .map(|b| {
+                b.split(|&c| c == 0)
+                    .filter(|s| !s.is_empty())
+                    .map(|s| String::from_utf8_lossy(s).into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut o = Options {
+            dir: None,
+            // SAFETY: reads a constant defined in C.
+            pts_bytes: unsafe { crate::gaspard_pts_bytes_value() },
+            buffer_kb: 1024,
+            max_mb: 256,
+            on_full: OnFull::Wait,
+            clock: None,
+            command,
+            warnings: Vec::new(),
+        };
+        for (k, v) in std::env::vars() {
+            if let Some(key) = k.strip_prefix("GASPARD_") {
+                o.set(&key.to_ascii_lowercase().replace('_', "-"), &v, false);
+            }
+        }
+        o
+    }
+}
+
+impl Options {
+    fn set(&mut self, key: &str, v: &str, from_args: bool) -> bool {
+        let num = |o: &mut Options, v: &str| -> Option<usize> {
+            match v.parse::<usize>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => {
+                    o.warnings.push(format!(
+                        "gaspard: ignoring {key}={v}: expected a positive number"
+                    ));
+                    None
+                }
+            }
+        };
+        match key {
+            "dir" => self.dir = Some(PathBuf::from(v)),
+            "buffer-kb" => {
+                if let Some(n) = num(self, v) {
+                    self.buffer_kb = n.clamp(8, 1 << 20);
+                }
+            }
+            "max-mb" => {
+                if let Some(n) = num(self, v) {
+                    self.max_mb = n;
+                }
+            }
+            "on-full" => match v {
+                "wait" => self.on_full = OnFull::Wait,
+                "drop" => self.on_full = OnFull::Drop,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring on-full={v}: expected wait or drop"
+                )),
+            },
+            "clock" => match v {
+                "tsc" | "monotonic" => self.clock = Some(v.to_string()),
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring clock={v}: expected tsc or monotonic"
+                )),
+            },
+            _ => {
+                if from_args {
+                    self.warnings
+                        .push(format!("gaspard: unknown option --gaspard-{key}"));
+                }
+                return from_args;
+            }
+        }
+        true
+    }
+}
+
+/// Takes gaspard's own `--gaspard-KEY=VALUE` arguments out of `args`
+/// (leaving the program's) and applies them over the environment's options.
+pub fn options_from_args(args: &mut Vec<String>) -> Options {
+    let mut o = Options::default();
+    args.retain(|a| match a.strip_prefix("--gaspard-") {
+        Some(kv) => {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            !o.set(k, v, true)
+        }
+        None => true,
+    });
+    o
+}
+
+/// The range user-event ids must fall in (`GASP_UPC_USEREVT_START..END`).
+#[derive(Debug, Clone, Copy)]
+pub struct UserEventRange {
+    /// First id.
+    pub start: u32,
+    /// Last id, inclusive.
+    pub end: u32,
+}
+
+#[derive(Debug)]
+pub(crate) struct UserEntry {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    pub(crate) desc: Option<String>,
+    /// NUL-terminated `VaType` codes; never freed (the C side keeps the pointer).
+    pub(crate) schema: Option<&'static [u8]>,
+    pub(crate) unreadable: Option<String>,
+}
+
+/// The process's recorder.
+#[derive(Debug)]
+pub(crate) struct Process {
+    pub(crate) dir: PathBuf,
+    pub(crate) prefix: String,
+    pub(crate) host: String,
+    pub(crate) pid: u32,
+    pub(crate) command: Vec<String>,
+    pub(crate) pts_bytes: u32,
+    pub(crate) start_unix_ns: u64,
+    pub(crate) clock_ref: (u64, u64),
+    pub(crate) realtime_ref: (u64, u64),
+    buffer_words: usize,
+    max_buffers: usize,
+    on_full: OnFull,
+    pub(crate) queue: AtomicPtr<Buffer>,
+    free: Mutex<Vec<usize>>,
+    allocated: AtomicUsize,
+    nctx: AtomicUsize,
+    pub(crate) streams: Mutex<Vec<StreamEntry>>,
+    pub(crate) users: Mutex<Vec<UserEntry>>,
+    pub(crate) requested: AtomicU64,
+    pub(crate) done: AtomicU64,
+    pub(crate) finalizing: AtomicBool,
+    pub(crate) flusher_tid: AtomicI32,
+    flusher_thread: OnceLock<std::thread::Thread>,
+    pub(crate) events: AtomicU64,
+    pub(crate) lost: AtomicU64,
+    pub(crate) bad_contexts: AtomicU64,
+    pub(crate) notes: Mutex<Vec<String>>,
+    forked: AtomicBool,
+    threads: AtomicU32,
+}
+
+static PROCESS: OnceLock<Option<Process>> = OnceLock::new();
+
+/// The process state, initialised with the environment's options if nobody
+/// initialised it first. `None` when recording is impossible (no directory)
+/// or stopped (in a forked child).
+pub(crate) fn get() -> Option<&'static Process> {
+    let p = PROCESS
+        .get_or_init(|| Process::new(Options::default()))
+        .as_ref()?;
+    if p.forked.load(Ordering::Relaxed) {
+        return None;
+    }
+    p.start();
+    Some(p)
+}
+
+pub(crate) fn init(opts: Options) -> Option<&'static Process> {
+    PROCESS.get_or_init(|| Process::new(opts));
+    get()
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let rc = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if rc != 0 {
+        return "localhost".into();
+    }
+    let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..n]).into_owned()
+}
+
+/// `YYYYMMDD-HHMMSS` in UTC.
+fn utc_stamp(unix_ns: u64) -> String {
+    let secs = unix_ns / 1_000_000_000;
+    let days = (secs / 86400) as i64;
+    let rem = secs % 86400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+impl Process {
+    fn new(opts: Options) -> Option<Process> {
+        for w in &opts.warnings {
+            eprintln!("{w}");
+        }
+        clock::set_tsc(clock::choose_tsc(opts.clock.as_deref()));
+        let start_unix_ns = clock::realtime_ns();
+        let dir = opts.dir.clone().unwrap_or_else(|| {
+            let prog = opts
+                .command
+                .first()
+                .and_then(|a| std::path::Path::new(a).file_name())
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "program".into());
+            PathBuf::from(format!("gaspard-{prog}-{}", utc_stamp(start_unix_ns)))
+        });
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            eprintln!(
+                "gaspard: cannot create trace directory {}: {e}; nothing will be recorded",
+                dir.display()
+            );
+            return None;
+        }
+        let host = hostname();
+        // SAFETY: getpid has no preconditions.
+        let pid = unsafe { libc::getpid() } as u32;
+        let ticks = clock::now_ticks();
+        let mono = clock::monotonic_ns();
+        clock::set_reference(ticks, mono);
+        let buffer_words = opts.buffer_kb * 1024 / 8;
+        Some(Process {
+            prefix: format!("{}-{pid}", host.replace(['/', ' '], "_")),
+            dir,
+            host,
+            pid,
+            command: opts.command,
+            pts_bytes: opts.pts_bytes,
+            start_unix_ns,
+            clock_ref: (ticks, mono),
+            realtime_ref: (mono, start_unix_ns),
+            buffer_words,
+            max_buffers: (opts.max_mb * 1024 / opts.buffer_kb).max(2),
+            on_full: opts.on_full,
+            queue: AtomicPtr::new(std::ptr::null_mut()),
+            free: Mutex::new(Vec::new()),
+            allocated: AtomicUsize::new(0),
+            nctx: AtomicUsize::new(0),
+            streams: Mutex::new(Vec::new()),
+            users: Mutex::new(Vec::new()),
+            requested: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            finalizing: AtomicBool::new(false),
+            flusher_tid: AtomicI32::new(0),
+            flusher_thread: OnceLock::new(),
+            events: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            bad_contexts: AtomicU64::new(0),
+            notes: Mutex::new(Vec::new()),
+            forked: AtomicBool::new(false),
+            threads: AtomicU32::new(0),
+        })
+    }
+
+    /// Starts the flusher and the exit and signal handlers, once.
+    fn start(&'static self) {
+        if self.flusher_thread.get().is_some() {
+            return;
+        }
+        let mut started = false;
+        self.flusher_thread.get_or_init(|| {
+            started = true;
+            let h = std::thread::Builder::new()
+                .name("gaspard-flusher".into())
+                .spawn(move || flusher::run(self))
+                .expect("gaspard: cannot start the flusher thread");
+            h.thread().clone()
+        });
+        if !started {
+            return;
+        }
+        flusher::write_manifest(self, "running");
+        extern "C" fn at_exit() {
+            crate::finish();
+        }
+        extern "C" fn in_child() {
+            if let Some(Some(p)) = PROCESS.get() {
+                // The child has no flusher thread: stop recording rather than fill
+                // buffers nobody drains.
+                p.forked.store(true, Ordering::SeqCst);
+                for i in 0..p.nctx.load(Ordering::Relaxed).min(MAX_CONTEXTS) {
+                    // SAFETY: a published slot; the child is single-threaded here.
+                    unsafe {
+                        let c = ctx_slot(i);
+                        (*c).on = 0;
+                        (*c).cur = std::ptr::null_mut();
+                        (*c).end = std::ptr::null_mut();
+                    }
+                }
+            }
+        }
+        // SAFETY: registering plain extern "C" functions with libc.
+        unsafe {
+            libc::atexit(at_exit);
+            libc::pthread_atfork(None, None, Some(in_child));
+        }
+        crate::signals::install();
+    }
+
+    pub(crate) fn wake_flusher(&self) {
+        if let Some(t) = self.flusher_thread.get() {
+            t.unpark();
+        }
+    }
+
+    pub(crate) fn new_context(&self, model: u32) -> Option<usize> {
+        let i = self.nctx.fetch_add(1, Ordering::AcqRel);
+        if i >= MAX_CONTEXTS {
+            self.nctx.store(MAX_CONTEXTS, Ordering::Relaxed);
+            self.note(format!(
+                "more than {MAX_CONTEXTS} contexts: threads beyond were not recorded"
+            ));
+            return None;
+        }
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
+        let thread = self.threads.fetch_add(1, Ordering::Relaxed);
+        self.streams
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(StreamEntry {
+                id: i as u32,
+                file: format!("{}-{i}.gst", self.prefix),
+                model,
+                tid,
+                thread,
+            });
+        let st = Box::into_raw(Box::new(CtxState {
+            lock: std::sync::atomic::AtomicU32::new(0),
+            buf: std::ptr::null_mut(),
+            stream: i as u32,
+            dropped: 0,
+            drop_first: 0,
+            drop_last: 0,
+        }));
+        let c = ctx_slot(i);
+        // SAFETY: slot `i` was handed out to this thread alone by the fetch_add above.
+        unsafe {
+            (*c).cur = std::ptr::null_mut();
+            (*c).end = std::ptr::null_mut();
+            (*c).owner = crate::gaspard_tls_marker_addr();
+            (*c).on = 1;
+            (*c).model = model;
+            (*c).unknown_tags = 0;
+            std::ptr::addr_of_mut!((*c).rs)
+                .cast::<AtomicPtr<CtxState>>()
+                .as_ref()
+                .unwrap()
+                .store(st, Ordering::Release);
+        }
+        Some(i)
+    }
+
+    pub(crate) fn note(&self, s: String) {
+        let mut n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
+        if !n.contains(&s) {
+            n.push(s);
+        }
+    }
+
+    pub(crate) fn note_bad_context(&self, addr: usize) {
+        if self.bad_contexts.fetch_add(1, Ordering::Relaxed) == 0 {
+            self.note(format!(
+                "events arrived with a null or unknown context ({addr:#x}): recorded in the calling thread's own"
+            ));
+        }
+    }
+
+    pub(crate) fn contexts(&self) -> usize {
+        self.nctx.load(Ordering::Acquire).min(MAX_CONTEXTS)
+    }
+
+    fn take_buffer(&self) -> Option<*mut Buffer> {
+        if let Some(b) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+            return Some(b as *mut Buffer);
+        }
+        let n = self.allocated.fetch_add(1, Ordering::Relaxed);
+        if n >= self.max_buffers {
+            self.allocated.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(Box::into_raw(Box::new(Buffer {
+            next: std::ptr::null_mut(),
+            stream: 0,
+            len: 0,
+            words: vec![0u64; self.buffer_words].into_boxed_slice(),
+        })))
+    }
+
+    pub(crate) fn recycle(&self, b: *mut Buffer) {
+        if self.finalizing.load(Ordering::Acquire) {
+            // A late writer may still hold a pointer into it: never reuse now.
+            return;
+        }
+        self.free
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(b as usize);
+    }
+
+    pub(crate) fn push(&self, b: *mut Buffer) {
+        let mut head = self.queue.load(Ordering::Relaxed);
+        loop {
+            // SAFETY: `b` is ours until the exchange publishes it.
+            unsafe { (*b).next = head };
+            match self
+                .queue
+                .compare_exchange_weak(head, b, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(h) => head = h,
+            }
+        }
+    }
+
+    /// Seals the context's buffer and queues it. Caller holds the context's lock.
+    fn seal(&self, c: *mut Ctx, st: &mut CtxState) {
+        if st.buf.is_null() {
+            return;
+        }
+        // SAFETY: `c` is a live slot; cur is read with acquire to see the owner's stores.
+        unsafe {
+            let cur =
+                (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>()).load(Ordering::Acquire);
+            let b = st.buf;
+            let start = (*b).words.as_mut_ptr();
+            (*b).len = if cur.is_null() {
+                0
+            } else {
+                cur.offset_from(start).max(0) as usize
+            };
+            (*b).stream = st.stream;
+            (*c).cur = std::ptr::null_mut();
+            (*c).end = std::ptr::null_mut();
+            st.buf = std::ptr::null_mut();
+            if (*b).len == 0 {
+                self.recycle(b);
+            } else {
+                self.push(b);
+            }
+        }
+    }
+
+    pub(crate) fn refill(&self, c: *mut Ctx, words: usize) -> *mut u64 {
+        let Some(_) = crate::ctx_index(c) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: a live slot; rs is set before the slot is handed out.
+        let st = unsafe { (*c).rs }.cast::<CtxState>();
+        if st.is_null() {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the CtxState lives as long as the process.
+        let st = unsafe { &mut *st };
+        if !st.try_lock() {
+            return std::ptr::null_mut();
+        }
+        let r = self.refill_locked(c, st, words);
+        st.unlock();
+        r
+    }
+
+    fn refill_locked(&self, c: *mut Ctx, st: &mut CtxState, words: usize) -> *mut u64 {
+        if self.finalizing.load(Ordering::Acquire) {
+            return std::ptr::null_mut();
+        }
+        self.seal(c, st);
+        self.wake_flusher();
+        let mut b = self.take_buffer();
+        if b.is_none() && self.on_full == OnFull::Wait {
+            let mut waited = Duration::ZERO;
+            while b.is_none() && !self.finalizing.load(Ordering::Acquire) {
+                self.wake_flusher();
+                std::thread::sleep(Duration::from_micros(100));
+                waited += Duration::from_micros(100);
+                b = self.take_buffer();
+                if waited > Duration::from_secs(30) {
+                    // The flusher makes no progress (a stuck disk?): stop waiting, count losses.
+                    self.note("the flusher made no progress for 30 s: events were dropped".into());
+                    break;
+                }
+            }
+        }
+        let now = crate::now_ticks();
+        let Some(b) = b else {
+            if st.dropped == 0 {
+                st.drop_first = now;
+            }
+            st.dropped += 1;
+            st.drop_last = now;
+            return std::ptr::null_mut();
+        };
+        // SAFETY: `b` is a buffer we own; it is at least 1024 words.
+        unsafe {
+            let start = (*b).words.as_mut_ptr();
+            let mut p = start;
+            if st.dropped > 0 {
+                let h = gaspard_format::raw::RawHeader {
+                    ts: st.drop_last,
+                    kind: gaspard_format::kinds::GASPARD_LOST,
+                    phase: gaspard_format::raw::PHASE_ATOMIC,
+                    flags: 0,
+                    nwords: 3,
+                    line: 0,
+                    col: 0,
+                    file: 0,
+                }
+                .pack();
+                std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
+                *p.add(3) = st.dropped;
+                *p.add(4) = st.drop_first;
+                *p.add(5) = st.drop_last;
+                p = p.add(6);
+                self.lost.fetch_add(st.dropped, Ordering::Relaxed);
+                st.dropped = 0;
+            }
+            st.buf = b;
+            let end = start.add((&(*b).words).len());
+            if (end.offset_from(p) as usize) < words {
+                return std::ptr::null_mut();
+            }
+            (*c).end = end;
+            (*c).cur = p;
+            p
+        }
+    }
+
+    /// Seals every context's buffer. Contexts busy in their own slow path are skipped.
+    fn seal_all(&self) {
+        for i in 0..self.contexts() {
+            let c = ctx_slot(i);
+            // SAFETY: a published slot; rs is read with acquire.
+            let st = unsafe {
+                (*std::ptr::addr_of!((*c).rs).cast::<AtomicPtr<CtxState>>()).load(Ordering::Acquire)
+            };
+            if st.is_null() {
+                continue;
+            }
+            // SAFETY: CtxState lives as long as the process.
+            let st = unsafe { &mut *st };
+            if st.try_lock() {
+                if st.dropped > 0 {
+                    self.lost.fetch_add(st.dropped, Ordering::Relaxed);
+                    st.dropped = 0;
+                }
+                self.seal(c, st);
+                st.unlock();
+            }
+        }
+    }
+
+    fn request_and_wait(&self, limit: Duration) {
+        let target = self.requested.fetch_add(1, Ordering::AcqRel) + 1;
+        // SAFETY: gettid has no preconditions.
+        let me = unsafe { libc::syscall(libc::SYS_gettid) } as i32;
+        if me == self.flusher_tid.load(Ordering::Acquire) {
+            return;
+        }
+        let step = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 1_000_000,
+        };
+        let start = clock::monotonic_ns();
+        while self.done.load(Ordering::Acquire) < target {
+            if clock::monotonic_ns() - start > limit.as_nanos() as u64 {
+                return;
+            }
+            // SAFETY: nanosleep is async-signal-safe.
+            unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+        }
+    }
+
+    /// From a signal handler: no allocation, no lock.
+    pub(crate) fn crash_flush(&self) {
+        self.finalizing.store(true, Ordering::SeqCst);
+        self.seal_all();
+        self.request_and_wait(Duration::from_secs(5));
+    }
+
+    pub(crate) fn finish(&self) {
+        if self.finalizing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        self.seal_all();
+        self.wake_flusher();
+        self.request_and_wait(Duration::from_secs(120));
+    }
+}
+
+/// Creates (or finds, by name) a user event. Returns its id and the schema
+/// the C side reads its varargs by (null: no arguments are read).
+pub fn create_user_event(
+    name: &str,
+    desc: Option<&str>,
+    range: UserEventRange,
+) -> Option<(u32, *const u8)> {
+    let p = get()?;
+    let mut users = p.users.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(u) = users.iter().find(|u| u.name == name) {
+        return Some((u.id, u.schema.map_or(std::ptr::null(), |s| s.as_ptr())));
+    }
+    let id = range.start.checked_add(users.len() as u32)?;
+    if id > range.end {
+        drop(users);
+        p.note(format!(
+            "user event '{name}' not created: all {} user event ids are used",
+            range.end - range.start + 1
+        ));
+        return None;
+    }
+    let (schema, unreadable) = match desc.map(parse_format) {
+        None => (Some(&[0u8][..]), None),
+        Some(Ok(s)) => {
+            let mut codes: Vec<u8> = s.args.iter().map(|&a| a as u8).collect();
+            codes.push(0);
+            (Some(&*Box::leak(codes.into_boxed_slice())), None)
+        }
+        Some(Err(e)) => (None, Some(e.0)),
+    };
+    let _ = VaType::Int;
+    users.push(UserEntry {
+        id,
+        name: name.to_string(),
+        desc: desc.map(str::to_string),
+        schema,
+        unreadable,
+    });
+    Some((id, schema.map_or(std::ptr::null(), |s| s.as_ptr())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stamp() {
+        assert_eq!(utc_stamp(0), "19700101-000000");
+        assert_eq!(utc_stamp(1_795_000_000 * 1_000_000_000), "20261123-074640");
+    }
+
+    #[test]
+    fn args_are_taken_out() {
+        let mut a: Vec<String> = [
+            "prog",
+            "--gaspard-dir=/tmp/x",
+            "keep",
+            "--gaspard-on-full=drop",
+            "--gaspard-bogus=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let o = options_from_args(&mut a);
+        assert_eq!(a, vec!["prog", "keep"]);
+        assert_eq!(o.dir, Some(PathBuf::from("/tmp/x")));
+        assert_eq!(o.on_full, OnFull::Drop);
+        assert!(o.warnings.iter().any(|w| w.contains("bogus")));
+    }
+}
