@@ -1,0 +1,44 @@
+# gaspard: the two set-up commands are `make demo` and `make test`.
+PREFIX ?= /usr/local
+VERSION := 0.1.0
+CC ?= cc
+OUT := out
+
+.PHONY: deps build demo test bench install clean
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	cargo build --release
+
+# Build, run the bundled example under gaspard, and print its report.
+demo: build
+	@mkdir -p $(OUT)
+	$(CC) -O2 -pthread -I crates/gasp/include examples/gasp/heat.c \
+	  -L target/release -Wl,-rpath,$(CURDIR)/target/release -lgaspard -o $(OUT)/heat
+	rm -rf $(OUT)/heat-trace
+	target/release/gaspard run -o $(OUT)/heat-trace -- $(OUT)/heat 200
+	target/release/gaspard report $(OUT)/heat-trace
+
+# The whole test suite (unit tests, and real C programs driving the library).
+test: deps
+	cargo build --workspace
+	cargo test --workspace
+
+bench: deps
+	bash bench/run.sh
+
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
+	install -m 755 target/release/gaspard $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 target/release/libgaspard.so $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 target/release/libgaspard.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 644 crates/gasp/include/gasp.h crates/gasp/include/gasp_upc.h crates/gasp/include/pupc.h \
+	  $(DESTDIR)$(PREFIX)/include/
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gaspard.pc.in \
+	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gaspard.pc
+
+clean:
+	cargo clean
+	rm -rf $(OUT)

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what gaspard needs on a Debian machine (idempotent). The Rust
+# toolchain (cargo) must already be there.
+set -euo pipefail
+PKGS=(build-essential pkg-config libopen-trace-format2-dev otf2-tools valgrind)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+command -v cargo >/dev/null || { echo "cargo not found: install Rust (rustup) first" >&2; exit 1; }
