@@ -15,6 +15,9 @@ use crate::clock;
 use crate::flusher::{self, Buffer};
 use crate::{ctx_slot, Ctx, CtxState, MAX_CONTEXTS};
 
+/// Words every buffer keeps free for a GASPARD_LOST record.
+const LOST_RESERVE: usize = 6;
+
 /// What to do when every buffer is full and the memory cap is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnFull {
@@ -522,10 +525,11 @@ impl Process {
         if self.finalizing.load(Ordering::Acquire) {
             return std::ptr::null_mut();
         }
-        self.seal(c, st);
-        self.wake_flusher();
         let mut b = self.take_buffer();
         if b.is_none() && self.on_full == OnFull::Wait {
+            // Hand this buffer over first: with many threads and few buffers,
+            // holding it could starve everyone.
+            self.seal(c, st);
             let mut waited = Duration::ZERO;
             while b.is_none() && !self.finalizing.load(Ordering::Acquire) {
                 self.wake_flusher();
@@ -541,46 +545,68 @@ impl Process {
         }
         let now = crate::now_ticks();
         let Some(b) = b else {
+            // Dropping: keep the current buffer, whose reserve will say what was lost.
             if st.dropped == 0 {
                 st.drop_first = now;
             }
             st.dropped += 1;
             st.drop_last = now;
+            // SAFETY: a live slot; every event now comes here until a buffer frees up.
+            unsafe { (*c).end = (*c).cur };
             return std::ptr::null_mut();
         };
-        // SAFETY: `b` is a buffer we own; it is at least 1024 words.
+        self.write_lost(c, st);
+        self.seal(c, st);
+        self.wake_flusher();
+        // SAFETY: `b` is a buffer we own, larger than any record plus the reserve.
         unsafe {
             let start = (*b).words.as_mut_ptr();
-            let mut p = start;
-            if st.dropped > 0 {
-                let h = gaspard_format::raw::RawHeader {
-                    ts: st.drop_last,
-                    kind: gaspard_format::kinds::GASPARD_LOST,
-                    phase: gaspard_format::raw::PHASE_ATOMIC,
-                    flags: 0,
-                    nwords: 3,
-                    line: 0,
-                    col: 0,
-                    file: 0,
-                }
-                .pack();
-                std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
-                *p.add(3) = st.dropped;
-                *p.add(4) = st.drop_first;
-                *p.add(5) = st.drop_last;
-                p = p.add(6);
-                self.lost.fetch_add(st.dropped, Ordering::Relaxed);
-                st.dropped = 0;
-            }
             st.buf = b;
-            let end = start.add((&(*b).words).len());
-            if (end.offset_from(p) as usize) < words {
+            let end = start.add((&(*b).words).len() - LOST_RESERVE);
+            (*c).end = end;
+            (*c).cur = start;
+            if (end.offset_from(start) as usize) < words {
                 return std::ptr::null_mut();
             }
-            (*c).end = end;
-            (*c).cur = p;
-            p
+            if st.dropped > 0 {
+                // No buffer held the losses (the first buffer was not to be had): say it here.
+                self.write_lost(c, st);
+            }
+            (*c).cur
         }
+    }
+
+    /// Writes a GASPARD_LOST record (count, first, last) at the context's
+    /// write position, into the reserve every buffer keeps for it.
+    fn write_lost(&self, c: *mut Ctx, st: &mut CtxState) {
+        if st.dropped == 0 {
+            return;
+        }
+        // SAFETY: a live slot; `cur` is null or leaves LOST_RESERVE words before the real end.
+        unsafe {
+            let p = (*c).cur;
+            if p.is_null() || st.buf.is_null() {
+                return;
+            }
+            let h = gaspard_format::raw::RawHeader {
+                ts: st.drop_last,
+                kind: gaspard_format::kinds::GASPARD_LOST,
+                phase: gaspard_format::raw::PHASE_ATOMIC,
+                flags: 0,
+                nwords: 3,
+                line: 0,
+                col: 0,
+                file: 0,
+            }
+            .pack();
+            std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
+            *p.add(3) = st.dropped;
+            *p.add(4) = st.drop_first;
+            *p.add(5) = st.drop_last;
+            (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>()).store(p.add(LOST_RESERVE), Ordering::Release);
+        }
+        self.lost.fetch_add(st.dropped, Ordering::Relaxed);
+        st.dropped = 0;
     }
 
     /// Seals every context's buffer. Contexts busy in their own slow path are skipped.
@@ -597,7 +623,9 @@ impl Process {
             // SAFETY: CtxState lives as long as the process.
             let st = unsafe { &mut *st };
             if st.try_lock() {
+                self.write_lost(c, st);
                 if st.dropped > 0 {
+                    // Dropped while no buffer was held: counted, without a record of where.
                     self.lost.fetch_add(st.dropped, Ordering::Relaxed);
                     st.dropped = 0;
                 }

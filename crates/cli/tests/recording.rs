@@ -1,0 +1,197 @@
+//! Recording under pressure, and the command line's errors, with the real library.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gaspard-rec-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Compiles `src` against gaspard's headers and the debug libgaspard.
+fn compile(name: &str, src: &str) -> PathBuf {
+    let ws = workspace();
+    let lib = ws.join("target/debug");
+    assert!(
+        lib.join("libgaspard.so").exists(),
+        "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
+    );
+    let dir = tmpdir(&format!("bin-{name}"));
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("cc")
+        .args(["-O1", "-pthread", "-I"])
+        .arg(ws.join("crates/gasp/include"))
+        .arg(&c)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lgaspard", "-o"])
+        .arg(&exe)
+        .output()
+        .expect("cannot run cc: a C compiler is needed for these tests");
+    assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+    exe
+}
+
+fn dump(dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("dump").arg(dir).arg("--json").output().unwrap();
+    assert!(out.status.success(), "dump failed: {}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+const PRESSURE: &str = r#"
+#include <gasp_upc.h>
+#include <pthread.h>
+#include <stdlib.h>
+static int g_argc; static char **g_argv; static long n;
+static void *run(void *a) {
+  gasp_context_t c = gasp_init(GASP_MODEL_UPC, &g_argc, &g_argv);
+  char pts[16] = {0};
+  for (long i = 0; i < n; i++) {
+    gasp_event_notify(c, GASP_UPC_PUT, GASP_START, "p.c", 1, 0, 0, pts, (void *)i, (size_t)8);
+    gasp_event_notify(c, GASP_UPC_PUT, GASP_END, "p.c", 1, 0, 0, pts, (void *)i, (size_t)8);
+  }
+  return a;
+}
+int main(int argc, char **argv) {
+  g_argc = argc; g_argv = argv; n = atol(argv[1]);
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, run, 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+  return 0;
+}
+"#;
+
+/// Counts recorded events and LOST records, and sums what LOST records say.
+fn tally(v: &Value) -> (u64, u64, u64) {
+    let (mut recorded, mut lost_records, mut lost_in_records) = (0, 0, 0);
+    for th in v["threads"].as_array().unwrap() {
+        for e in th["events"].as_array().unwrap() {
+            match e["kind"].as_str().unwrap() {
+                "GASPARD_LOST" => {
+                    lost_records += 1;
+                    lost_in_records += e["args"]["events"].as_u64().unwrap();
+                }
+                _ => recorded += 1,
+            }
+        }
+    }
+    (recorded, lost_records, lost_in_records)
+}
+
+#[test]
+fn memory_cap_drops_are_counted_exactly() {
+    let exe = compile("pressure", PRESSURE);
+    let per_thread: u64 = 100_000;
+    // Two threads, each one GASPARD_INIT and a PUT pair per iteration.
+    let sent = 2 * (1 + 2 * per_thread);
+    for (policy, name) in [("wait", "wait"), ("drop", "drop")] {
+        let dir = tmpdir(name);
+        let st = Command::new(&exe)
+            .arg(per_thread.to_string())
+            .env("GASPARD_DIR", &dir)
+            .env("GASPARD_BUFFER_KB", "8")
+            .env("GASPARD_MAX_MB", "1")
+            .env("GASPARD_ON_FULL", policy)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let v = dump(&dir);
+        let (recorded, lost_records, lost_in_records) = tally(&v);
+        let lost = v["lost_events"].as_u64().unwrap();
+        assert_eq!(recorded + lost, sent, "{policy}: every event is either in the trace or counted as lost");
+        assert_eq!(lost_in_records, lost, "{policy}: the trace says where each loss happened");
+        if policy == "wait" {
+            assert_eq!(lost, 0, "waiting for the flusher loses nothing");
+        } else {
+            assert_eq!(lost_records > 0, lost > 0);
+        }
+        assert_eq!(v["processes"][0]["status"], "complete");
+    }
+}
+
+#[test]
+fn measurement_off_costs_nothing_on_disk() {
+    let src = r#"
+#include <gasp_upc.h>
+int main(int argc, char **argv) {
+  gasp_context_t c = gasp_init(GASP_MODEL_UPC, &argc, &argv);
+  if (!gasp_control(c, 0)) return 3;                 /* nonzero before any call */
+  for (int i = 0; i < 1000; i++) gasp_event_notify(c, GASP_UPC_FENCE, GASP_START, "f.c", 2, 0);
+  if (gasp_control(c, 1) != 0) return 4;             /* the last value set */
+  gasp_event_notify(c, GASP_UPC_FENCE, GASP_ATOMIC, "f.c", 3, 0);
+  return argc == 1 ? 0 : 5;                          /* --gaspard-* options were taken out */
+}
+"#;
+    let exe = compile("off", src);
+    let dir = tmpdir("off");
+    let st = Command::new(&exe).arg(format!("--gaspard-dir={}", dir.display())).status().unwrap();
+    assert_eq!(st.code(), Some(0));
+    let v = dump(&dir);
+    let kinds: Vec<(String, String)> = v["threads"][0]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["kind"].as_str().unwrap().to_string(), e["phase"].as_str().unwrap().to_string()))
+        .collect();
+    let k = |a: &str, b: &str| (a.to_string(), b.to_string());
+    assert_eq!(
+        kinds,
+        vec![
+            k("GASPARD_INIT", "ATOMIC"),
+            k("GASPARD_MEASUREMENT", "ATOMIC"),
+            k("GASPARD_MEASUREMENT", "ATOMIC"),
+            k("GASP_UPC_FENCE", "ATOMIC")
+        ]
+    );
+    assert_eq!(v["threads"][0]["events"][1]["args"]["on"], 0);
+    assert_eq!(v["threads"][0]["events"][2]["args"]["on"], 1);
+    assert_eq!(v["threads"][0]["events"][3]["line"], 3);
+}
+
+#[test]
+fn cli_reports_bad_input_clearly() {
+    let bin = env!("CARGO_BIN_EXE_gaspard");
+    let out = Command::new(bin).args(["dump", "/nonexistent/gaspard-trace"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    let empty = tmpdir("cli-empty");
+    let out = Command::new(bin).arg("report").arg(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no gaspard trace"));
+    let out = Command::new(bin).args(["run", "--", "/nonexistent/program"]).current_dir(&empty).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
+}
+
+#[test]
+fn run_passes_the_exit_status_and_the_directory() {
+    let src = r#"
+#include <gasp_upc.h>
+int main(int argc, char **argv) {
+  gasp_context_t c = gasp_init(GASP_MODEL_UPC, &argc, &argv);
+  gasp_event_notify(c, GASP_UPC_BARRIER, GASP_START, "b.c", 1, 0, 0, 0);
+  gasp_event_notify(c, GASP_UPC_BARRIER, GASP_END, "b.c", 1, 0, 0, 0);
+  return 7;
+}
+"#;
+    let exe = compile("status", src);
+    let dir = tmpdir("run-out");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("run").arg("-o").arg(&dir).arg("--").arg(&exe).output().unwrap();
+    assert_eq!(out.status.code(), Some(7));
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("report").arg(&dir).arg("--json").output().unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["threads"], 1);
+    let b = r["by_event"].as_array().unwrap().iter().find(|s| s["name"] == "GASP_UPC_BARRIER").unwrap();
+    assert_eq!(b["count"], 1, "a START/END pair counts once");
+}
