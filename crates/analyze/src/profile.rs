@@ -43,6 +43,9 @@ impl Stats {
     }
 }
 
+/// An interval waiting for its END: start time and callsite.
+type OpenInterval = (u64, u32);
+
 /// Per-callsite statistics.
 #[derive(Debug, Clone, Serialize)]
 pub struct SiteStats {
@@ -136,7 +139,7 @@ pub fn report(t: &Trace) -> Report {
     for s in &t.streams {
         let mut mine: HashMap<String, Stats> = HashMap::new();
         // Open intervals per (kind, user event): a stack, so nesting pairs up.
-        let mut open: HashMap<(u16, Option<u32>), Vec<(u64, u32)>> = HashMap::new();
+        let mut open: HashMap<(u16, Option<u32>), Vec<OpenInterval>> = HashMap::new();
         for e in &s.events {
             if matches!(
                 e.kind,

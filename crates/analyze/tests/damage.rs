@@ -54,7 +54,13 @@ fn write_trace(dir: &PathBuf, chunks: u32) -> (PathBuf, Vec<usize>) {
             w.extend_from_slice(&[1, 0x10, 0, 0, 8]);
             enc.push(&w, &mut Names).unwrap();
         }
-        let (chunk, _) = enc.finish(ChunkHeader { stream: 0, seq, ref_ticks: ts, ref_ns: ts, ..Default::default() });
+        let (chunk, _) = enc.finish(ChunkHeader {
+            stream: 0,
+            seq,
+            ref_ticks: ts,
+            ref_ns: ts,
+            ..Default::default()
+        });
         offsets.push(bytes.len());
         bytes.extend_from_slice(&chunk);
     }
@@ -66,7 +72,11 @@ fn write_trace(dir: &PathBuf, chunks: u32) -> (PathBuf, Vec<usize>) {
         clock: "monotonic".into(),
         clock_refs: vec![(1000, 1000)],
         pts_bytes: 16,
-        streams: vec![StreamEntry { id: 0, file: "h-7-0.gst".into(), ..Default::default() }],
+        streams: vec![StreamEntry {
+            id: 0,
+            file: "h-7-0.gst".into(),
+            ..Default::default()
+        }],
         status: "complete".into(),
         events: u64::from(chunks) * 20,
         ..Default::default()
@@ -82,10 +92,19 @@ fn intact_trace_reads_whole() {
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 60);
     assert!(t.problems.is_empty(), "{:?}", t.problems);
-    let lines: Vec<u32> = t.streams[0].events.iter().map(|e| t.callsites[e.callsite as usize].line).collect();
+    let lines: Vec<u32> = t.streams[0]
+        .events
+        .iter()
+        .map(|e| t.callsites[e.callsite as usize].line)
+        .collect();
     assert_eq!(lines[0], 10);
     assert_eq!(lines[59], 12);
-    assert_eq!(t.callsites[t.streams[0].events[0].callsite as usize].file.as_deref(), Some("prog.c"));
+    assert_eq!(
+        t.callsites[t.streams[0].events[0].callsite as usize]
+            .file
+            .as_deref(),
+        Some("prog.c")
+    );
 }
 
 #[test]
@@ -99,7 +118,9 @@ fn corrupt_chunk_is_skipped_and_named() {
     assert_eq!(t.events(), 40, "chunks 0 and 2 survive");
     assert!(t.streams[0].damaged);
     assert!(
-        t.problems.iter().any(|p| p.contains("chunk 1") && p.contains("checksum") && p.contains("20 events")),
+        t.problems
+            .iter()
+            .any(|p| p.contains("chunk 1") && p.contains("checksum") && p.contains("20 events")),
         "{:?}",
         t.problems
     );
@@ -114,7 +135,9 @@ fn truncated_stream_is_read_to_the_cut() {
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 40);
     assert!(
-        t.problems.iter().any(|p| p.contains("truncated") && p.contains("chunk 2") && p.contains("20 events")),
+        t.problems
+            .iter()
+            .any(|p| p.contains("truncated") && p.contains("chunk 2") && p.contains("20 events")),
         "{:?}",
         t.problems
     );
@@ -130,23 +153,49 @@ fn garbage_between_chunks_is_skipped() {
     std::fs::write(&path, &b).unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 40);
-    assert!(t.problems.iter().any(|p| p.contains("damaged bytes")), "{:?}", t.problems);
-    assert!(t.problems.iter().any(|p| p.contains("chunks 1..1 are missing")), "{:?}", t.problems);
+    assert!(
+        t.problems.iter().any(|p| p.contains("damaged bytes")),
+        "{:?}",
+        t.problems
+    );
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("chunks 1..1 are missing")),
+        "{:?}",
+        t.problems
+    );
 }
 
 #[test]
 fn bad_inputs_give_clear_errors() {
     let missing = std::env::temp_dir().join("gaspard-no-such-dir-xyz");
-    let e = gaspard_analyze::trace::read(&missing).unwrap_err().to_string();
+    let e = gaspard_analyze::trace::read(&missing)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("cannot read trace directory"), "{e}");
     let empty = tmpdir("empty");
-    let e = gaspard_analyze::trace::read(&empty).unwrap_err().to_string();
+    let e = gaspard_analyze::trace::read(&empty)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("no gaspard trace"), "{e}");
     let d = tmpdir("notastream");
     std::fs::write(d.join("x-1-0.gst"), b"hello, this is not a trace").unwrap();
     std::fs::write(d.join("x-1.manifest"), b"not a manifest").unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 0);
-    assert!(t.problems.iter().any(|p| p.contains("not a gaspard stream file")), "{:?}", t.problems);
-    assert!(t.problems.iter().any(|p| p.contains("not a gaspard manifest")), "{:?}", t.problems);
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("not a gaspard stream file")),
+        "{:?}",
+        t.problems
+    );
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("not a gaspard manifest")),
+        "{:?}",
+        t.problems
+    );
 }

@@ -99,7 +99,7 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     Ok(ExitCode::from((128 + sig).clamp(0, 255) as u8))
 }
 
-fn read(dir: &PathBuf) -> Result<trace::Trace> {
+fn read(dir: &std::path::Path) -> Result<trace::Trace> {
     if !dir.exists() {
         bail!("{} does not exist", dir.display());
     }

@@ -83,7 +83,7 @@ fn ctx_index(c: *const Ctx) -> Option<usize> {
     let base = ctx_slot(0) as usize;
     let off = (c as usize).wrapping_sub(base);
     let size = std::mem::size_of::<Ctx>();
-    (off < MAX_CONTEXTS * size && off % size == 0).then_some(off / size)
+    (off < MAX_CONTEXTS * size && off.is_multiple_of(size)).then_some(off / size)
 }
 
 thread_local! {
@@ -125,11 +125,12 @@ pub fn init_process(opts: Options) -> bool {
 
 /// Records one event from Rust (never on a per-event hot path of C adapters).
 pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
-    if c.is_null() || args.len() > gaspard_format::raw::MAX_ARG_WORDS {
+    let Some(i) = ctx_index(c) else { return };
+    if args.len() > gaspard_format::raw::MAX_ARG_WORDS {
         return;
     }
-    // SAFETY: `c` is a live slot of `gaspard_contexts` owned by this thread.
-    let ctx = unsafe { &mut *c };
+    // SAFETY: slot `i` of `gaspard_contexts`, owned by this thread.
+    let ctx = unsafe { &mut *ctx_slot(i) };
     let n = gaspard_format::raw::HEADER_WORDS + args.len();
     let mut p = ctx.cur;
     // SAFETY: cur and end point into the same buffer when non-null.
@@ -162,11 +163,9 @@ pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
 /// Measurement control: sets a context's switch, returns the previous value.
 /// Records the switch so that analyses know what was not measured.
 pub fn set_measurement(c: *mut Ctx, on: bool) -> bool {
-    if c.is_null() {
-        return true;
-    }
-    // SAFETY: a live slot owned by this thread.
-    let ctx = unsafe { &mut *c };
+    let Some(i) = ctx_index(c) else { return true };
+    // SAFETY: slot `i` of `gaspard_contexts`, owned by this thread.
+    let ctx = unsafe { &mut *ctx_slot(i) };
     let was = ctx.on != 0;
     if was && !on {
         record(
@@ -215,7 +214,7 @@ pub extern "C" fn gaspard_context_for_thread(c: *mut Ctx) -> *mut Ctx {
     std::panic::catch_unwind(|| {
         let model = match ctx_index(c) {
             // SAFETY: a slot of the pool; `model` is written once before the slot is published.
-            Some(_) => unsafe { (*c).model },
+            Some(i) => unsafe { (*ctx_slot(i)).model },
             None => {
                 if let Some(p) = process::get() {
                     p.note_bad_context(c as usize);

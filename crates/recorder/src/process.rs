@@ -560,9 +560,10 @@ impl Process {
         self.wake_flusher();
         // SAFETY: `b` is a buffer we own, larger than any record plus the reserve.
         unsafe {
-            let start = (*b).words.as_mut_ptr();
+            let buf = &mut (*b).words;
+            let start = buf.as_mut_ptr();
+            let end = start.add(buf.len() - LOST_RESERVE);
             st.buf = b;
-            let end = start.add((&(*b).words).len() - LOST_RESERVE);
             (*c).end = end;
             (*c).cur = start;
             if (end.offset_from(start) as usize) < words {
@@ -603,7 +604,8 @@ impl Process {
             *p.add(3) = st.dropped;
             *p.add(4) = st.drop_first;
             *p.add(5) = st.drop_last;
-            (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>()).store(p.add(LOST_RESERVE), Ordering::Release);
+            (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>())
+                .store(p.add(LOST_RESERVE), Ordering::Release);
         }
         self.lost.fetch_add(st.dropped, Ordering::Relaxed);
         st.dropped = 0;
