@@ -27,7 +27,7 @@ fn tmpdir(name: &str) -> PathBuf {
 
 /// Writes one process with one stream of `chunks` chunks of 10 GET pairs each.
 /// Returns the stream path and the byte offset where each chunk starts.
-fn write_trace(dir: &PathBuf, chunks: u32) -> (PathBuf, Vec<usize>) {
+fn write_trace(dir: &std::path::Path, chunks: u32) -> (PathBuf, Vec<usize>) {
     let mut bytes = file_header(&[
         ("stream", "0".into()),
         ("host", "h".into()),
