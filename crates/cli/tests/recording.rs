@@ -6,7 +6,10 @@ use std::process::Command;
 use serde_json::Value;
 
 fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn tmpdir(name: &str) -> PathBuf {
@@ -39,13 +42,26 @@ fn compile(name: &str, src: &str) -> PathBuf {
         .arg(&exe)
         .output()
         .expect("cannot run cc: a C compiler is needed for these tests");
-    assert!(out.status.success(), "cc failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     exe
 }
 
 fn dump(dir: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("dump").arg(dir).arg("--json").output().unwrap();
-    assert!(out.status.success(), "dump failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("dump")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
@@ -109,8 +125,15 @@ fn memory_cap_drops_are_counted_exactly() {
         let v = dump(&dir);
         let (recorded, lost_records, lost_in_records) = tally(&v);
         let lost = v["lost_events"].as_u64().unwrap();
-        assert_eq!(recorded + lost, sent, "{policy}: every event is either in the trace or counted as lost");
-        assert_eq!(lost_in_records, lost, "{policy}: the trace says where each loss happened");
+        assert_eq!(
+            recorded + lost,
+            sent,
+            "{policy}: every event is either in the trace or counted as lost"
+        );
+        assert_eq!(
+            lost_in_records, lost,
+            "{policy}: the trace says where each loss happened"
+        );
         if policy == "wait" {
             assert_eq!(lost, 0, "waiting for the flusher loses nothing");
         } else {
@@ -135,14 +158,22 @@ int main(int argc, char **argv) {
 "#;
     let exe = compile("off", src);
     let dir = tmpdir("off");
-    let st = Command::new(&exe).arg(format!("--gaspard-dir={}", dir.display())).status().unwrap();
+    let st = Command::new(&exe)
+        .arg(format!("--gaspard-dir={}", dir.display()))
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(0));
     let v = dump(&dir);
     let kinds: Vec<(String, String)> = v["threads"][0]["events"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["kind"].as_str().unwrap().to_string(), e["phase"].as_str().unwrap().to_string()))
+        .map(|e| {
+            (
+                e["kind"].as_str().unwrap().to_string(),
+                e["phase"].as_str().unwrap().to_string(),
+            )
+        })
         .collect();
     let k = |a: &str, b: &str| (a.to_string(), b.to_string());
     assert_eq!(
@@ -162,14 +193,25 @@ int main(int argc, char **argv) {
 #[test]
 fn cli_reports_bad_input_clearly() {
     let bin = env!("CARGO_BIN_EXE_gaspard");
-    let out = Command::new(bin).args(["dump", "/nonexistent/gaspard-trace"]).output().unwrap();
+    let out = Command::new(bin)
+        .args(["dump", "/nonexistent/gaspard-trace"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     let empty = tmpdir("cli-empty");
-    let out = Command::new(bin).arg("report").arg(&empty).output().unwrap();
+    let out = Command::new(bin)
+        .arg("report")
+        .arg(&empty)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no gaspard trace"));
-    let out = Command::new(bin).args(["run", "--", "/nonexistent/program"]).current_dir(&empty).output().unwrap();
+    let out = Command::new(bin)
+        .args(["run", "--", "/nonexistent/program"])
+        .current_dir(&empty)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
 }
@@ -187,11 +229,28 @@ int main(int argc, char **argv) {
 "#;
     let exe = compile("status", src);
     let dir = tmpdir("run-out");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("run").arg("-o").arg(&dir).arg("--").arg(&exe).output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("run")
+        .arg("-o")
+        .arg(&dir)
+        .arg("--")
+        .arg(&exe)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(7));
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard")).arg("report").arg(&dir).arg("--json").output().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(&dir)
+        .arg("--json")
+        .output()
+        .unwrap();
     let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(r["threads"], 1);
-    let b = r["by_event"].as_array().unwrap().iter().find(|s| s["name"] == "GASP_UPC_BARRIER").unwrap();
+    let b = r["by_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "GASP_UPC_BARRIER")
+        .unwrap();
     assert_eq!(b["count"], 1, "a START/END pair counts once");
 }

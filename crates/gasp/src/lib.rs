@@ -99,7 +99,7 @@ pub unsafe extern "C" fn gasp_init(
 /// `gasp_control`: measurement on or off for this context; returns the previous value.
 #[no_mangle]
 pub extern "C" fn gasp_control(ctx: *mut c_void, on: c_int) -> c_int {
-    catch_unwind(|| c_int::from(rec::set_measurement(own_context(ctx), on != 0))).unwrap_or(1)
+    catch_unwind(|| rec::set_measurement(own_context(ctx), on)).unwrap_or(1)
 }
 
 /// `gasp_create_event`: an id in the user-event range, the same for the same name.

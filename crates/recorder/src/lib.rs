@@ -57,6 +57,8 @@ struct CtxState {
     dropped: u64,
     drop_first: u64,
     drop_last: u64,
+    /// The last value given to `gasp_control`.
+    control: i32,
 }
 
 impl CtxState {
@@ -160,13 +162,22 @@ pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
     }
 }
 
-/// Measurement control: sets a context's switch, returns the previous value.
+/// Measurement control: sets a context's switch to `value != 0` and returns
+/// the last value given (1 before any call), as `gasp_control` must.
 /// Records the switch so that analyses know what was not measured.
-pub fn set_measurement(c: *mut Ctx, on: bool) -> bool {
-    let Some(i) = ctx_index(c) else { return true };
+pub fn set_measurement(c: *mut Ctx, value: i32) -> i32 {
+    let Some(i) = ctx_index(c) else { return 1 };
     // SAFETY: slot `i` of `gaspard_contexts`, owned by this thread.
     let ctx = unsafe { &mut *ctx_slot(i) };
+    let on = value != 0;
     let was = ctx.on != 0;
+    let st = ctx.rs.cast::<CtxState>();
+    let previous = if st.is_null() {
+        i32::from(was)
+    } else {
+        // SAFETY: the CtxState of this slot lives as long as the process.
+        unsafe { std::mem::replace(&mut (*st).control, value) }
+    };
     if was && !on {
         record(
             c,
@@ -184,7 +195,7 @@ pub fn set_measurement(c: *mut Ctx, on: bool) -> bool {
             &[1],
         );
     }
-    was
+    previous
 }
 
 /// Flushes everything recorded so far and writes the manifest as complete.

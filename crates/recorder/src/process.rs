@@ -393,6 +393,7 @@ impl Process {
             dropped: 0,
             drop_first: 0,
             drop_last: 0,
+            control: 1,
         }));
         let c = ctx_slot(i);
         // SAFETY: slot `i` was handed out to this thread alone by the fetch_add above.
@@ -723,7 +724,7 @@ mod tests {
     #[test]
     fn stamp() {
         assert_eq!(utc_stamp(0), "19700101-000000");
-        assert_eq!(utc_stamp(1_795_000_000 * 1_000_000_000), "20261123-074640");
+        assert_eq!(utc_stamp(1_795_000_000 * 1_000_000_000), "20261118-110640");
     }
 
     #[test]
