@@ -227,29 +227,6 @@ fn hostname() -> String {
     String::from_utf8_lossy(&buf[..n]).into_owned()
 }
 
-/// `YYYYMMDD-HHMMSS` in UTC.
-fn utc_stamp(unix_ns: u64) -> String {
-    let secs = unix_ns / 1_000_000_000;
-    let days = (secs / 86400) as i64;
-    let rem = secs % 86400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}{m:02}{d:02}-{:02}{:02}{:02}",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
-}
-
 impl Process {
     fn new(opts: Options) -> Option<Process> {
         for w in &opts.warnings {
@@ -264,7 +241,10 @@ impl Process {
                 .and_then(|a| std::path::Path::new(a).file_name())
                 .map(|s| s.to_string_lossy().into_owned())
                 .unwrap_or_else(|| "program".into());
-            PathBuf::from(format!("gaspard-{prog}-{}", utc_stamp(start_unix_ns)))
+            PathBuf::from(format!(
+                "gaspard-{prog}-{}",
+                gaspard_format::manifest::utc_stamp(start_unix_ns / 1_000_000_000)
+            ))
         });
         if let Err(e) = std::fs::create_dir_all(&dir) {
             eprintln!(
@@ -720,12 +700,6 @@ pub fn create_user_event(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stamp() {
-        assert_eq!(utc_stamp(0), "19700101-000000");
-        assert_eq!(utc_stamp(1_795_000_000 * 1_000_000_000), "20261118-110640");
-    }
 
     #[test]
     fn args_are_taken_out() {
