@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Turns the raw output of bench/run.sh into BENCHMARKS.md (on stdout).
+
+usage: report.py MACHINE RAW CHECKS PROFILE
+"""
+import re
+import statistics
+import sys
+
+TARGET_RATIO = 0.75  # gaspard ns/event at most this times OTF2's
+TARGET_BYTES = 4.0  # bytes/event on disk
+TARGET_OFF_NS = 2.0  # ns/event with measurement off
+
+SCEN_TEXT = {
+    "get": "GASP_UPC_GET START+END",
+    "user": 'user event "%d %f" START+END',
+    "off": "GASP_UPC_GET, measurement off",
+}
+
+
+def kv(tokens):
+    out = {}
+    for t in tokens:
+        if "=" in t:
+            k, v = t.split("=", 1)
+            out[k] = v
+    return out
+
+
+def read_machine(path):
+    m = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if "=" in line:
+                k, v = line.split("=", 1)
+                m[k] = v
+    return m
+
+
+def read_raw(path):
+    runs, cg = [], []
+    with open(path) as f:
+        for line in f:
+            parts = line.split()
+            if not parts:
+                continue
+            if parts[0] == "RESULT":
+                runs.append(kv(parts[1:]))
+            elif parts[0] == "CG":
+                cg.append(kv(parts[1:]))
+    return runs, cg
+
+
+def med(xs):
+    return statistics.median(xs) if xs else None
+
+
+def fmt(x, digits=1):
+    if x is None:
+        return "n/a"
+    return f"{x:.{digits}f}"
+
+
+def ratio(a, b, digits=2):
+    if a is None or b is None or b == 0:
+        return "n/a"
+    return f"{a / b:.{digits}f}x"
+
+
+def main():
+    machine = read_machine(sys.argv[1])
+    runs, cg = read_raw(sys.argv[2])
+    checks = open(sys.argv[3]).read().splitlines()
+    profile = open(sys.argv[4]).read()
+
+    repeats = int(machine["repeats"])
+    events = int(machine["events"])
+    warmup = int(machine["warmup"])
+
+    def sel(tool, sc, t):
+        return [r for r in runs if r["label"] == tool and r["scenario"] == sc and int(r["threads"]) == t]
+
+    def ns(tool, sc, t):
+        return med([float(r["ns_per_event"]) for r in sel(tool, sc, t)])
+
+    def spread(tool, sc, t):
+        xs = [float(r["ns_per_event"]) for r in sel(tool, sc, t)]
+        return (min(xs), max(xs)) if xs else (None, None)
+
+    def sent(r):
+        return int(r["threads"]) * (int(r["events"]) + int(r["warmup"]))
+
+    def per_event(tool, sc, t, key):
+        xs = [int(r[key]) / sent(r) for r in sel(tool, sc, t) if key in r]
+        return med(xs)
+
+    def finish_ms(tool, sc, t):
+        return med([float(r["finish_ms"]) for r in sel(tool, sc, t)])
+
+    def faults_per_k(tool, sc, t):
+        return med([int(r["minflt"]) * 1000.0 / sent(r) for r in sel(tool, sc, t)])
+
+    na, nb = int(machine["cg_a"]), int(machine["cg_b"])
+
+    def ir(tool, sc, key):
+        a = [c for c in cg if c["label"] == tool and c["scenario"] == sc and int(c["events"]) == na]
+        b = [c for c in cg if c["label"] == tool and c["scenario"] == sc and int(c["events"]) == nb]
+        if not a or not b:
+            return None
+        return (int(b[0][key]) - int(a[0][key])) / (nb - na)
+
+    threads = sorted({int(r["threads"]) for r in runs})
+    scen = ["get", "user", "off"]
+    o = []
+    w = o.append
+
+    w("# Benchmarks: the cost of one GASP event")
+    w("")
+    w("Produced by `bash bench/run.sh` (also `make bench`), which builds everything in")
+    w("release mode, runs every measurement below and writes this file. Numbers are")
+    w("from one machine and one run of the script; rerun it to compare.")
+    w("")
+    w("## Machine")
+    w("")
+    w(f"- CPU: {machine['cpu']} ({machine['cores']} cores, TSC {machine['tsc']}, hypervisor: {machine['hypervisor']})")
+    w(f"- Kernel: {machine['kernel']}")
+    w(f"- Compilers: {machine['cc']}; {machine['rustc']}")
+    w(f"- OTF2 {machine['otf2']}; {machine['valgrind']}")
+    w(f"- Date: {machine['date']}; load average before the timed runs {machine['load_before']}, after {machine['load_after']}")
+    w("")
+    w("## What is measured")
+    w("")
+    w("`bench/notify_bench.c` loads a GASP tool library with `dlopen(RTLD_NOW | RTLD_LOCAL)`,")
+    w("finds `gasp_init`, `gasp_event_notify`, `gasp_control` and `gasp_create_event` with")
+    w("`dlsym`, and has each thread call `gasp_init` for its own context, send")
+    w(f"{warmup:,} untimed events, meet the other threads at a barrier and then send")
+    w(f"{events:,} events (START/END pairs) timed with `CLOCK_MONOTONIC`. ns/event is a thread's")
+    w("wall time divided by its events, averaged over the threads of the run; each table")
+    w(f"entry is the median of {repeats} runs. The runs are interleaved: every repeat runs")
+    w("every peer once per scenario and thread count, in an order rotated from repeat to repeat.")
+    w("Each run is a fresh process with a fresh trace directory under /tmp, deleted afterwards.")
+    w("")
+    w("Scenarios:")
+    w("")
+    w("- **get**: `gasp_event_notify(ctx, GASP_UPC_GET, GASP_START, \"bench.c\", 42, 7, 1, dst, pts, (size_t)8)`")
+    w("  then the same with `GASP_END` (`pts` points to a 16-byte buffer). The arguments never change.")
+    w("- **user**: an event made by `gasp_create_event(ctx, \"iter\", \"%d %f\")`, sent START/END with")
+    w("  an `int` and a `double` that change every iteration.")
+    w("- **off**: the get pairs after `gasp_control(ctx, 0)`.")
+    w("")
+    w("Peers:")
+    w("")
+    w("- **gaspard**: `target/release/libgaspard.so` (`cargo build --release -p gaspard-gasp`), with")
+    w("  its defaults (1 MiB buffers, TSC clock). Its flusher thread encodes and writes full")
+    w("  buffers in the background while the program runs; what is left is written by")
+    w("  `gaspard_flush()` after the timed part (the *flush/close* column).")
+    w("- **noop**: `bench/noop_tool.c`, a GASP tool whose entry points do nothing but")
+    w("  `va_start`/`va_end`: the floor cost of calling through the interface.")
+    w("- **OTF2**: `bench/otf2_tool.c`, a minimal GASP tool on OTF2's event writer (the writer")
+    w("  Score-P uses): one location and `OTF2_EvtWriter` per thread, START is")
+    w("  `OTF2_EvtWriter_Enter` and END is `OTF2_EvtWriter_Leave` of one region per event type,")
+    w("  timestamps read per event with **rdtsc** (as gaspard does), 1 MiB event chunks written by")
+    w("  OTF2's flush callbacks in the recording thread when full, `OTF2_Archive_SetSerialCollectiveCallbacks`,")
+    w("  pthread locking callbacks, a real archive in a temporary directory with minimal global")
+    w("  definitions. Closing the archive happens after the timed part (*flush/close* column).")
+    w("  Enter/Leave records carry no event arguments, so this peer records less than gaspard")
+    w("  (which keeps every argument and the file/line/column of each call).")
+    w("  In the *off* scenario this tool only checks its own flag: no OTF2 call is made.")
+    w("- **gaspard hot path only** (diagnostic): `crates/gasp/csrc/gasp_shim.c` unchanged, linked with")
+    w("  `bench/hotpath_stub.c` instead of the Rust side: one pre-touched 1 MiB buffer per")
+    w("  context, reused from its start when full; no flusher, no files, no page faults. The")
+    w("  gap between it and gaspard is what buffers, the flusher and memory traffic add.")
+    w("")
+
+    # ---- time
+    w("## Time per event (ns, median)")
+    w("")
+    w("| scenario | threads | gaspard | noop | OTF2 | gaspard / OTF2 | gaspard - noop | gaspard hot path only |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for sc in scen:
+        for t in threads:
+            g, n, x, h = ns("gaspard", sc, t), ns("noop", sc, t), ns("otf2", sc, t), ns("hotpath", sc, t)
+            r = ratio(g, x) if sc != "off" else "n/a"
+            xs = fmt(x) + (" (flag check only)" if sc == "off" else "")
+            w(f"| {SCEN_TEXT[sc]} | {t} | {fmt(g)} | {fmt(n)} | {xs} | {r} | {fmt(None if g is None or n is None else g - n)} | {fmt(h)} |")
+    w("")
+    w("Spread (min - max over the runs), ns/event:")
+    w("")
+    w("| scenario | threads | gaspard | noop | OTF2 | gaspard hot path only |")
+    w("|---|---:|---:|---:|---:|---:|")
+    for sc in scen:
+        for t in threads:
+            cells = []
+            for tool in ["gaspard", "noop", "otf2", "hotpath"]:
+                lo, hi = spread(tool, sc, t)
+                cells.append(f"{fmt(lo)} - {fmt(hi)}")
+            w(f"| {sc} | {t} | " + " | ".join(cells) + " |")
+    w("")
+
+    # ---- instructions
+    w(f"## Instructions per event (callgrind, 1 thread)")
+    w("")
+    w(f"`valgrind --tool=callgrind --separate-threads=yes`, whole runs of {na:,} and {nb:,} events;")
+    w(f"the difference in instructions divided by the {nb - na:,} events between them (start-up and")
+    w("exit cancel out). User-space instructions only: the kernel's part of writing files is not")
+    w("counted. *calling thread* is the thread that calls `gasp_event_notify`; gaspard's")
+    w("*flusher* is its background thread (encoding and writing).")
+    w("")
+    w("| scenario | gaspard calling thread | gaspard flusher | gaspard total | noop | OTF2 | gaspard hot path only | gaspard total / OTF2 | gaspard calling / OTF2 |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for sc in scen:
+        gm, go = ir("gaspard", sc, "main_ir"), ir("gaspard", sc, "other_ir")
+        gt = None if gm is None or go is None else gm + go
+        n = ir("noop", sc, "main_ir")
+        xm, xo = ir("otf2", sc, "main_ir"), ir("otf2", sc, "other_ir")
+        xt = None if xm is None or xo is None else xm + xo
+        h = ir("hotpath", sc, "main_ir")
+        w(f"| {sc} | {fmt(gm, 0)} | {fmt(go, 0)} | {fmt(gt, 0)} | {fmt(n, 0)} | {fmt(xt, 0)} | {fmt(h, 0)} | {ratio(gt, xt)} | {ratio(gm, xt)} |")
+    w("")
+    w("The driver's own loop (setting up the arguments and the call) is included in every")
+    w("column; the noop column is mostly that.")
+    w("")
+
+    # ---- bytes
+    w("## Bytes per event on disk (median)")
+    w("")
+    w("gaspard: the `*.gst` stream files of the trace directory; OTF2: the archive's `*.evt` files.")
+    w("*whole* counts every file (manifest, definitions, anchor file). Divided by every event sent,")
+    w("warm-up included.")
+    w("")
+    w("| scenario | threads | gaspard | gaspard whole | OTF2 | OTF2 whole | gaspard / OTF2 |")
+    w("|---|---:|---:|---:|---:|---:|---:|")
+    for sc in ["get", "user"]:
+        for t in threads:
+            gb, gw = per_event("gaspard", sc, t, "bytes"), per_event("gaspard", sc, t, "all_bytes")
+            xb, xw = per_event("otf2", sc, t, "bytes"), per_event("otf2", sc, t, "all_bytes")
+            w(f"| {sc} | {t} | {fmt(gb, 2)} | {fmt(gw, 2)} | {fmt(xb, 2)} | {fmt(xw, 2)} | {ratio(gb, xb)} |")
+    w("")
+
+    # ---- other
+    w("## Page faults and closing (median)")
+    w("")
+    w("Page faults of the whole process from before `gasp_init` to the end of the last loop, per")
+    w("1000 events sent; time of the untimed final step (`gaspard_flush()`, or closing the OTF2 archive).")
+    w("")
+    w("| scenario | threads | gaspard faults/1k ev | OTF2 faults/1k ev | gaspard flush (ms) | OTF2 close (ms) |")
+    w("|---|---:|---:|---:|---:|---:|")
+    for sc in scen:
+        for t in threads:
+            w(f"| {sc} | {t} | {fmt(faults_per_k('gaspard', sc, t), 2)} | {fmt(faults_per_k('otf2', sc, t), 2)} | "
+              f"{fmt(finish_ms('gaspard', sc, t))} | {fmt(finish_ms('otf2', sc, t))} |")
+    w("")
+
+    # ---- targets
+    w("## Targets")
+    w("")
+    w("| target | case | value | met |")
+    w("|---|---|---:|---|")
+    met_all = {"time": True, "bytes": True, "off": True}
+    for sc in ["get", "user"]:
+        for t in threads:
+            g, x = ns("gaspard", sc, t), ns("otf2", sc, t)
+            ok = g is not None and x is not None and g <= TARGET_RATIO * x
+            met_all["time"] &= ok
+            w(f"| ns/event at most {TARGET_RATIO}x OTF2's | {sc}, {t} thread(s) | {ratio(g, x)} | {'yes' if ok else '**no**'} |")
+    for sc in ["get", "user"]:
+        for t in threads:
+            b = per_event("gaspard", sc, t, "bytes")
+            ok = b is not None and b <= TARGET_BYTES
+            met_all["bytes"] &= ok
+            w(f"| at most {TARGET_BYTES:g} bytes/event | {sc}, {t} thread(s) | {fmt(b, 2)} | {'yes' if ok else '**no**'} |")
+    for t in threads:
+        g, n = ns("gaspard", "off", t), ns("noop", "off", t)
+        ok = g is not None and g <= TARGET_OFF_NS
+        met_all["off"] &= ok
+        w(f"| at most {TARGET_OFF_NS:g} ns/event, measurement off | {t} thread(s) (noop floor {fmt(n)}) | {fmt(g)} | {'yes' if ok else '**no**'} |")
+    w("")
+    names = {"time": f"time (at most {TARGET_RATIO}x OTF2)", "bytes": f"size (at most {TARGET_BYTES:g} bytes/event)",
+             "off": f"measurement off (at most {TARGET_OFF_NS:g} ns/event)"}
+    met = [names[k] for k, v in met_all.items() if v]
+    unmet = [names[k] for k, v in met_all.items() if not v]
+    w(f"Met in every case: {', '.join(met) if met else 'none'}. "
+      f"Not met: {', '.join(unmet) if unmet else 'none'}.")
+    floor = [ns("noop", "off", t) for t in threads]
+    if any(f is not None and f > TARGET_OFF_NS for f in floor):
+        w("")
+        w(f"On this machine even the no-op tool takes more than {TARGET_OFF_NS:g} ns per call "
+          f"({', '.join(fmt(f) for f in floor)} ns), so the measurement-off target cannot be met "
+          "here as measured (a call through a function pointer with nine arguments, four on the stack); "
+          "the *gaspard - noop* column gives what gaspard adds on top of that floor.")
+    w("")
+
+    # ---- checks
+    w("## Checks")
+    w("")
+    w("Every event sent reaches the trace (2 threads, 100,000 + 1,000 events each; gaspard's trace")
+    w("also holds one start-of-context event per thread; counted by `gaspard report DIR --json`,")
+    w("and by `otf2-print` for the OTF2 archive):")
+    w("")
+    for c in checks:
+        d = kv(c.split()[1:])
+        tool, sc = c.split()[0], c.split()[1]
+        if tool == "gaspard":
+            exp = int(d["sent"]) + int(d["init"])
+            ok = int(d["trace_events"]) == exp and int(d["lost"]) == 0
+            w(f"- gaspard, {sc}: sent {int(d['sent']):,} (+{d['init']} start-of-context), "
+              f"trace has {int(d['trace_events']):,}, lost {d['lost']}: {'OK' if ok else '**MISMATCH**'}")
+        else:
+            ok = int(d["trace_events"]) == int(d["sent"])
+            w(f"- OTF2, {sc}: sent {int(d['sent']):,}, archive has {int(d['trace_events']):,} "
+              f"Enter/Leave records: {'OK' if ok else '**MISMATCH**'}")
+    w("")
+
+    # ---- profile
+    w("## Where gaspard's instructions go (get, 1 thread)")
+    w("")
+    w(f"`callgrind_annotate --inclusive=no` of the {nb:,}-event callgrind run (outputs kept in")
+    w("`target/bench/callgrind/`, recorded with `--dump-instr=yes`), instructions per event sent")
+    w("(start-up included, so small entries are inflated), by source line's function:")
+    w("")
+    sent_cg = nb + 1000
+    for block in profile.split("@@ ")[1:]:
+        head, _, body = block.partition("\n")
+        role = head.split()[0]
+        w(f"{'Calling thread' if role == 'calling' else 'Flusher thread'}:")
+        w("")
+        w("| Ir/event | share | file:function |")
+        w("|---:|---:|---|")
+        rows = 0
+        in_fn = False
+        for line in body.splitlines():
+            if line.strip().endswith("file:function"):
+                in_fn = True
+                continue
+            if not in_fn:
+                continue
+            if line.startswith("-----") and rows:
+                break
+            m = re.match(r"^\s*([\d,]+)\s+\(\s*([\d.]+)%\)\s+(.*)$", line)
+            if not m:
+                continue
+            irv = int(m.group(1).replace(",", ""))
+            share = float(m.group(2))
+            if share < 1.0 or rows >= 14:
+                continue
+            where = re.sub(r"\s*\[[^\]]*\]\s*$", "", m.group(3))
+            where = where.replace(machine.get("root", "/work/main") + "/", "")
+            where = re.sub(r"/rustc/[0-9a-f]+/", "rustc:", where)
+            where = where.replace("|", "\\|")
+            w(f"| {irv / sent_cg:.1f} | {share:.1f}% | `{where}` |")
+            rows += 1
+        w("")
+    sys.stdout.write("\n".join(o) + "\n")
+
+
+if __name__ == "__main__":
+    main()

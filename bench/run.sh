@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# The cost of an event through gaspard's GASP library, side by side with a
+# no-op GASP tool (the floor of the interface) and with OTF2's event writer
+# (the writer Score-P uses). Writes BENCHMARKS.md at the repository root.
+#
+#   bash bench/run.sh
+#
+# Settings (environment): REPEATS (7), EVENTS per thread per run (2000000),
+# WARMUP events per thread before timing (20000), CG_EVENTS (200000: the
+# callgrind runs difference runs of CG_EVENTS/2 and 3*CG_EVENTS/2 events),
+# OUT (BENCHMARKS.md). Needs cargo, cc, pkg-config with otf2, valgrind.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+REPEATS=${REPEATS:-7}
+EVENTS=${EVENTS:-2000000}
+WARMUP=${WARMUP:-20000}
+CG_EVENTS=${CG_EVENTS:-200000}
+OUT=${OUT:-BENCHMARKS.md}
+CC=${CC:-cc}
+THREADS_LIST="1 2"
+SCENARIOS="get user off"
+TOOLS="gaspard noop otf2 hotpath"
+
+# Only the settings made here reach the tools.
+for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+unset BENCH_OTF2_DIR BENCH_OTF2_CLOCK
+
+say() { printf '%s\n' "$*" >&2; }
+
+# --- build -----------------------------------------------------------------
+say "== building (release)"
+cargo build --release -p gaspard-gasp -p gaspard >&2
+BIN=$ROOT/target/bench
+mkdir -p "$BIN"
+INC="-I$ROOT/crates/gasp/include"
+CFLAGS="-O2 -g -Wall -Wextra"
+$CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC bench/noop_tool.c -o "$BIN/libnoop_tool.so"
+# shellcheck disable=SC2046
+$CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC $(pkg-config --cflags otf2) bench/otf2_tool.c \
+  -o "$BIN/libotf2_tool.so" $(pkg-config --libs otf2) -pthread
+$CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC -I"$ROOT/crates/recorder/csrc" \
+  bench/hotpath_stub.c crates/gasp/csrc/gasp_shim.c -o "$BIN/libgaspard_hotpath.so" -pthread
+$CC $CFLAGS $INC bench/notify_bench.c -o "$BIN/notify_bench" -pthread -ldl
+
+lib_of() {
+  case $1 in
+    gaspard) echo "$ROOT/target/release/libgaspard.so" ;;
+    noop) echo "$BIN/libnoop_tool.so" ;;
+    otf2) echo "$BIN/libotf2_tool.so" ;;
+    hotpath) echo "$BIN/libgaspard_hotpath.so" ;;
+  esac
+}
+
+WORK=$(mktemp -d /tmp/gaspard-bench.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+RAW=$WORK/raw.txt
+: >"$RAW"
+CG_DIR=$BIN/callgrind
+rm -rf "$CG_DIR"
+mkdir -p "$CG_DIR"
+
+sum_sizes() { # dir, name pattern: total bytes of matching files
+  find "$1" -type f -name "$2" -printf '%s\n' | awk '{s += $1} END {print s + 0}'
+}
+
+# run_one TOOL SCENARIO THREADS EVENTS WARMUP [wrapper...]: one run, one RESULT line
+run_one() {
+  local tool=$1 sc=$2 t=$3 n=$4 w=$5
+  shift 5
+  local d line extra=""
+  d=$(mktemp -d "$WORK/run.XXXXXX")
+  case $tool in
+    gaspard)
+      line=$(GASPARD_DIR=$d/trace "$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
+        --label "$tool" --scenario "$sc" --threads "$t" --events "$n" --warmup "$w")
+      extra="bytes=$(sum_sizes "$d" '*.gst') all_bytes=$(sum_sizes "$d" '*')"
+      ;;
+    otf2)
+      line=$(BENCH_OTF2_DIR=$d/archive "$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
+        --label "$tool" --scenario "$sc" --threads "$t" --events "$n" --warmup "$w")
+      extra="bytes=$(sum_sizes "$d" '*.evt') all_bytes=$(sum_sizes "$d" '*')"
+      ;;
+    *)
+      line=$("$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
+        --label "$tool" --scenario "$sc" --threads "$t" --events "$n" --warmup "$w")
+      ;;
+  esac
+  rm -rf "$d"
+  echo "$line warmup=$w $extra"
+}
+
+# --- timed runs, interleaved -------------------------------------------------
+LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+say "== timing: $REPEATS repeats x {${SCENARIOS}} x {${THREADS_LIST}} threads x {${TOOLS}}, $EVENTS events/thread"
+T0=$(date +%s)
+tools=($TOOLS)
+for ((r = 0; r < REPEATS; r++)); do
+  for sc in $SCENARIOS; do
+    for t in $THREADS_LIST; do
+      for ((k = 0; k < ${#tools[@]}; k++)); do
+        tool=${tools[$(((k + r) % ${#tools[@]}))]}
+        echo "$(run_one "$tool" "$sc" "$t" "$EVENTS" "$WARMUP") repeat=$r" >>"$RAW"
+      done
+    done
+  done
+  say "   repeat $((r + 1))/$REPEATS done"
+done
+LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+say "== timing took $(($(date +%s) - T0)) s"
+
+# --- instruction counts --------------------------------------------------------
+# Two run lengths per peer; the difference divided by the difference in events
+# removes start-up and exit. --separate-threads splits the calling thread
+# (thread 1: the driver runs thread 0 on its main thread) from the tool's own
+# threads (gaspard's flusher).
+say "== callgrind: $CG_EVENTS events differenced"
+NA=$((CG_EVENTS / 2))
+NB=$((CG_EVENTS / 2 * 3))
+for tool in $TOOLS; do
+  for sc in $SCENARIOS; do
+    for n in $NA $NB; do
+      run_one "$tool" "$sc" 1 "$n" 1000 valgrind --tool=callgrind --separate-threads=yes \
+        --dump-instr=yes --callgrind-out-file="$CG_DIR/$tool.$sc.$n.%p" >/dev/null 2>"$WORK/vg.log" ||
+        { cat "$WORK/vg.log" >&2; exit 1; }
+    done
+    for n in $NA $NB; do
+      main=0 other=0
+      for f in "$CG_DIR/$tool.$sc.$n".*-*; do
+        ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$f")
+        case $f in
+          *-01) main=$((main + ir)) ;;
+          *) other=$((other + ir)) ;;
+        esac
+      done
+      echo "CG label=$tool scenario=$sc events=$n main_ir=$main other_ir=$other" >>"$RAW"
+    done
+  done
+done
+
+# Where gaspard's instructions go (the longer get run).
+PROFILE=$WORK/profile.txt
+for f in "$CG_DIR/gaspard.get.$NB".*-*; do
+  case $f in *-01) role=calling ;; *) role=background ;; esac
+  echo "@@ $role $(basename "$f")"
+  callgrind_annotate --inclusive=no "$f" 2>/dev/null
+done >"$PROFILE"
+
+# --- checks: every event sent is in the trace ---------------------------------
+say "== checks"
+CHECKS=$WORK/checks.txt
+: >"$CHECKS"
+CN=100000
+CW=1000
+for sc in get user; do
+  d=$(mktemp -d "$WORK/check.XXXXXX")
+  GASPARD_DIR=$d/trace "$BIN/notify_bench" --tool "$(lib_of gaspard)" --scenario "$sc" --threads 2 \
+    --events $CN --warmup $CW >/dev/null
+  got=$("$ROOT/target/release/gaspard" report "$d/trace" --json |
+    python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["events"], d["lost_events"])')
+  echo "gaspard $sc sent=$((2 * (CN + CW))) init=2 trace_events=${got% *} lost=${got#* }" >>"$CHECKS"
+  rm -rf "$d"
+  d=$(mktemp -d "$WORK/check.XXXXXX")
+  BENCH_OTF2_DIR=$d/archive "$BIN/notify_bench" --tool "$(lib_of otf2)" --scenario "$sc" --threads 2 \
+    --events $CN --warmup $CW >/dev/null
+  got=$(otf2-print "$d/archive/traces.otf2" | awk '$1 == "ENTER" || $1 == "LEAVE" {n++} END {print n + 0}')
+  echo "otf2 $sc sent=$((2 * (CN + CW))) trace_events=$got" >>"$CHECKS"
+  rm -rf "$d"
+done
+
+# --- the report --------------------------------------------------------------
+{
+  echo "cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)"
+  echo "root=$ROOT"
+  echo "cores=$(nproc)"
+  echo "kernel=$(uname -sr)"
+  echo "cc=$($CC --version | head -1)"
+  echo "rustc=$(rustc --version)"
+  echo "otf2=$(pkg-config --modversion otf2)"
+  echo "valgrind=$(valgrind --version)"
+  echo "tsc=$(grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo && echo invariant || echo not-invariant)"
+  echo "hypervisor=$(grep -qw hypervisor /proc/cpuinfo && (lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[[:space:]]*//p' | head -1 || true) || echo none)"
+  echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
+  echo "load_before=$LOAD_BEFORE"
+  echo "load_after=$LOAD_AFTER"
+  echo "repeats=$REPEATS"
+  echo "events=$EVENTS"
+  echo "warmup=$WARMUP"
+  echo "cg_a=$NA"
+  echo "cg_b=$NB"
+} >"$WORK/machine.txt"
+python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
+say "== wrote $OUT"
