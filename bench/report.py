@@ -78,8 +78,23 @@ def main():
     events = int(machine["events"])
     warmup = int(machine["warmup"])
 
-    def sel(tool, sc, t):
-        return [r for r in runs if r["label"] == tool and r["scenario"] == sc and int(r["threads"]) == t]
+    def sel(tool, sc, t, long=False):
+        return [r for r in runs if r["label"] == tool and r["scenario"] == sc and int(r["threads"]) == t
+                and (r.get("long") == "1") == long]
+
+    def e2e_of(r):
+        # The slowest thread's loop plus the final step, per event of one thread.
+        slowest = max(float(x) for x in r["thread_ns"].split(","))
+        return slowest + float(r["finish_ms"]) * 1e6 / int(r["events"])
+
+    def e2e(tool, sc, t, long=False):
+        return med([e2e_of(r) for r in sel(tool, sc, t, long)])
+
+    def ns_long(tool, sc):
+        return med([float(r["ns_per_event"]) for r in sel(tool, sc, 1, True)])
+
+    def long_med(tool, sc, key, scale=1.0):
+        return med([int(r[key]) * scale for r in sel(tool, sc, 1, True)])
 
     def ns(tool, sc, t):
         return med([float(r["ns_per_event"]) for r in sel(tool, sc, t)])
@@ -108,7 +123,7 @@ def main():
         b = [c for c in cg if c["label"] == tool and c["scenario"] == sc and int(c["events"]) == nb]
         if not a or not b:
             return None
-        return (int(b[0][key]) - int(a[0][key])) / (nb - na)
+        return max(0.0, (int(b[0][key]) - int(a[0][key])) / (nb - na))
 
     threads = sorted({int(r["threads"]) for r in runs})
     scen = ["get", "user", "off"]
@@ -127,7 +142,8 @@ def main():
     w(f"- Kernel: {machine['kernel']}")
     w(f"- Compilers: {machine['cc']}; {machine['rustc']}")
     w(f"- OTF2 {machine['otf2']}; {machine['valgrind']}")
-    w(f"- Date: {machine['date']}; load average before the timed runs {machine['load_before']}, after {machine['load_after']}")
+    w(f"- Date: {machine['date']}; load average before the timed runs {machine['load_before']}, after {machine['load_after']};")
+    w(f"  CPU time stolen by the hypervisor during the timed runs: {machine['steal']}%")
     w("")
     w("## What is measured")
     w("")
@@ -154,7 +170,7 @@ def main():
     w("- **gaspard**: `target/release/libgaspard.so` (`cargo build --release -p gaspard-gasp`), with")
     w("  its defaults (1 MiB buffers, TSC clock). Its flusher thread encodes and writes full")
     w("  buffers in the background while the program runs; what is left is written by")
-    w("  `gaspard_flush()` after the timed part (the *flush/close* column).")
+    w("  `gaspard_flush()` after the timed part (timed apart: see *Including the final step*).")
     w("- **noop**: `bench/noop_tool.c`, a GASP tool whose entry points do nothing but")
     w("  `va_start`/`va_end`: the floor cost of calling through the interface.")
     w("- **OTF2**: `bench/otf2_tool.c`, a minimal GASP tool on OTF2's event writer (the writer")
@@ -163,9 +179,10 @@ def main():
     w("  timestamps read per event with **rdtsc** (as gaspard does), 1 MiB event chunks written by")
     w("  OTF2's flush callbacks in the recording thread when full, `OTF2_Archive_SetSerialCollectiveCallbacks`,")
     w("  pthread locking callbacks, a real archive in a temporary directory with minimal global")
-    w("  definitions. Closing the archive happens after the timed part (*flush/close* column).")
+    w("  definitions. The archive is closed after the timed part (timed apart, as for gaspard).")
     w("  Enter/Leave records carry no event arguments, so this peer records less than gaspard")
-    w("  (which keeps every argument and the file/line/column of each call).")
+    w("  (which keeps every argument and the file/line/column of each call). A complete tool such")
+    w("  as Score-P does more per event than this peer, which is therefore a lower bound.")
     w("  In the *off* scenario this tool only checks its own flag: no OTF2 call is made.")
     w("- **gaspard hot path only** (diagnostic): `crates/gasp/csrc/gasp_shim.c` unchanged, linked with")
     w("  `bench/hotpath_stub.c` instead of the Rust side: one pre-touched 1 MiB buffer per")
@@ -196,6 +213,36 @@ def main():
                 lo, hi = spread(tool, sc, t)
                 cells.append(f"{fmt(lo)} - {fmt(hi)}")
             w(f"| {sc} | {t} | " + " | ".join(cells) + " |")
+    w("")
+
+    w("### Including the final step")
+    w("")
+    w("The timed loops leave work behind: gaspard's flusher encodes and writes what is still")
+    w("buffered at `gaspard_flush()`, OTF2 writes its last chunks when the archive is closed.")
+    w("Here the final step counts too: (slowest thread's loop + final step) / events per thread.")
+    w("")
+    w("| scenario | threads | gaspard | OTF2 | gaspard / OTF2 |")
+    w("|---|---:|---:|---:|---:|")
+    for sc in ["get", "user"]:
+        for t in threads:
+            g, x = e2e("gaspard", sc, t), e2e("otf2", sc, t)
+            w(f"| {sc} | {t} | {fmt(g)} | {fmt(x)} | {ratio(g, x)} |")
+    w("")
+    long_events = int(machine["long_events"])
+    w("### Sustained rate")
+    w("")
+    w(f"{long_events:,} events in one thread (median of {machine['long_repeats']} runs), long enough for")
+    w("gaspard's buffer pool (256 MiB by default) to fill: from then on the calling thread waits")
+    w("for the flusher (*waits*: voluntary context switches), so the rate is the flusher's.")
+    w("")
+    w("| scenario | gaspard | gaspard incl. flush | OTF2 | OTF2 incl. close | gaspard / OTF2 (incl.) | gaspard waits | gaspard faults/1k ev |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for sc in ["get", "user"]:
+        g, x = ns_long("gaspard", sc), ns_long("otf2", sc)
+        ge, xe = e2e("gaspard", sc, 1, True), e2e("otf2", sc, 1, True)
+        waits = long_med("gaspard", sc, "nvcsw")
+        faults = med([int(r["minflt"]) * 1000.0 / sent(r) for r in sel("gaspard", sc, 1, True)])
+        w(f"| {sc} | {fmt(g)} | {fmt(ge)} | {fmt(x)} | {fmt(xe)} | {ratio(ge, xe)} | {fmt(waits, 0)} | {fmt(faults, 2)} |")
     w("")
 
     # ---- instructions
@@ -266,6 +313,15 @@ def main():
             w(f"| ns/event at most {TARGET_RATIO}x OTF2's | {sc}, {t} thread(s) | {ratio(g, x)} | {'yes' if ok else '**no**'} |")
     for sc in ["get", "user"]:
         for t in threads:
+            g, x = e2e("gaspard", sc, t), e2e("otf2", sc, t)
+            ok = g is not None and x is not None and g <= TARGET_RATIO * x
+            w(f"| (for information) the same, final step included | {sc}, {t} thread(s) | {ratio(g, x)} | {'yes' if ok else '**no**'} |")
+    for sc in ["get", "user"]:
+        g, x = e2e("gaspard", sc, 1, True), e2e("otf2", sc, 1, True)
+        ok = g is not None and x is not None and g <= TARGET_RATIO * x
+        w(f"| (for information) the same, sustained rate | {sc}, 1 thread | {ratio(g, x)} | {'yes' if ok else '**no**'} |")
+    for sc in ["get", "user"]:
+        for t in threads:
             b = per_event("gaspard", sc, t, "bytes")
             ok = b is not None and b <= TARGET_BYTES
             met_all["bytes"] &= ok
@@ -281,7 +337,8 @@ def main():
     met = [names[k] for k, v in met_all.items() if v]
     unmet = [names[k] for k, v in met_all.items() if not v]
     w(f"Met in every case: {', '.join(met) if met else 'none'}. "
-      f"Not met: {', '.join(unmet) if unmet else 'none'}.")
+      f"Not met (in at least one case): {', '.join(unmet) if unmet else 'none'}. "
+      "The rows marked *for information* are not part of the verdict.")
     floor = [ns("noop", "off", t) for t in threads]
     if any(f is not None and f > TARGET_OFF_NS for f in floor):
         w("")
@@ -313,17 +370,18 @@ def main():
     w("")
 
     # ---- profile
-    w("## Where gaspard's instructions go (get, 1 thread)")
+    w("## Where gaspard's instructions go (1 thread)")
     w("")
-    w(f"`callgrind_annotate --inclusive=no` of the {nb:,}-event callgrind run (outputs kept in")
-    w("`target/bench/callgrind/`, recorded with `--dump-instr=yes`), instructions per event sent")
-    w("(start-up included, so small entries are inflated), by source line's function:")
+    w(f"`callgrind_annotate --inclusive=no` of the {nb:,}-event callgrind runs (outputs kept in")
+    w("`target/bench/callgrind/`, recorded with `--dump-instr=yes` for `callgrind_annotate --auto=yes`")
+    w("or KCachegrind), in instructions per event sent (start-up included, so small entries are")
+    w("slightly inflated). Code inlined from another file is listed under that file.")
     w("")
     sent_cg = nb + 1000
     for block in profile.split("@@ ")[1:]:
         head, _, body = block.partition("\n")
-        role = head.split()[0]
-        w(f"{'Calling thread' if role == 'calling' else 'Flusher thread'}:")
+        sc, role = head.split()[0], head.split()[1]
+        w(f"{sc}, {'calling thread' if role == 'calling' else 'flusher thread'}:")
         w("")
         w("| Ir/event | share | file:function |")
         w("|---:|---:|---|")
@@ -342,7 +400,7 @@ def main():
                 continue
             irv = int(m.group(1).replace(",", ""))
             share = float(m.group(2))
-            if share < 1.0 or rows >= 14:
+            if share < 1.0 or rows >= 12:
                 continue
             where = re.sub(r"\s*\[[^\]]*\]\s*$", "", m.group(3))
             where = where.replace(machine.get("root", "/work/main") + "/", "")

@@ -8,6 +8,7 @@
 # Settings (environment): REPEATS (7), EVENTS per thread per run (2000000),
 # WARMUP events per thread before timing (20000), CG_EVENTS (200000: the
 # callgrind runs difference runs of CG_EVENTS/2 and 3*CG_EVENTS/2 events),
+# LONG_EVENTS (40000000) and LONG_REPEATS (3) for the sustained-rate runs,
 # OUT (BENCHMARKS.md). Needs cargo, cc, pkg-config with otf2, valgrind.
 set -euo pipefail
 
@@ -17,6 +18,8 @@ REPEATS=${REPEATS:-7}
 EVENTS=${EVENTS:-2000000}
 WARMUP=${WARMUP:-20000}
 CG_EVENTS=${CG_EVENTS:-200000}
+LONG_EVENTS=${LONG_EVENTS:-40000000}
+LONG_REPEATS=${LONG_REPEATS:-3}
 OUT=${OUT:-BENCHMARKS.md}
 CC=${CC:-cc}
 THREADS_LIST="1 2"
@@ -93,6 +96,8 @@ run_one() {
 
 # --- timed runs, interleaved -------------------------------------------------
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+cpu_times() { awk '$1 == "cpu" {t = 0; for (i = 2; i <= NF; i++) t += $i; print t, $9}' /proc/stat; }
+CPU_BEFORE=$(cpu_times)
 say "== timing: $REPEATS repeats x {${SCENARIOS}} x {${THREADS_LIST}} threads x {${TOOLS}}, $EVENTS events/thread"
 T0=$(date +%s)
 tools=($TOOLS)
@@ -107,7 +112,17 @@ for ((r = 0; r < REPEATS; r++)); do
   done
   say "   repeat $((r + 1))/$REPEATS done"
 done
+say "== sustained rate: $LONG_REPEATS repeats x {get user} x {gaspard otf2}, 1 thread, $LONG_EVENTS events"
+for ((r = 0; r < LONG_REPEATS; r++)); do
+  for sc in get user; do
+    for tool in gaspard otf2; do
+      echo "$(run_one "$tool" "$sc" 1 "$LONG_EVENTS" "$WARMUP") repeat=$r long=1" >>"$RAW"
+    done
+  done
+done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
+CPU_AFTER=$(cpu_times)
+STEAL=$(echo "$CPU_BEFORE $CPU_AFTER" | awk '{d = $3 - $1; printf "%.1f", (d > 0 ? 100 * ($4 - $2) / d : 0)}')
 say "== timing took $(($(date +%s) - T0)) s"
 
 # --- instruction counts --------------------------------------------------------
@@ -139,12 +154,14 @@ for tool in $TOOLS; do
   done
 done
 
-# Where gaspard's instructions go (the longer get run).
+# Where gaspard's instructions go (the longer runs).
 PROFILE=$WORK/profile.txt
-for f in "$CG_DIR/gaspard.get.$NB".*-*; do
-  case $f in *-01) role=calling ;; *) role=background ;; esac
-  echo "@@ $role $(basename "$f")"
-  callgrind_annotate --inclusive=no "$f" 2>/dev/null
+for sc in get user; do
+  for f in "$CG_DIR/gaspard.$sc.$NB".*-*; do
+    case $f in *-01) role=calling ;; *) role=background ;; esac
+    echo "@@ $sc $role $(basename "$f")"
+    callgrind_annotate --inclusive=no "$f" 2>/dev/null
+  done
 done >"$PROFILE"
 
 # --- checks: every event sent is in the trace ---------------------------------
@@ -184,11 +201,14 @@ done
   echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
   echo "load_before=$LOAD_BEFORE"
   echo "load_after=$LOAD_AFTER"
+  echo "steal=$STEAL"
   echo "repeats=$REPEATS"
   echo "events=$EVENTS"
   echo "warmup=$WARMUP"
   echo "cg_a=$NA"
   echo "cg_b=$NB"
+  echo "long_events=$LONG_EVENTS"
+  echo "long_repeats=$LONG_REPEATS"
 } >"$WORK/machine.txt"
 python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
 say "== wrote $OUT"
