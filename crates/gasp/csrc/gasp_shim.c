@@ -64,10 +64,12 @@ enum {
 #define A_HANDLE(ap) ((uint64_t)(uintptr_t)va_arg(ap, gasp_upc_nb_handle_t))
 
 /* A pointer-to-shared argument: its bytes, or (thread, address) through the hook. */
-static inline unsigned put_pts(uint64_t *a, const void *pts) {
-  if (gaspard_upc_resolve_pts) {
+typedef int (*resolve_fn)(const gasp_upc_PTS_t *, uint64_t *, uint64_t *);
+
+static inline unsigned put_pts(uint64_t *a, const void *pts, resolve_fn hook) {
+  if (hook) {
     uint64_t t = UINT64_MAX, ad = 0;
-    if (!pts || gaspard_upc_resolve_pts(pts, &t, &ad) != 0) t = UINT64_MAX, ad = 0;
+    if (!pts || hook(pts, &t, &ad) != 0) t = UINT64_MAX, ad = 0;
     a[0] = t;
     a[1] = ad;
     return 2;
@@ -76,7 +78,7 @@ static inline unsigned put_pts(uint64_t *a, const void *pts) {
   if (pts) memcpy(a, pts, GASPARD_PTS_BYTES);
   return PTS_WORDS;
 }
-#define A_PTS(ap) (n += put_pts(a + n, va_arg(ap, const void *)))
+#define A_PTS(ap) (n += put_pts(a + n, va_arg(ap, const void *), hook))
 
 static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) {
   unsigned n = 1; /* a[0] is the event id */
@@ -108,18 +110,33 @@ static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) 
   return n;
 }
 
-EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
-                         const char *filename, int linenum, int colnum, va_list ap) {
+/* Room reserved before decoding: any system event, or a user event's
+ * MAX_ARGS words, fits, so arguments are decoded straight into the buffer. */
+#define RESERVE_WORDS (GASPARD_HEADER_WORDS + MAX_ARGS + 3)
+
+/* The context to record into, or NULL when measurement is off for it. Runs
+ * before va_start, so that an event not measured costs next to nothing. */
+static inline gaspard_ctx *measuring(gasp_context_t context) {
   gaspard_ctx *c = gaspard_ctx_here(context);
-  if (__builtin_expect(c == NULL || !c->on, 0)) return;
+  return __builtin_expect(c != NULL && c->on, 1) ? c : NULL;
+}
+
+/* Decodes one event's varargs into the context's buffer and publishes it. */
+static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
+                                                               unsigned phase,
+                                                               const char *filename,
+                                                               int linenum, int colnum,
+                                                               va_list ap) {
   uint64_t ts = gaspard_now();
-  unsigned phase = (unsigned)evttype;
   unsigned end = phase == GASP_END;
   if (__builtin_expect(phase > GASP_ATOMIC, 0)) {
     c->unknown_tags++;
     return;
   }
-  uint64_t a[MAX_ARGS];
+  uint64_t *p = gaspard_reserve(c, RESERVE_WORDS);
+  if (__builtin_expect(p == NULL, 0)) return;
+  uint64_t *a = p + GASPARD_HEADER_WORDS;
+  resolve_fn hook = gaspard_upc_resolve_pts;
   unsigned n = 0, kind, flags = 0;
   switch (evttag) {
 #ifdef GASP_C_FUNC
@@ -294,15 +311,24 @@ EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gas
     }
   }
   }
-  if (gaspard_upc_resolve_pts) flags |= GASPARD_FLAG_PTS_RESOLVED;
-  gaspard_record(c, ts, kind, phase, flags, filename, linenum, colnum, a, n);
+  if (hook) flags |= GASPARD_FLAG_PTS_RESOLVED;
+  gaspard_header(p, ts, kind, phase, flags, n, filename, linenum, colnum);
+  gaspard_commit(c, p, GASPARD_HEADER_WORDS + n);
+}
+
+EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
+                                const char *filename, int linenum, int colnum, va_list ap) {
+  gaspard_ctx *c = measuring(context);
+  if (c) record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
 }
 
 EXPORT void gasp_event_notify(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
-                       const char *filename, int linenum, int colnum, ...) {
+                              const char *filename, int linenum, int colnum, ...) {
+  gaspard_ctx *c = measuring(context);
+  if (!c) return;
   va_list ap;
   va_start(ap, colnum);
-  gasp_event_notifyVA(context, evttag, evttype, filename, linenum, colnum, ap);
+  record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
   va_end(ap);
 }
 
@@ -311,7 +337,8 @@ EXPORT void gasp_event_notify(gasp_context_t context, unsigned int evttag, gasp_
   EXPORT void name(unsigned int evttag, ...) {                                      \
     va_list ap;                                                                 \
     va_start(ap, evttag);                                                       \
-    gasp_event_notifyVA(gaspard_pupc_context(), evttag, type, NULL, 0, 0, ap);  \
+    gaspard_ctx *c = measuring(gaspard_pupc_context());                         \
+    if (c) record_event(c, evttag, type, NULL, 0, 0, ap);                       \
     va_end(ap);                                                                 \
   }
 PUPC_EVENT(pupc_event_start, GASP_START)
