@@ -3,23 +3,32 @@
 //! Each record starts with an opcode byte:
 //! ```text
 //! bits 0-1  phase: 0 START, 1 END, 2 ATOMIC, 3 definition
-//! events:  bit 2 same kind as the previous event, bit 3 same callsite,
-//!          bit 4 same arguments as the previous event of this kind,
-//!          bit 5 pointers-to-shared resolved, bit 6 arguments not read
-//!          then [kind] [callsite] ts-delta(zigzag) [nargs, arg deltas(zigzag)]
+//! events:  bit 2 same kind as the previous event (for user events: the same user event),
+//!          bit 3 same callsite, bit 4 same arguments as the previous event of this kind,
+//!          bit 5 pointers-to-shared resolved, bit 6 arguments not read,
+//!          bit 7 as many argument words as the previous event of this kind
+//!          then [kind [user event id]] [callsite] ts-delta(zigzag) [[nargs] args]
 //! definitions: bits 2-7 the definition type:
 //!          0 string   id, len, bytes
 //!          1 callsite id, file string id (0: none), line, column
 //!          2 user event  id, name, description (flag, len, bytes), why unreadable (len, bytes)
 //! ```
 //! Timestamps are deltas from the previous event (the chunk's `base_ts` for
-//! the first); arguments are deltas from the previous event of the same kind.
+//! the first). Each argument word is coded against the same word of the
+//! previous event of the same kind (user events: of the same user event): as
+//! a zigzag delta, or for `double` arguments of user events as the XOR of the
+//! two bit patterns, written as a byte `leading_zero_bytes << 4 | length`
+//! and the `length` significant bytes (a lone 0 when equal). The user event's
+//! id is not repeated among its arguments.
 
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 
 use crate::chunk::ChunkHeader;
 use crate::kinds::{self, ArgType};
 use crate::raw::{RawHeader, FLAG_ARGS_UNREAD, FLAG_PTS_RESOLVED, HEADER_WORDS};
+use crate::user::{self, VaType};
 use crate::varint::{self, Reader};
 
 const OP_SAME_KIND: u8 = 1 << 2;
@@ -27,10 +36,12 @@ const OP_SAME_SITE: u8 = 1 << 3;
 const OP_SAME_ARGS: u8 = 1 << 4;
 const OP_RESOLVED: u8 = 1 << 5;
 const OP_UNREAD: u8 = 1 << 6;
+const OP_SAME_NARGS: u8 = 1 << 7;
 const DEF_STRING: u8 = 3;
 const DEF_CALLSITE: u8 = 3 | 1 << 2;
 const DEF_USER: u8 = 3 | 2 << 2;
-const NO_KIND: u16 = u16::MAX;
+/// Kinds below this number keep their previous arguments in an array.
+const KIND_SLOTS: usize = 512;
 
 /// A user event as created by `gasp_create_event`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -88,30 +99,130 @@ pub fn arg_layout(
         .collect()
 }
 
+/// Which argument words of a user event are `double`s, word by word
+/// (a `%s` takes a length word and the words of its bytes).
+#[derive(Debug)]
+struct WordClasses<'a> {
+    args: &'a [VaType],
+    i: usize,
+    str_left: usize,
+}
+
+impl<'a> WordClasses<'a> {
+    fn new(args: &'a [VaType]) -> Self {
+        WordClasses {
+            args,
+            i: 0,
+            str_left: 0,
+        }
+    }
+    /// Whether the next word is a floating-point value.
+    #[inline]
+    fn next_is_float(&self) -> bool {
+        self.str_left == 0
+            && matches!(
+                self.args.get(self.i),
+                Some(VaType::Double | VaType::LongDouble)
+            )
+    }
+    /// Moves past the next word, whose value is `v`.
+    #[inline]
+    fn feed(&mut self, v: u64) {
+        if self.str_left > 0 {
+            self.str_left -= 1;
+            return;
+        }
+        if self.args.get(self.i) == Some(&VaType::Str) {
+            self.str_left = (v as usize).min(user::MAX_STR).div_ceil(8);
+        }
+        self.i += 1;
+    }
+}
+
+/// The schema of a user event's arguments, empty when it has none or they are not read.
+fn user_schema(def: &UserDef) -> Vec<VaType> {
+    match (&def.desc, &def.unreadable) {
+        (Some(d), None) => user::parse_format(d).map(|s| s.args).unwrap_or_default(),
+        _ => Vec::new(),
+    }
+}
+
+#[inline]
+fn put_xor(p: &mut Vec<u8>, x: u64) {
+    if x == 0 {
+        p.push(0);
+        return;
+    }
+    let lz = x.leading_zeros() as usize / 8;
+    let tz = x.trailing_zeros() as usize / 8;
+    let len = 8 - lz - tz;
+    p.push(((lz as u8) << 4) | len as u8);
+    let b = x.to_be_bytes();
+    p.extend_from_slice(&b[lz..lz + len]);
+}
+
+fn get_xor(r: &mut Reader<'_>) -> Result<u64, varint::Truncated> {
+    let h = r.byte()?;
+    if h == 0 {
+        return Ok(0);
+    }
+    let (lz, len) = ((h >> 4) as usize, (h & 0x0f) as usize);
+    if len == 0 || lz + len > 8 {
+        return Err(varint::Truncated);
+    }
+    let mut b = [0u8; 8];
+    b[lz..lz + len].copy_from_slice(r.bytes(len)?);
+    Ok(u64::from_be_bytes(b))
+}
+
+/// Previous argument words, per kind (array) or per user event (map).
+#[derive(Debug)]
+struct PrevArgs {
+    kinds: Vec<Vec<u64>>,
+    users: FxHashMap<u64, Vec<u64>>,
+}
+
+impl Default for PrevArgs {
+    fn default() -> Self {
+        PrevArgs {
+            kinds: vec![Vec::new(); KIND_SLOTS],
+            users: FxHashMap::default(),
+        }
+    }
+}
+
+impl PrevArgs {
+    #[inline]
+    fn get(&mut self, kind: u16, user: Option<u64>) -> &mut Vec<u64> {
+        match user {
+            Some(u) => self.users.entry(u).or_default(),
+            None if (kind as usize) < KIND_SLOTS => &mut self.kinds[kind as usize],
+            None => self.users.entry(u64::MAX - u64::from(kind)).or_default(),
+        }
+    }
+}
+
 /// Turns raw records into one chunk's payload.
 #[derive(Debug, Default)]
 pub struct Encoder {
     payload: Vec<u8>,
-    strings: HashMap<u64, u32>,
-    callsites: HashMap<(u64, u32, u16), u32>,
+    strings: FxHashMap<u64, u32>,
+    callsites: FxHashMap<(u64, u32, u16), u32>,
     last_site_key: Option<(u64, u32, u16)>,
-    users: HashMap<u64, ()>,
-    prev_args: HashMap<u16, Vec<u64>>,
-    last_kind: u16,
+    users: FxHashMap<u64, Vec<VaType>>,
+    prev: PrevArgs,
+    last_kind: Option<(u16, Option<u64>)>,
     last_site: u32,
     base_ts: u64,
     last_ts: u64,
     events: u32,
-    scratch: Vec<u64>,
+    func_arg: [u64; 1],
 }
 
 impl Encoder {
     /// A fresh encoder for one chunk.
     pub fn new() -> Self {
-        Encoder {
-            last_kind: NO_KIND,
-            ..Default::default()
-        }
+        Encoder::default()
     }
 
     /// Events encoded so far.
@@ -141,17 +252,23 @@ impl Encoder {
         let bytes = res.string_at(ptr);
         self.payload.push(DEF_STRING);
         varint::put_u64(&mut self.payload, u64::from(id));
-        varint::put_u64(&mut self.payload, bytes.len() as u64);
-        self.payload.extend_from_slice(&bytes);
+        put_bytes(&mut self.payload, &bytes);
         id
     }
 
+    #[inline]
     fn callsite(&mut self, file: u64, line: u32, col: u16, res: &mut dyn Resolver) -> u32 {
         let key = (file, line, col);
         if self.last_site_key == Some(key) {
             return self.last_site;
         }
+        self.callsite_slow(key, res)
+    }
+
+    #[cold]
+    fn callsite_slow(&mut self, key: (u64, u32, u16), res: &mut dyn Resolver) -> u32 {
         self.last_site_key = Some(key);
+        let (file, line, col) = key;
         if file == 0 && line == 0 && col == 0 {
             return 0;
         }
@@ -173,10 +290,8 @@ impl Encoder {
         id
     }
 
+    #[cold]
     fn define_user(&mut self, id: u64, res: &mut dyn Resolver) {
-        if self.users.insert(id, ()).is_some() {
-            return;
-        }
         let def = res.user_event(id).unwrap_or(UserDef {
             id,
             name: format!("user_event_{id}"),
@@ -195,6 +310,7 @@ impl Encoder {
             None => p.push(0),
         }
         put_bytes(p, def.unreadable.as_deref().unwrap_or("").as_bytes());
+        self.users.insert(id, user_schema(&def));
     }
 
     /// Encodes the record at the start of `words`; returns the words it used,
@@ -205,22 +321,27 @@ impl Encoder {
         }
         let h = RawHeader::unpack(words);
         let n = HEADER_WORDS + h.nwords as usize;
-        let args = words.get(HEADER_WORDS..n)?;
+        let mut args = words.get(HEADER_WORDS..n)?;
         let site = self.callsite(h.file, h.line, h.col, res);
-        let mut scratch = std::mem::take(&mut self.scratch);
-        scratch.clear();
-        scratch.extend_from_slice(args);
-        if h.kind == kinds::C_FUNC && !scratch.is_empty() {
-            scratch[0] = u64::from(self.string_id(scratch[0], res));
-        } else if h.kind == kinds::GASPARD_USER && !scratch.is_empty() {
-            self.define_user(scratch[0], res);
+        let mut user = None;
+        if h.kind == kinds::GASPARD_USER && !args.is_empty() {
+            let id = args[0];
+            if !self.users.contains_key(&id) {
+                self.define_user(id, res);
+            }
+            user = Some(id);
+            args = &args[1..];
+        } else if h.kind == kinds::C_FUNC && !args.is_empty() {
+            self.func_arg[0] = u64::from(self.string_id(args[0], res));
+            args = &self.func_arg;
         }
         if self.events == 0 {
             self.base_ts = h.ts;
             self.last_ts = h.ts;
         }
+        let key = (h.kind, user);
         let mut op = h.phase & 3;
-        if h.kind == self.last_kind {
+        if self.last_kind == Some(key) {
             op |= OP_SAME_KIND;
         }
         if site == self.last_site && self.events > 0 {
@@ -232,31 +353,48 @@ impl Encoder {
         if h.flags & FLAG_ARGS_UNREAD != 0 {
             op |= OP_UNREAD;
         }
-        let prev = self.prev_args.entry(h.kind).or_default();
-        let same_args = *prev == scratch;
+        let schema: &[VaType] = match user {
+            Some(u) => self.users.get(&u).map_or(&[], |v| v.as_slice()),
+            None => &[],
+        };
+        let prev = self.prev.get(h.kind, user);
+        let same_args = prev.as_slice() == args;
         if same_args {
             op |= OP_SAME_ARGS;
+        } else if prev.len() == args.len() {
+            op |= OP_SAME_NARGS;
         }
         let p = &mut self.payload;
+        p.reserve(32 + 10 * args.len());
         p.push(op);
         if op & OP_SAME_KIND == 0 {
             varint::put_u64(p, u64::from(h.kind));
+            if let Some(u) = user {
+                varint::put_u64(p, u);
+            }
         }
         if op & OP_SAME_SITE == 0 {
             varint::put_u64(p, u64::from(site));
         }
         varint::put_i64(p, h.ts.wrapping_sub(self.last_ts) as i64);
         if !same_args {
-            varint::put_u64(p, scratch.len() as u64);
-            for (i, &a) in scratch.iter().enumerate() {
+            if op & OP_SAME_NARGS == 0 {
+                varint::put_u64(p, args.len() as u64);
+            }
+            let mut classes = WordClasses::new(schema);
+            for (i, &a) in args.iter().enumerate() {
                 let before = prev.get(i).copied().unwrap_or(0);
-                varint::put_i64(p, a.wrapping_sub(before) as i64);
+                if classes.next_is_float() {
+                    put_xor(p, a ^ before);
+                } else {
+                    varint::put_i64(p, a.wrapping_sub(before) as i64);
+                }
+                classes.feed(a);
             }
             prev.clear();
-            prev.extend_from_slice(&scratch);
+            prev.extend_from_slice(args);
         }
-        self.scratch = scratch;
-        self.last_kind = h.kind;
+        self.last_kind = Some(key);
         self.last_site = site;
         self.last_ts = h.ts;
         self.events += 1;
@@ -369,23 +507,23 @@ pub fn decode(
     out: &mut DecodedChunk,
 ) -> Result<(), DecodeError> {
     let mut r = Reader::new(payload);
-    let mut last_kind = NO_KIND;
+    let mut last: Option<(u16, Option<u64>)> = None;
     let mut last_site = 0u32;
     let mut last_ts = header.base_ts;
-    let mut prev_args: HashMap<u16, (u32, u32)> = HashMap::new();
+    let mut schemas: FxHashMap<u64, Vec<VaType>> = FxHashMap::default();
+    // Previous argument words of each kind (user events: of each user event), without the id.
+    let mut prev: FxHashMap<(u16, Option<u64>), Vec<u64>> = FxHashMap::default();
     let err = |r: &Reader<'_>, what: &str| DecodeError {
         offset: r.pos(),
         what: what.into(),
     };
     while !r.is_empty() {
-        let op = r.byte().map_err(|_| err(&r, "truncated"))?;
+        let op = tr!(r, r.byte());
         match op {
             DEF_STRING => {
                 let id = tr!(r, r.u64()) as u32;
-                let len = tr!(r, r.u64()) as usize;
-                let b = tr!(r, r.bytes(len));
-                out.strings
-                    .insert(id, String::from_utf8_lossy(b).into_owned());
+                let s = tr!(r, get_string(&mut r));
+                out.strings.insert(id, s);
             }
             DEF_CALLSITE => {
                 let mut v = [0u64; 4];
@@ -410,56 +548,62 @@ pub fn decode(
                 };
                 let why = tr!(r, get_string(&mut r));
                 let unreadable = if why.is_empty() { None } else { Some(why) };
-                out.users.insert(
+                let def = UserDef {
                     id,
-                    UserDef {
-                        id,
-                        name,
-                        desc,
-                        unreadable,
-                    },
-                );
+                    name,
+                    desc,
+                    unreadable,
+                };
+                schemas.insert(id, user_schema(&def));
+                out.users.insert(id, def);
             }
             _ if op & 3 == 3 => return Err(err(&r, &format!("unknown definition {op:#x}"))),
             _ => {
-                let kind = if op & OP_SAME_KIND != 0 {
-                    last_kind
+                let key = if op & OP_SAME_KIND != 0 {
+                    last.ok_or_else(|| err(&r, "event refers to a previous kind but is the first"))?
                 } else {
-                    tr!(r, r.u64()) as u16
+                    let kind = tr!(r, r.u64()) as u16;
+                    let user = (kind == kinds::GASPARD_USER).then(|| r.u64()).transpose();
+                    (kind, tr!(r, user))
                 };
-                if kind == NO_KIND {
-                    return Err(err(&r, "event refers to a previous kind but is the first"));
-                }
                 let site = if op & OP_SAME_SITE != 0 {
                     last_site
                 } else {
                     tr!(r, r.u64()) as u32
                 };
                 let ts = last_ts.wrapping_add(tr!(r, r.i64()) as u64);
-                let (start, nargs) = if op & OP_SAME_ARGS != 0 {
-                    prev_args
-                        .get(&kind)
-                        .copied()
-                        .unwrap_or((out.args.len() as u32, 0))
-                } else {
-                    let n = tr!(r, r.u64()) as usize;
+                let words = prev.entry(key).or_default();
+                if op & OP_SAME_ARGS == 0 {
+                    let n = if op & OP_SAME_NARGS != 0 {
+                        words.len()
+                    } else {
+                        tr!(r, r.u64()) as usize
+                    };
                     if n > crate::raw::MAX_ARG_WORDS {
                         return Err(err(&r, "too many arguments"));
                     }
-                    let (ps, pn) = prev_args.get(&kind).copied().unwrap_or((0, 0));
-                    let start = out.args.len();
-                    for i in 0..n {
-                        let before = if i < pn as usize {
-                            out.args[ps as usize + i]
+                    let schema: &[VaType] = match key.1 {
+                        Some(u) => schemas.get(&u).map_or(&[], |v| v.as_slice()),
+                        None => &[],
+                    };
+                    let mut classes = WordClasses::new(schema);
+                    words.resize(words.len().max(n), 0);
+                    for w in words.iter_mut().take(n) {
+                        let v = if classes.next_is_float() {
+                            *w ^ tr!(r, get_xor(&mut r))
                         } else {
-                            0
+                            w.wrapping_add(tr!(r, r.i64()) as u64)
                         };
-                        let d = tr!(r, r.i64());
-                        out.args.push(before.wrapping_add(d as u64));
+                        *w = v;
+                        classes.feed(v);
                     }
-                    (start as u32, n as u32)
-                };
-                prev_args.insert(kind, (start, nargs));
+                    words.truncate(n);
+                }
+                let start = out.args.len();
+                if let Some(u) = key.1 {
+                    out.args.push(u);
+                }
+                out.args.extend_from_slice(words);
                 let mut flags = 0;
                 if op & OP_RESOLVED != 0 {
                     flags |= FLAG_PTS_RESOLVED;
@@ -469,14 +613,14 @@ pub fn decode(
                 }
                 out.events.push(Event {
                     ts,
-                    kind,
+                    kind: key.0,
                     phase: op & 3,
                     flags,
                     callsite: site,
-                    args_start: start,
-                    nargs,
+                    args_start: start as u32,
+                    nargs: (out.args.len() - start) as u32,
                 });
-                last_kind = kind;
+                last = Some(key);
                 last_site = site;
                 last_ts = ts;
             }
@@ -610,6 +754,105 @@ mod tests {
             .unwrap();
         }
         assert!(enc.len() <= 2 * 1000 + 64, "{} bytes", enc.len());
+    }
+
+    struct Typed(&'static str);
+    impl Resolver for Typed {
+        fn string_at(&mut self, _ptr: u64) -> Vec<u8> {
+            b"f.c".to_vec()
+        }
+        fn user_event(&mut self, id: u64) -> Option<UserDef> {
+            Some(UserDef {
+                id,
+                name: "iter".into(),
+                desc: Some(self.0.into()),
+                unreadable: None,
+            })
+        }
+    }
+
+    fn encode_all(recs: &[Vec<u64>], res: &mut dyn Resolver) -> (DecodedChunk, usize) {
+        let mut enc = Encoder::new();
+        for r in recs {
+            enc.push(r, res).unwrap();
+        }
+        let n = enc.len();
+        let (bytes, h) = enc.finish(ChunkHeader::default());
+        let mut d = DecodedChunk::default();
+        decode(&h, &bytes[crate::chunk::CHUNK_HEADER_LEN..], &mut d).unwrap();
+        (d, n)
+    }
+
+    #[test]
+    fn typed_user_arguments_round_trip_and_stay_small() {
+        let mut recs = Vec::new();
+        let mut want = Vec::new();
+        for i in 0..1000u64 {
+            let x = (i as f64 * 0.5).to_bits();
+            for phase in [PHASE_START, PHASE_END] {
+                let args = vec![70_000, i, x];
+                recs.push(rec(
+                    10_000 + i * 60 + u64::from(phase) * 30,
+                    kinds::GASPARD_USER,
+                    phase,
+                    5,
+                    9,
+                    &args,
+                ));
+                want.push(args);
+            }
+        }
+        let (d, bytes) = encode_all(&recs, &mut Typed("%d %f"));
+        let got: Vec<Vec<u64>> = d.events.iter().map(|e| d.args_of(e).to_vec()).collect();
+        assert_eq!(got, want);
+        assert!(
+            bytes as f64 / 2000.0 <= 4.0,
+            "{} bytes per event",
+            bytes as f64 / 2000.0
+        );
+    }
+
+    #[test]
+    fn strings_and_doubles_mix() {
+        // "%s %f": a string's words are integers, the double after it is a double.
+        let word = |s: &str| {
+            let mut b = [0u8; 8];
+            b[..s.len()].copy_from_slice(s.as_bytes());
+            u64::from_le_bytes(b)
+        };
+        let recs: Vec<Vec<u64>> = [("ab", 1.5f64), ("abcdefgh", -2.25), ("", 1e300)]
+            .iter()
+            .map(|(s, f)| {
+                let mut a = vec![70_001, s.len() as u64];
+                if !s.is_empty() {
+                    a.push(word(s));
+                }
+                a.push(f.to_bits());
+                rec(1, kinds::GASPARD_USER, crate::raw::PHASE_ATOMIC, 0, 0, &a)
+            })
+            .collect();
+        let (d, _) = encode_all(&recs, &mut Typed("%s %f"));
+        for (e, r) in d.events.iter().zip(&recs) {
+            assert_eq!(d.args_of(e), &r[3..]);
+        }
+        let schema = user::parse_format("%s %f").unwrap();
+        let v = user::decode_values(&schema.args, &d.args_of(&d.events[1])[1..]).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                user::Value::Str("abcdefgh".into()),
+                user::Value::Float(-2.25)
+            ]
+        );
+    }
+
+    #[test]
+    fn xor_coding_round_trips() {
+        for x in [0u64, 1, 0xff00, 1 << 63, u64::MAX, 0x0000_ff00_0000_0000] {
+            let mut p = Vec::new();
+            put_xor(&mut p, x);
+            assert_eq!(get_xor(&mut Reader::new(&p)).unwrap(), x);
+        }
     }
 
     #[test]
