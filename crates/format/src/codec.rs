@@ -175,30 +175,56 @@ fn get_xor(r: &mut Reader<'_>) -> Result<u64, varint::Truncated> {
     Ok(u64::from_be_bytes(b))
 }
 
-/// Previous argument words, per kind (array) or per user event (map).
+/// User events keep their previous arguments in this many slots, by id
+/// modulo the count; a slot holding another id counts as empty
+/// (`GASPARD_USER_SLOTS` of the C encoder).
+const USER_SLOTS: usize = 16;
+/// User-event arguments longer than this are not remembered (`GASPARD_USER_WORDS`).
+const USER_WORDS: usize = 32;
+
+/// Previous argument words: per kind, and per user-event slot.
 #[derive(Debug)]
 struct PrevArgs {
     kinds: Vec<Vec<u64>>,
-    users: FxHashMap<u64, Vec<u64>>,
+    other: FxHashMap<u16, Vec<u64>>,
+    users: [(u64, Vec<u64>); USER_SLOTS],
 }
 
 impl Default for PrevArgs {
     fn default() -> Self {
         PrevArgs {
             kinds: vec![Vec::new(); KIND_SLOTS],
-            users: FxHashMap::default(),
+            other: FxHashMap::default(),
+            users: std::array::from_fn(|_| (u64::MAX, Vec::new())),
         }
     }
 }
 
 impl PrevArgs {
+    /// The previous arguments of this kind or user event.
     #[inline]
     fn get(&mut self, kind: u16, user: Option<u64>) -> &mut Vec<u64> {
         match user {
-            Some(u) => self.users.entry(u).or_default(),
+            Some(u) => {
+                let slot = &mut self.users[(u % USER_SLOTS as u64) as usize];
+                if slot.0 != u {
+                    slot.0 = u;
+                    slot.1.clear();
+                }
+                &mut slot.1
+            }
             None if (kind as usize) < KIND_SLOTS => &mut self.kinds[kind as usize],
-            None => self.users.entry(u64::MAX - u64::from(kind)).or_default(),
+            None => self.other.entry(kind).or_default(),
         }
+    }
+}
+
+/// Remembers `args` as the previous arguments, as the C encoder does.
+#[inline]
+fn remember(prev: &mut Vec<u64>, args: &[u64], user: bool) {
+    prev.clear();
+    if !user || args.len() <= USER_WORDS {
+        prev.extend_from_slice(args);
     }
 }
 
@@ -298,18 +324,7 @@ impl Encoder {
             desc: None,
             unreadable: None,
         });
-        let p = &mut self.payload;
-        p.push(DEF_USER);
-        varint::put_u64(p, id);
-        put_bytes(p, def.name.as_bytes());
-        match &def.desc {
-            Some(d) => {
-                p.push(1);
-                put_bytes(p, d.as_bytes());
-            }
-            None => p.push(0),
-        }
-        put_bytes(p, def.unreadable.as_deref().unwrap_or("").as_bytes());
+        write_user_definition(&mut self.payload, &def);
         self.users.insert(id, user_schema(&def));
     }
 
@@ -391,8 +406,7 @@ impl Encoder {
                 }
                 classes.feed(a);
             }
-            prev.clear();
-            prev.extend_from_slice(args);
+            remember(prev, args, user.is_some());
         }
         self.last_kind = Some(key);
         self.last_site = site;
@@ -414,6 +428,33 @@ impl Encoder {
         *self = Encoder::new();
         (out, header)
     }
+}
+
+/// Longest user event name, description and reason written to a trace.
+const USER_NAME_MAX: usize = 256;
+const USER_DESC_MAX: usize = 1024;
+
+/// Writes a user event's definition record (name, description and reason
+/// cut to 256, 1024 and 256 bytes, so that it fits the recorder's margin).
+pub fn write_user_definition(p: &mut Vec<u8>, def: &UserDef) {
+    let cut = |s: &str, n: usize| -> Vec<u8> {
+        let mut end = s.len().min(n);
+        while !s.is_char_boundary(end) {
+            end -= 1;
+        }
+        s.as_bytes()[..end].to_vec()
+    };
+    p.push(DEF_USER);
+    varint::put_u64(p, def.id);
+    put_bytes(p, &cut(&def.name, USER_NAME_MAX));
+    match &def.desc {
+        Some(d) => {
+            p.push(1);
+            put_bytes(p, &cut(d, USER_DESC_MAX));
+        }
+        None => p.push(0),
+    }
+    put_bytes(p, &cut(def.unreadable.as_deref().unwrap_or(""), USER_NAME_MAX));
 }
 
 fn put_bytes(p: &mut Vec<u8>, b: &[u8]) {
@@ -511,8 +552,9 @@ pub fn decode(
     let mut last_site = 0u32;
     let mut last_ts = header.base_ts;
     let mut schemas: FxHashMap<u64, Vec<VaType>> = FxHashMap::default();
-    // Previous argument words of each kind (user events: of each user event), without the id.
-    let mut prev: FxHashMap<(u16, Option<u64>), Vec<u64>> = FxHashMap::default();
+    // Previous argument words of each kind (user events: of each user-event slot), without the id.
+    let mut prev = PrevArgs::default();
+    let mut scratch: Vec<u64> = Vec::new();
     let err = |r: &Reader<'_>, what: &str| DecodeError {
         offset: r.pos(),
         what: what.into(),
@@ -572,7 +614,11 @@ pub fn decode(
                     tr!(r, r.u64()) as u32
                 };
                 let ts = last_ts.wrapping_add(tr!(r, r.i64()) as u64);
-                let words = prev.entry(key).or_default();
+                let words = prev.get(key.0, key.1);
+                let start = out.args.len();
+                if let Some(u) = key.1 {
+                    out.args.push(u);
+                }
                 if op & OP_SAME_ARGS == 0 {
                     let n = if op & OP_SAME_NARGS != 0 {
                         words.len()
@@ -587,23 +633,22 @@ pub fn decode(
                         None => &[],
                     };
                     let mut classes = WordClasses::new(schema);
-                    words.resize(words.len().max(n), 0);
-                    for w in words.iter_mut().take(n) {
+                    scratch.clear();
+                    for i in 0..n {
+                        let before = words.get(i).copied().unwrap_or(0);
                         let v = if classes.next_is_float() {
-                            *w ^ tr!(r, get_xor(&mut r))
+                            before ^ tr!(r, get_xor(&mut r))
                         } else {
-                            w.wrapping_add(tr!(r, r.i64()) as u64)
+                            before.wrapping_add(tr!(r, r.i64()) as u64)
                         };
-                        *w = v;
+                        scratch.push(v);
                         classes.feed(v);
                     }
-                    words.truncate(n);
+                    out.args.extend_from_slice(&scratch);
+                    remember(words, &scratch, key.1.is_some());
+                } else {
+                    out.args.extend_from_slice(words);
                 }
-                let start = out.args.len();
-                if let Some(u) = key.1 {
-                    out.args.push(u);
-                }
-                out.args.extend_from_slice(words);
                 let mut flags = 0;
                 if op & OP_RESOLVED != 0 {
                     flags |= FLAG_PTS_RESOLVED;

@@ -81,7 +81,7 @@ static inline unsigned put_pts(uint64_t *a, const void *pts, resolve_fn hook) {
 #define A_PTS(ap) (n += put_pts(a + n, va_arg(ap, const void *), hook))
 
 static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) {
-  unsigned n = 1; /* a[0] is the event id */
+  unsigned n = 0;
   for (; *s && n + 9 < MAX_ARGS; s++) {
     switch (*s) {
     case 1: a[n++] = (uint64_t)(int64_t)va_arg(ap, int); break;
@@ -110,9 +110,7 @@ static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) 
   return n;
 }
 
-/* Room reserved before decoding: any system event, or a user event's
- * MAX_ARGS words, fits, so arguments are decoded straight into the buffer. */
-#define RESERVE_WORDS (GASPARD_HEADER_WORDS + MAX_ARGS + 3)
+_Static_assert(PTS_WORDS <= 4, "gaspard keeps at most 16 argument words per system event");
 
 /* The context to record into, or NULL when measurement is off for it. Runs
  * before va_start, so that an event not measured costs next to nothing. */
@@ -133,14 +131,18 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
     c->unknown_tags++;
     return;
   }
-  uint64_t *p = gaspard_reserve(c, RESERVE_WORDS);
-  if (__builtin_expect(p == NULL, 0)) return;
-  uint64_t *a = p + GASPARD_HEADER_WORDS;
+  if (__builtin_expect(gaspard_reserve(c) == NULL, 0)) return;
+  uint64_t a[MAX_ARGS];
   resolve_fn hook = gaspard_upc_resolve_pts;
   unsigned n = 0, kind, flags = 0;
+  uint64_t user = 0;
+  const unsigned char *schema = NULL;
   switch (evttag) {
 #ifdef GASP_C_FUNC
-  case GASP_C_FUNC: kind = K_C_FUNC; a[n++] = A_PTR(ap); break;
+  case GASP_C_FUNC:
+    kind = K_C_FUNC;
+    a[n++] = gaspard_define_string(c, va_arg(ap, const char *));
+    break;
 #endif
 #ifdef GASP_C_MALLOC
   case GASP_C_MALLOC: kind = K_C_MALLOC; a[n++] = A_SIZE(ap); if (end) a[n++] = A_PTR(ap); break;
@@ -302,18 +304,17 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
       return;
     }
     kind = GASPARD_K_USER;
-    a[0] = evttag;
+    user = evttag;
     if (s == unreadable_schema) {
-      n = 1;
       flags |= GASPARD_FLAG_ARGS_UNREAD;
     } else {
+      schema = s;
       n = read_user_args(s, a, ap);
     }
   }
   }
   if (hook) flags |= GASPARD_FLAG_PTS_RESOLVED;
-  gaspard_header(p, ts, kind, phase, flags, n, filename, linenum, colnum);
-  gaspard_commit(c, p, GASPARD_HEADER_WORDS + n);
+  gaspard_emit(c, ts, kind, phase, flags, filename, linenum, colnum, user, schema, a, n);
 }
 
 EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,

@@ -1,42 +1,121 @@
 /* gaspard's recording hot path, shared by every adapter written in C.
  *
- * A context (one per thread and programming model) holds a pointer into a
- * per-thread buffer of 64-bit words. Recording an event is: read the clock,
- * reserve words, store them, publish the new end. No lock, no system call,
- * no allocation; a full buffer goes to gaspard_refill(), the slow path in
- * Rust (crates/recorder/src/lib.rs), which hands it to the flusher thread.
+ * A context (one per thread and programming model) owns a buffer that is the
+ * payload of one trace chunk. Recording an event reads the clock and writes
+ * it straight into that buffer in the trace's compact encoding
+ * (docs/FORMAT.md, crates/format/src/codec.rs): an opcode byte, varints,
+ * deltas against the previous event. The common case (same kind, same
+ * callsite, same arguments) is two bytes. No lock, no system call, no
+ * allocation; a buffer with less than GASPARD_MARGIN bytes left goes to
+ * gaspard_refill(), the slow path in Rust (crates/recorder/src/process.rs),
+ * which hands it to the flusher thread as a finished chunk.
  *
- * The raw record layout is documented in crates/format/src/raw.rs; keep the
- * two in step. */
+ * Per chunk, the encoder starts afresh: its caches of callsites, strings and
+ * previous arguments carry the chunk's generation number, and an entry of
+ * another generation counts as absent. */
 #ifndef GASPARD_RECORD_H
 #define GASPARD_RECORD_H
 
 #include <stdint.h>
 #include <stddef.h>
+#include <string.h>
 #include <time.h>
 #if defined(__x86_64__) || defined(__i386__)
 #include <x86intrin.h>
 #endif
 
 #define GASPARD_MAX_CONTEXTS 4096
-#define GASPARD_HEADER_WORDS 3
 #define GASPARD_FLAG_PTS_RESOLVED 1u
 #define GASPARD_FLAG_ARGS_UNREAD 2u
+/* Every event, with the definitions it may need (two strings of at most
+ * GASPARD_MAX_STRING bytes, a callsite, a user event), fits in this. */
+#define GASPARD_MARGIN 16384u
+/* Room always kept after `end` for one GASPARD_LOST record. */
+#define GASPARD_LOST_RESERVE 64u
+#define GASPARD_MAX_STRING 4096u
+#define GASPARD_MAX_ARGS 250u
 
 /* Canonical kinds not tied to a runtime tag (see crates/format/src/kinds.rs). */
 #define GASPARD_K_INIT 256u
 #define GASPARD_K_MEASUREMENT 257u
 #define GASPARD_K_USER 258u
+#define GASPARD_K_LOST 259u
+
+/* Opcode bits and definitions (crates/format/src/codec.rs). */
+#define GASPARD_OP_SAME_KIND 0x04u
+#define GASPARD_OP_SAME_SITE 0x08u
+#define GASPARD_OP_SAME_ARGS 0x10u
+#define GASPARD_OP_RESOLVED 0x20u
+#define GASPARD_OP_UNREAD 0x40u
+#define GASPARD_OP_SAME_NARGS 0x80u
+#define GASPARD_DEF_STRING 0x03u
+#define GASPARD_DEF_CALLSITE 0x07u
+
+/* Previous arguments: system kinds remembered whatever their length (16
+ * words is the most any has); user events in GASPARD_USER_SLOTS slots by
+ * id modulo the slot count, a slot holding another id counting as empty,
+ * and arguments longer than GASPARD_USER_WORDS words not remembered. The
+ * decoder follows the same rule. */
+#define GASPARD_KIND_WORDS 16
+#define GASPARD_USER_SLOTS 16
+#define GASPARD_USER_WORDS 32
+#define GASPARD_SITE_SLOTS 256
+#define GASPARD_STRING_SLOTS 256
+
+typedef struct {
+  uint32_t gen, n;
+  uint64_t w[GASPARD_KIND_WORDS];
+} gaspard_prev_kind;
+
+typedef struct {
+  uint32_t gen, n;
+  uint64_t id;
+  uint64_t w[GASPARD_USER_WORDS];
+} gaspard_prev_user;
+
+typedef struct {
+  const char *file;
+  uint32_t line, col, id, gen;
+} gaspard_site_slot;
+
+typedef struct {
+  const void *ptr;
+  uint32_t id, gen;
+} gaspard_string_slot;
+
+typedef struct {
+  uint64_t id;
+  uint32_t gen, pad;
+} gaspard_user_slot;
+
+/* The encoder state of one context. The first fields are read by Rust
+ * (crates/recorder/src/lib.rs, `EncHead`): keep them in step. */
+typedef struct gaspard_enc {
+  uint32_t gen;        /* chunk generation, never 0 once started */
+  uint32_t events;     /* events in this chunk */
+  uint64_t base_ts;    /* first event's time */
+  uint64_t last_ts;    /* last event's time */
+  uint32_t nsites, nstrings;
+  uint32_t last_kind;  /* 0xffffffff: none yet */
+  uint32_t last_site;
+  uint64_t last_user;
+  gaspard_prev_kind prev[64 + 4]; /* kinds 0..63, then 256..259 */
+  gaspard_prev_user uprev[GASPARD_USER_SLOTS];
+  gaspard_user_slot users[GASPARD_USER_SLOTS];
+  gaspard_site_slot sites[GASPARD_SITE_SLOTS];
+  gaspard_string_slot strings[GASPARD_STRING_SLOTS];
+} gaspard_enc;
 
 typedef struct gaspard_ctx {
-  uint64_t *cur;          /* next free word; published with release order */
-  uint64_t *end;          /* one past the last usable word */
+  uint8_t *cur;           /* next free byte; published with release order */
+  uint8_t *end;           /* refill when fewer than GASPARD_MARGIN bytes remain before it */
   const void *owner;      /* &gaspard_tls_marker of the owning thread */
   uint32_t on;            /* measurement on (gasp_control) */
   uint32_t model;         /* gasp_model_t */
   void *rs;               /* Rust-side state of this context */
   uint64_t unknown_tags;  /* tags ignored, as the spec requires */
-  uint64_t pad[2];
+  gaspard_enc *enc;       /* encoder state */
+  uint64_t pad;
 } gaspard_ctx;
 
 extern gaspard_ctx gaspard_contexts[GASPARD_MAX_CONTEXTS];
@@ -44,8 +123,15 @@ extern __thread char gaspard_tls_marker __attribute__((tls_model("initial-exec")
 extern int gaspard_clock_is_tsc;
 
 /* Slow paths, in Rust. */
-uint64_t *gaspard_refill(gaspard_ctx *c, unsigned words);
+uint8_t *gaspard_refill(gaspard_ctx *c);
 gaspard_ctx *gaspard_context_for_thread(gaspard_ctx *c);
+/* Writes the definition of user event `id` at `p` (at most `cap` bytes); returns its length. */
+size_t gaspard_user_definition(uint64_t id, uint8_t *p, size_t cap);
+
+/* Slow paths, in C (recorder.c). */
+uint32_t gaspard_define_site(gaspard_ctx *c, const char *file, uint32_t line, uint32_t col);
+uint32_t gaspard_define_string(gaspard_ctx *c, const void *ptr);
+void gaspard_define_user(gaspard_ctx *c, uint64_t id);
 
 static inline int gaspard_ctx_valid(const void *p) {
   uintptr_t off = (uintptr_t)p - (uintptr_t)gaspard_contexts;
@@ -71,36 +157,140 @@ static inline uint64_t gaspard_now(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Room for `words` words, or NULL when the event is dropped (counted by the slow path). */
-static inline uint64_t *gaspard_reserve(gaspard_ctx *c, unsigned words) {
-  uint64_t *p = c->cur;
-  if (__builtin_expect(p == NULL || (size_t)(c->end - p) < words, 0)) p = gaspard_refill(c, words);
+static inline uint8_t *gaspard_put_u64(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
   return p;
 }
 
-static inline void gaspard_commit(gaspard_ctx *c, uint64_t *p, unsigned words) {
-  __atomic_store_n(&c->cur, p + words, __ATOMIC_RELEASE);
+static inline uint8_t *gaspard_put_i64(uint8_t *p, int64_t v) {
+  return gaspard_put_u64(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-static inline void gaspard_header(uint64_t *p, uint64_t ts, unsigned kind, unsigned phase,
-                                  unsigned flags, unsigned nargs, const char *file, int line,
-                                  int col) {
-  uint64_t c16 = col < 0 ? 0 : (col > 65535 ? 65535 : (uint64_t)col);
-  p[0] = ts;
-  p[1] = (uint64_t)kind | (uint64_t)(phase & 3u) << 16 | (uint64_t)(flags & 0x3fu) << 18 |
-         (uint64_t)(nargs & 0xffu) << 24 | (uint64_t)(uint32_t)line << 32;
-  p[2] = ((uint64_t)(uintptr_t)file & 0xffffffffffffull) | c16 << 48;
+/* XOR of two doubles' bits: a byte (leading zero bytes << 4 | length), then
+ * the significant bytes, most significant first; a lone 0 when equal. */
+static inline uint8_t *gaspard_put_xor(uint8_t *p, uint64_t x) {
+  if (!x) {
+    *p++ = 0;
+    return p;
+  }
+  unsigned lz = (unsigned)__builtin_clzll(x) / 8, tz = (unsigned)__builtin_ctzll(x) / 8;
+  unsigned len = 8 - lz - tz;
+  *p++ = (uint8_t)(lz << 4 | len);
+  for (unsigned i = 0; i < len; i++) *p++ = (uint8_t)(x >> (8 * (7 - lz - i)));
+  return p;
 }
 
-/* Records one event with `nargs` argument words from `args`. */
-static inline void gaspard_record(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
-                                  unsigned flags, const char *file, int line, int col,
-                                  const uint64_t *args, unsigned nargs) {
-  uint64_t *p = gaspard_reserve(c, GASPARD_HEADER_WORDS + nargs);
-  if (__builtin_expect(p == NULL, 0)) return;
-  gaspard_header(p, ts, kind, phase, flags, nargs, file, line, col);
-  for (unsigned i = 0; i < nargs; i++) p[GASPARD_HEADER_WORDS + i] = args[i];
-  gaspard_commit(c, p, GASPARD_HEADER_WORDS + nargs);
+/* Room for one event at the context's cursor, or NULL when it is dropped
+ * (counted by the slow path). */
+static inline uint8_t *gaspard_reserve(gaspard_ctx *c) {
+  uint8_t *p = c->cur;
+  if (__builtin_expect(p == NULL || (size_t)(c->end - p) < GASPARD_MARGIN, 0))
+    p = gaspard_refill(c);
+  return p;
+}
+
+static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, int col) {
+  uint32_t l = (uint32_t)line, k = col < 0 ? 0 : (col > 65535 ? 65535 : (uint32_t)col);
+  if (!file && !l && !k) return 0;
+  gaspard_enc *e = c->enc;
+  gaspard_site_slot *s =
+      &e->sites[((uintptr_t)file * 31u + l * 7u + k) % GASPARD_SITE_SLOTS];
+  if (__builtin_expect(s->gen == e->gen && s->file == file && s->line == l && s->col == k, 1))
+    return s->id;
+  return gaspard_define_site(c, file, l, k);
+}
+
+/* Encodes one event at the cursor (room reserved by gaspard_reserve) and
+ * publishes it. `user` is the user event's id for GASPARD_K_USER, whose
+ * `schema` (va_arg codes of crates/format/src/user.rs) says which words are
+ * doubles; `args` holds `n` words (the user id not among them). */
+static inline void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
+                                unsigned flags, const char *file, int line, int col,
+                                uint64_t user, const unsigned char *schema,
+                                const uint64_t *args, unsigned n) {
+  gaspard_enc *e = c->enc;
+  uint32_t site = gaspard_site(c, file, line, col);
+  int is_user = kind == GASPARD_K_USER;
+  if (is_user) {
+    gaspard_user_slot *u = &e->users[user % GASPARD_USER_SLOTS];
+    if (u->gen != e->gen || u->id != user) gaspard_define_user(c, user);
+  }
+  uint8_t *p = c->cur;
+  if (e->events == 0) e->base_ts = e->last_ts = ts;
+  unsigned op = phase;
+  if (e->last_kind == kind && (!is_user || e->last_user == user)) op |= GASPARD_OP_SAME_KIND;
+  if (site == e->last_site && e->events > 0) op |= GASPARD_OP_SAME_SITE;
+  if (flags & GASPARD_FLAG_PTS_RESOLVED) op |= GASPARD_OP_RESOLVED;
+  if (flags & GASPARD_FLAG_ARGS_UNREAD) op |= GASPARD_OP_UNREAD;
+  uint64_t *pw;
+  uint32_t *pn, cap;
+  if (is_user) {
+    gaspard_prev_user *s = &e->uprev[user % GASPARD_USER_SLOTS];
+    if (s->gen != e->gen || s->id != user) {
+      s->gen = e->gen;
+      s->id = user;
+      s->n = 0;
+    }
+    pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
+  } else {
+    gaspard_prev_kind *s = &e->prev[kind < 64 ? kind : 64 + ((kind - 256) & 3)];
+    if (s->gen != e->gen) s->gen = e->gen, s->n = 0;
+    pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
+  }
+  unsigned same = *pn == n;
+  for (unsigned i = 0; same && i < n; i++) same = pw[i] == args[i];
+  if (same) op |= GASPARD_OP_SAME_ARGS;
+  else if (*pn == n) op |= GASPARD_OP_SAME_NARGS;
+  *p++ = (uint8_t)op;
+  if (!(op & GASPARD_OP_SAME_KIND)) {
+    p = gaspard_put_u64(p, kind);
+    if (is_user) p = gaspard_put_u64(p, user);
+  }
+  if (!(op & GASPARD_OP_SAME_SITE)) p = gaspard_put_u64(p, site);
+  p = gaspard_put_i64(p, (int64_t)(ts - e->last_ts));
+  if (!same) {
+    if (!(op & GASPARD_OP_SAME_NARGS)) p = gaspard_put_u64(p, n);
+    unsigned known = *pn;
+    if (!is_user || !schema) {
+      for (unsigned i = 0; i < n; i++)
+        p = gaspard_put_i64(p, (int64_t)(args[i] - (i < known ? pw[i] : 0)));
+    } else {
+      /* Which words are doubles: a %s is a length word and its bytes' words. */
+      const unsigned char *s = schema;
+      unsigned str_left = 0;
+      for (unsigned i = 0; i < n; i++) {
+        uint64_t before = i < known ? pw[i] : 0;
+        if (str_left) {
+          str_left--;
+          p = gaspard_put_i64(p, (int64_t)(args[i] - before));
+          continue;
+        }
+        unsigned code = *s ? *s++ : 0;
+        if (code == 7 || code == 8) {
+          p = gaspard_put_xor(p, args[i] ^ before);
+        } else {
+          p = gaspard_put_i64(p, (int64_t)(args[i] - before));
+          if (code == 9) str_left = (unsigned)(((args[i] < 64 ? args[i] : 64) + 7) / 8);
+        }
+      }
+    }
+    if (n <= cap) {
+      for (unsigned i = 0; i < n; i++) pw[i] = args[i];
+      *pn = n;
+    } else {
+      *pn = 0;
+    }
+  }
+  e->last_kind = kind;
+  e->last_user = user;
+  e->last_site = site;
+  e->last_ts = ts;
+  e->events++;
+  __atomic_store_n(&c->cur, p, __ATOMIC_RELEASE);
 }
 
 #endif

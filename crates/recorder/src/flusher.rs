@@ -8,61 +8,30 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use gaspard_format::chunk::{file_header, ChunkHeader};
-use gaspard_format::codec::{Encoder, Resolver, UserDef};
 use gaspard_format::manifest::Manifest;
 
 use crate::clock;
 use crate::process::Process;
 
-/// A buffer of raw records, owned by one context or by the queue.
+/// A chunk's payload, written by one context's encoder; owned by the context
+/// or by the queue.
 #[derive(Debug)]
 pub(crate) struct Buffer {
     pub(crate) next: *mut Buffer,
     pub(crate) stream: u32,
+    /// Payload bytes written.
     pub(crate) len: usize,
-    pub(crate) words: Box<[u64]>,
+    /// Events in the payload, and the first and last timestamps.
+    pub(crate) events: u32,
+    pub(crate) base_ts: u64,
+    pub(crate) last_ts: u64,
+    pub(crate) bytes: Box<[u8]>,
 }
-
-/// Largest chunk payload before a chunk is cut.
-const CHUNK_BYTES: usize = 1 << 20;
 
 struct StreamOut {
     file: Option<File>,
     seq: u32,
     failed: bool,
-}
-
-struct ProcResolver<'a>(&'a Process);
-
-impl Resolver for ProcResolver<'_> {
-    fn string_at(&mut self, ptr: u64) -> Vec<u8> {
-        // SAFETY: the pointer came from the program as a NUL-terminated string it
-        // keeps alive (file names and function signatures are literals); reading
-        // stops at 4096 bytes.
-        unsafe {
-            let p = ptr as *const libc::c_char;
-            let n = libc::strnlen(p, 4096);
-            std::slice::from_raw_parts(p.cast::<u8>(), n).to_vec()
-        }
-    }
-    fn user_event(&mut self, id: u64) -> Option<UserDef> {
-        // try_lock: after a crash the lock may be held by a thread that will never run again.
-        for _ in 0..100 {
-            if let Ok(users) = self.0.users.try_lock() {
-                return users
-                    .iter()
-                    .find(|u| u64::from(u.id) == id)
-                    .map(|u| UserDef {
-                        id,
-                        name: u.name.clone(),
-                        desc: u.desc.clone(),
-                        unreadable: u.unreadable.clone(),
-                    });
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        None
-    }
 }
 
 pub(crate) fn run(p: &'static Process) {
@@ -147,47 +116,27 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         seq: 0,
         failed: false,
     });
-    let words = &buf.words[..buf.len.min(buf.words.len())];
-    let mut res = ProcResolver(p);
-    let mut enc = Encoder::new();
-    let mut at = 0;
-    while at < words.len() {
-        match enc.push(&words[at..], &mut res) {
-            Some(n) => at += n,
-            None => {
-                p.note(format!(
-                    "stream {}: a record was cut at the end of a buffer",
-                    buf.stream
-                ));
-                break;
-            }
-        }
-        if enc.len() >= CHUNK_BYTES {
-            write_chunk(p, out, buf.stream, &mut enc);
-        }
-    }
-    if !enc.is_empty() {
-        write_chunk(p, out, buf.stream, &mut enc);
-    }
-}
-
-fn write_chunk(p: &Process, out: &mut StreamOut, stream: u32, enc: &mut Encoder) {
-    let events = u64::from(enc.events());
+    let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
+    let events = u64::from(buf.events);
     let header = ChunkHeader {
-        stream,
+        version: gaspard_format::FORMAT_VERSION as u16,
+        stream: buf.stream,
         seq: out.seq,
+        events: buf.events,
+        base_ts: buf.base_ts,
+        last_ts: buf.last_ts,
         ref_ticks: clock::now_ticks(),
         ref_ns: clock::monotonic_ns(),
         ..Default::default()
     };
-    let (bytes, _) = enc.finish(header);
+    let head = header.to_bytes(payload);
     out.seq += 1;
     if out.failed {
         p.lost.fetch_add(events, Ordering::Relaxed);
         return;
     }
     if out.file.is_none() {
-        match open_stream(p, stream) {
+        match open_stream(p, buf.stream) {
             Ok(f) => out.file = Some(f),
             Err(e) => {
                 fail(p, out, events, e);
@@ -196,13 +145,8 @@ fn write_chunk(p: &Process, out: &mut StreamOut, stream: u32, enc: &mut Encoder)
         }
     }
     let f = out.file.as_mut().expect("opened above");
-    if let Err(e) = f.write_all(&bytes) {
-        fail(
-            p,
-            out,
-            events,
-            format!("stream {stream}: write failed: {e}"),
-        );
+    if let Err(e) = f.write_all(&head).and_then(|_| f.write_all(payload)) {
+        fail(p, out, events, format!("stream {}: write failed: {e}", buf.stream));
         return;
     }
     p.events.fetch_add(events, Ordering::Relaxed);

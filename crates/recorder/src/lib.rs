@@ -26,14 +26,24 @@ pub use process::{create_user_event, options_from_args, Options, UserEventRange}
 #[repr(C)]
 #[derive(Debug)]
 pub struct Ctx {
-    cur: *mut u64,
-    end: *mut u64,
+    cur: *mut u8,
+    end: *mut u8,
     owner: *const c_void,
     on: u32,
     model: u32,
     rs: *mut c_void,
     unknown_tags: u64,
-    pad: [u64; 2],
+    enc: *mut c_void,
+    pad: u64,
+}
+
+/// The leading fields of `gaspard_enc`, as Rust reads them.
+#[repr(C)]
+#[derive(Debug, Default, Clone, Copy)]
+struct EncStats {
+    events: u32,
+    base_ts: u64,
+    last_ts: u64,
 }
 
 /// Number of context slots (`GASPARD_MAX_CONTEXTS`).
@@ -45,6 +55,20 @@ extern "C" {
     fn gaspard_tls_marker_addr() -> *const c_void;
     fn gaspard_clock_now() -> u64;
     fn gaspard_pts_bytes_value() -> u32;
+    fn gaspard_enc_new() -> *mut c_void;
+    fn gaspard_enc_reset(e: *mut c_void);
+    fn gaspard_enc_stats(e: *const c_void, events: *mut u32, base_ts: *mut u64, last_ts: *mut u64);
+    fn gaspard_emit_plain(c: *mut Ctx, kind: u32, phase: u32, args: *const u64, n: u32, checked: i32);
+}
+
+/// The chunk bookkeeping of a context's encoder.
+fn enc_stats(e: *mut c_void) -> EncStats {
+    let mut s = EncStats::default();
+    if !e.is_null() {
+        // SAFETY: `e` is an encoder made by gaspard_enc_new; the outputs are ours.
+        unsafe { gaspard_enc_stats(e, &mut s.events, &mut s.base_ts, &mut s.last_ts) };
+    }
+    s
 }
 
 /// Rust-side state of one context.
@@ -128,38 +152,11 @@ pub fn init_process(opts: Options) -> bool {
 /// Records one event from Rust (never on a per-event hot path of C adapters).
 pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
     let Some(i) = ctx_index(c) else { return };
-    if args.len() > gaspard_format::raw::MAX_ARG_WORDS {
+    if args.len() > 16 {
         return;
     }
-    // SAFETY: slot `i` of `gaspard_contexts`, owned by this thread.
-    let ctx = unsafe { &mut *ctx_slot(i) };
-    let n = gaspard_format::raw::HEADER_WORDS + args.len();
-    let mut p = ctx.cur;
-    // SAFETY: cur and end point into the same buffer when non-null.
-    if p.is_null() || unsafe { ctx.end.offset_from(p) } < n as isize {
-        p = gaspard_refill(c, n as u32);
-        if p.is_null() {
-            return;
-        }
-    }
-    let h = gaspard_format::raw::RawHeader {
-        ts: now_ticks(),
-        kind,
-        phase,
-        flags: 0,
-        nwords: args.len() as u8,
-        line: 0,
-        col: 0,
-        file: 0,
-    }
-    .pack();
-    // SAFETY: `n` words were reserved above.
-    unsafe {
-        std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
-        std::ptr::copy_nonoverlapping(args.as_ptr(), p.add(3), args.len());
-        (*std::ptr::addr_of!(ctx.cur).cast::<std::sync::atomic::AtomicPtr<u64>>())
-            .store(p.add(n), Ordering::Release);
-    }
+    // SAFETY: slot `i` is this thread's context; the C encoder reserves its own room.
+    unsafe { gaspard_emit_plain(ctx_slot(i), u32::from(kind), u32::from(phase), args.as_ptr(), args.len() as u32, 1) };
 }
 
 /// Measurement control: sets a context's switch to `value != 0` and returns
@@ -210,12 +207,34 @@ pub fn finish() {
 /// and installs a fresh one. Returns null when the event must be dropped
 /// (counted, with its time, in the trace).
 #[no_mangle]
-pub extern "C" fn gaspard_refill(c: *mut Ctx, words: u32) -> *mut u64 {
+pub extern "C" fn gaspard_refill(c: *mut Ctx) -> *mut u8 {
     std::panic::catch_unwind(|| match process::get() {
-        Some(p) => p.refill(c, words as usize),
+        Some(p) => p.refill(c),
         None => std::ptr::null_mut(),
     })
     .unwrap_or(std::ptr::null_mut())
+}
+
+/// Writes the definition of user event `id` at `p`, at most `cap` bytes.
+#[no_mangle]
+pub extern "C" fn gaspard_user_definition(id: u64, p: *mut u8, cap: usize) -> usize {
+    std::panic::catch_unwind(|| {
+        let mut out = Vec::new();
+        let def = process::get().and_then(|pr| pr.user_def(id));
+        gaspard_format::codec::write_user_definition(&mut out, &def.unwrap_or_else(|| gaspard_format::codec::UserDef {
+            id,
+            name: format!("user_event_{id}"),
+            desc: None,
+            unreadable: None,
+        }));
+        if out.len() > cap {
+            return 0;
+        }
+        // SAFETY: the C caller guarantees `cap` writable bytes at `p`.
+        unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), p, out.len()) };
+        out.len()
+    })
+    .unwrap_or(0)
 }
 
 /// The hot path met a context that is null, foreign, or another thread's:

@@ -15,8 +15,9 @@ use crate::clock;
 use crate::flusher::{self, Buffer};
 use crate::{ctx_slot, Ctx, CtxState, MAX_CONTEXTS};
 
-/// Words every buffer keeps free for a GASPARD_LOST record.
-const LOST_RESERVE: usize = 6;
+/// Bytes every buffer keeps after the writable end for a GASPARD_LOST record
+/// (`GASPARD_LOST_RESERVE`).
+const LOST_RESERVE: usize = 64;
 
 /// What to do when every buffer is full and the memory cap is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +96,7 @@ impl Options {
             "dir" => self.dir = Some(PathBuf::from(v)),
             "buffer-kb" => {
                 if let Some(n) = num(self, v) {
-                    self.buffer_kb = n.clamp(8, 1 << 20);
+                    self.buffer_kb = n.clamp(64, 1 << 20);
                 }
             }
             "max-mb" => {
@@ -173,7 +174,7 @@ pub(crate) struct Process {
     pub(crate) start_unix_ns: u64,
     pub(crate) clock_ref: (u64, u64),
     pub(crate) realtime_ref: (u64, u64),
-    buffer_words: usize,
+    buffer_bytes: usize,
     max_buffers: usize,
     on_full: OnFull,
     pub(crate) queue: AtomicPtr<Buffer>,
@@ -259,7 +260,7 @@ impl Process {
         let ticks = clock::now_ticks();
         let mono = clock::monotonic_ns();
         clock::set_reference(ticks, mono);
-        let buffer_words = opts.buffer_kb * 1024 / 8;
+        let buffer_bytes = opts.buffer_kb * 1024;
         Some(Process {
             prefix: format!("{}-{pid}", host.replace(['/', ' '], "_")),
             dir,
@@ -270,7 +271,7 @@ impl Process {
             start_unix_ns,
             clock_ref: (ticks, mono),
             realtime_ref: (mono, start_unix_ns),
-            buffer_words,
+            buffer_bytes,
             max_buffers: (opts.max_mb * 1024 / opts.buffer_kb).max(2),
             on_full: opts.on_full,
             queue: AtomicPtr::new(std::ptr::null_mut()),
@@ -353,6 +354,12 @@ impl Process {
             ));
             return None;
         }
+        // SAFETY: a plain C allocation of the encoder state.
+        let enc = unsafe { crate::gaspard_enc_new() };
+        if enc.is_null() {
+            self.note("out of memory for a context's encoder: a thread was not recorded".into());
+            return None;
+        }
         // SAFETY: gettid has no preconditions.
         let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
         let thread = self.threads.fetch_add(1, Ordering::Relaxed);
@@ -384,6 +391,7 @@ impl Process {
             (*c).on = 1;
             (*c).model = model;
             (*c).unknown_tags = 0;
+            (*c).enc = enc;
             std::ptr::addr_of_mut!((*c).rs)
                 .cast::<AtomicPtr<CtxState>>()
                 .as_ref()
@@ -391,6 +399,17 @@ impl Process {
                 .store(st, Ordering::Release);
         }
         Some(i)
+    }
+
+    /// A user event's definition, by id.
+    pub(crate) fn user_def(&self, id: u64) -> Option<gaspard_format::codec::UserDef> {
+        let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
+        users.iter().find(|u| u64::from(u.id) == id).map(|u| gaspard_format::codec::UserDef {
+            id,
+            name: u.name.clone(),
+            desc: u.desc.clone(),
+            unreadable: u.unreadable.clone(),
+        })
     }
 
     pub(crate) fn note(&self, s: String) {
@@ -425,7 +444,10 @@ impl Process {
             next: std::ptr::null_mut(),
             stream: 0,
             len: 0,
-            words: vec![0u64; self.buffer_words].into_boxed_slice(),
+            events: 0,
+            base_ts: 0,
+            last_ts: 0,
+            bytes: vec![0u8; self.buffer_bytes].into_boxed_slice(),
         })))
     }
 
@@ -463,15 +485,19 @@ impl Process {
         // SAFETY: `c` is a live slot; cur is read with acquire to see the owner's stores.
         unsafe {
             let cur =
-                (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>()).load(Ordering::Acquire);
+                (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u8>>()).load(Ordering::Acquire);
             let b = st.buf;
-            let start = (*b).words.as_mut_ptr();
+            let start = (*b).bytes.as_mut_ptr();
             (*b).len = if cur.is_null() {
                 0
             } else {
                 cur.offset_from(start).max(0) as usize
             };
             (*b).stream = st.stream;
+            let stats = crate::enc_stats((*c).enc);
+            (*b).events = stats.events;
+            (*b).base_ts = stats.base_ts;
+            (*b).last_ts = stats.last_ts;
             (*c).cur = std::ptr::null_mut();
             (*c).end = std::ptr::null_mut();
             st.buf = std::ptr::null_mut();
@@ -483,7 +509,7 @@ impl Process {
         }
     }
 
-    pub(crate) fn refill(&self, c: *mut Ctx, words: usize) -> *mut u64 {
+    pub(crate) fn refill(&self, c: *mut Ctx) -> *mut u8 {
         let Some(_) = crate::ctx_index(c) else {
             return std::ptr::null_mut();
         };
@@ -497,12 +523,12 @@ impl Process {
         if !st.try_lock() {
             return std::ptr::null_mut();
         }
-        let r = self.refill_locked(c, st, words);
+        let r = self.refill_locked(c, st);
         st.unlock();
         r
     }
 
-    fn refill_locked(&self, c: *mut Ctx, st: &mut CtxState, words: usize) -> *mut u64 {
+    fn refill_locked(&self, c: *mut Ctx, st: &mut CtxState) -> *mut u8 {
         if self.finalizing.load(Ordering::Acquire) {
             return std::ptr::null_mut();
         }
@@ -539,17 +565,16 @@ impl Process {
         self.write_lost(c, st);
         self.seal(c, st);
         self.wake_flusher();
-        // SAFETY: `b` is a buffer we own, larger than any record plus the reserve.
+        // SAFETY: `b` is a buffer we own, larger than the margin and the reserve;
+        // the encoder is this context's and nobody else writes it now.
         unsafe {
-            let buf = &mut (*b).words;
+            let buf = &mut (*b).bytes;
             let start = buf.as_mut_ptr();
             let end = start.add(buf.len() - LOST_RESERVE);
             st.buf = b;
+            crate::gaspard_enc_reset((*c).enc);
             (*c).end = end;
             (*c).cur = start;
-            if (end.offset_from(start) as usize) < words {
-                return std::ptr::null_mut();
-            }
             if st.dropped > 0 {
                 // No buffer held the losses (the first buffer was not to be had): say it here.
                 self.write_lost(c, st);
@@ -561,32 +586,17 @@ impl Process {
     /// Writes a GASPARD_LOST record (count, first, last) at the context's
     /// write position, into the reserve every buffer keeps for it.
     fn write_lost(&self, c: *mut Ctx, st: &mut CtxState) {
-        if st.dropped == 0 {
+        if st.dropped == 0 || st.buf.is_null() {
             return;
         }
-        // SAFETY: a live slot; `cur` is null or leaves LOST_RESERVE words before the real end.
+        let args = [st.dropped, st.drop_first, st.drop_last];
+        // SAFETY: a live slot holding a buffer; `cur` leaves at least LOST_RESERVE
+        // bytes before the buffer's end, and a LOST record takes fewer.
         unsafe {
-            let p = (*c).cur;
-            if p.is_null() || st.buf.is_null() {
+            if (*c).cur.is_null() {
                 return;
             }
-            let h = gaspard_format::raw::RawHeader {
-                ts: st.drop_last,
-                kind: gaspard_format::kinds::GASPARD_LOST,
-                phase: gaspard_format::raw::PHASE_ATOMIC,
-                flags: 0,
-                nwords: 3,
-                line: 0,
-                col: 0,
-                file: 0,
-            }
-            .pack();
-            std::ptr::copy_nonoverlapping(h.as_ptr(), p, 3);
-            *p.add(3) = st.dropped;
-            *p.add(4) = st.drop_first;
-            *p.add(5) = st.drop_last;
-            (*std::ptr::addr_of!((*c).cur).cast::<AtomicPtr<u64>>())
-                .store(p.add(LOST_RESERVE), Ordering::Release);
+            crate::gaspard_emit_plain(c, u32::from(gaspard_format::kinds::GASPARD_LOST), 2, args.as_ptr(), 3, 0);
         }
         self.lost.fetch_add(st.dropped, Ordering::Relaxed);
         st.dropped = 0;
