@@ -454,7 +454,10 @@ pub fn write_user_definition(p: &mut Vec<u8>, def: &UserDef) {
         }
         None => p.push(0),
     }
-    put_bytes(p, &cut(def.unreadable.as_deref().unwrap_or(""), USER_NAME_MAX));
+    put_bytes(
+        p,
+        &cut(def.unreadable.as_deref().unwrap_or(""), USER_NAME_MAX),
+    );
 }
 
 fn put_bytes(p: &mut Vec<u8>, b: &[u8]) {

@@ -116,6 +116,9 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         seq: 0,
         failed: false,
     });
+    if p.flush_delay_ms > 0 && !p.finalizing.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(p.flush_delay_ms));
+    }
     let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
     let events = u64::from(buf.events);
     let header = ChunkHeader {
@@ -146,7 +149,12 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
     }
     let f = out.file.as_mut().expect("opened above");
     if let Err(e) = f.write_all(&head).and_then(|_| f.write_all(payload)) {
-        fail(p, out, events, format!("stream {}: write failed: {e}", buf.stream));
+        fail(
+            p,
+            out,
+            events,
+            format!("stream {}: write failed: {e}", buf.stream),
+        );
         return;
     }
     p.events.fetch_add(events, Ordering::Relaxed);

@@ -58,7 +58,14 @@ extern "C" {
     fn gaspard_enc_new() -> *mut c_void;
     fn gaspard_enc_reset(e: *mut c_void);
     fn gaspard_enc_stats(e: *const c_void, events: *mut u32, base_ts: *mut u64, last_ts: *mut u64);
-    fn gaspard_emit_plain(c: *mut Ctx, kind: u32, phase: u32, args: *const u64, n: u32, checked: i32);
+    fn gaspard_emit_plain(
+        c: *mut Ctx,
+        kind: u32,
+        phase: u32,
+        args: *const u64,
+        n: u32,
+        checked: i32,
+    );
 }
 
 /// The chunk bookkeeping of a context's encoder.
@@ -156,7 +163,16 @@ pub fn record(c: *mut Ctx, kind: u16, phase: u8, args: &[u64]) {
         return;
     }
     // SAFETY: slot `i` is this thread's context; the C encoder reserves its own room.
-    unsafe { gaspard_emit_plain(ctx_slot(i), u32::from(kind), u32::from(phase), args.as_ptr(), args.len() as u32, 1) };
+    unsafe {
+        gaspard_emit_plain(
+            ctx_slot(i),
+            u32::from(kind),
+            u32::from(phase),
+            args.as_ptr(),
+            args.len() as u32,
+            1,
+        )
+    };
 }
 
 /// Measurement control: sets a context's switch to `value != 0` and returns
@@ -221,12 +237,15 @@ pub extern "C" fn gaspard_user_definition(id: u64, p: *mut u8, cap: usize) -> us
     std::panic::catch_unwind(|| {
         let mut out = Vec::new();
         let def = process::get().and_then(|pr| pr.user_def(id));
-        gaspard_format::codec::write_user_definition(&mut out, &def.unwrap_or_else(|| gaspard_format::codec::UserDef {
-            id,
-            name: format!("user_event_{id}"),
-            desc: None,
-            unreadable: None,
-        }));
+        gaspard_format::codec::write_user_definition(
+            &mut out,
+            &def.unwrap_or_else(|| gaspard_format::codec::UserDef {
+                id,
+                name: format!("user_event_{id}"),
+                desc: None,
+                unreadable: None,
+            }),
+        );
         if out.len() > cap {
             return 0;
         }

@@ -43,6 +43,9 @@ pub struct Options {
     pub on_full: OnFull,
     /// `tsc` or `monotonic` (`GASPARD_CLOCK`); default: the TSC when invariant.
     pub clock: Option<String>,
+    /// Milliseconds the flusher waits before each write (`GASPARD_FLUSH_DELAY_MS`):
+    /// a slow disk on purpose, to test back-pressure and the memory cap.
+    pub flush_delay_ms: u64,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -67,6 +70,7 @@ impl Default for Options {
             max_mb: 256,
             on_full: OnFull::Wait,
             clock: None,
+            flush_delay_ms: 0,
             command,
             warnings: Vec::new(),
         };
@@ -110,6 +114,12 @@ impl Options {
                 _ => self.warnings.push(format!(
                     "gaspard: ignoring on-full={v}: expected wait or drop"
                 )),
+            },
+            "flush-delay-ms" => match v.parse() {
+                Ok(n) => self.flush_delay_ms = n,
+                Err(_) => self
+                    .warnings
+                    .push(format!("gaspard: ignoring flush-delay-ms={v}")),
             },
             "clock" => match v {
                 "tsc" | "monotonic" => self.clock = Some(v.to_string()),
@@ -177,6 +187,7 @@ pub(crate) struct Process {
     buffer_bytes: usize,
     max_buffers: usize,
     on_full: OnFull,
+    pub(crate) flush_delay_ms: u64,
     pub(crate) queue: AtomicPtr<Buffer>,
     free: Mutex<Vec<usize>>,
     allocated: AtomicUsize,
@@ -274,6 +285,7 @@ impl Process {
             buffer_bytes,
             max_buffers: (opts.max_mb * 1024 / opts.buffer_kb).max(2),
             on_full: opts.on_full,
+            flush_delay_ms: opts.flush_delay_ms,
             queue: AtomicPtr::new(std::ptr::null_mut()),
             free: Mutex::new(Vec::new()),
             allocated: AtomicUsize::new(0),
@@ -404,12 +416,15 @@ impl Process {
     /// A user event's definition, by id.
     pub(crate) fn user_def(&self, id: u64) -> Option<gaspard_format::codec::UserDef> {
         let users = self.users.lock().unwrap_or_else(|e| e.into_inner());
-        users.iter().find(|u| u64::from(u.id) == id).map(|u| gaspard_format::codec::UserDef {
-            id,
-            name: u.name.clone(),
-            desc: u.desc.clone(),
-            unreadable: u.unreadable.clone(),
-        })
+        users
+            .iter()
+            .find(|u| u64::from(u.id) == id)
+            .map(|u| gaspard_format::codec::UserDef {
+                id,
+                name: u.name.clone(),
+                desc: u.desc.clone(),
+                unreadable: u.unreadable.clone(),
+            })
     }
 
     pub(crate) fn note(&self, s: String) {
@@ -596,7 +611,14 @@ impl Process {
             if (*c).cur.is_null() {
                 return;
             }
-            crate::gaspard_emit_plain(c, u32::from(gaspard_format::kinds::GASPARD_LOST), 2, args.as_ptr(), 3, 0);
+            crate::gaspard_emit_plain(
+                c,
+                u32::from(gaspard_format::kinds::GASPARD_LOST),
+                2,
+                args.as_ptr(),
+                3,
+                0,
+            );
         }
         self.lost.fetch_add(st.dropped, Ordering::Relaxed);
         st.dropped = 0;
