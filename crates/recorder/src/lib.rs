@@ -232,8 +232,11 @@ pub extern "C" fn gaspard_refill(c: *mut Ctx) -> *mut u8 {
 }
 
 /// Writes the definition of user event `id` at `p`, at most `cap` bytes.
+///
+/// # Safety
+/// `p` points to at least `cap` writable bytes.
 #[no_mangle]
-pub extern "C" fn gaspard_user_definition(id: u64, p: *mut u8, cap: usize) -> usize {
+pub unsafe extern "C" fn gaspard_user_definition(id: u64, p: *mut u8, cap: usize) -> usize {
     std::panic::catch_unwind(|| {
         let mut out = Vec::new();
         let def = process::get().and_then(|pr| pr.user_def(id));
