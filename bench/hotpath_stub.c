@@ -1,10 +1,11 @@
 /* A diagnostic peer: gaspard's C hot path alone.
  *
- * Linked with crates/gasp/csrc/gasp_shim.c unchanged, this replaces the Rust
- * side of libgaspard.so by stubs: each context owns one 1 MiB buffer, touched
- * once at gasp_init, and a full buffer is simply reused from its start
- * (gaspard_refill). Nothing is encoded or written; there is no flusher
- * thread and no page fault after start-up. The difference between this peer
+ * Linked with crates/gasp/csrc/gasp_shim.c and crates/recorder/csrc/recorder.c
+ * unchanged, this replaces the Rust side of libgaspard.so by stubs: each
+ * context owns one 1 MiB buffer, touched once at gasp_init, and a full buffer
+ * is simply reused from its start (gaspard_refill) with a fresh encoder
+ * generation. Events are encoded as always, but nothing is written; there is
+ * no flusher thread and no page fault after start-up. The difference between this peer
  * and libgaspard.so is what the buffers, the flusher and the memory traffic
  * cost on top of the hot path's own instructions. */
 #include <stdint.h>
@@ -16,24 +17,29 @@
 #include "gaspard_record.h"
 
 #define EXPORT __attribute__((visibility("default")))
-#define BUFFER_WORDS (1u << 17) /* 1 MiB */
+#define BUFFER_BYTES (1u << 20) /* 1 MiB */
 
-__attribute__((aligned(64))) gaspard_ctx gaspard_contexts[GASPARD_MAX_CONTEXTS];
-__thread char gaspard_tls_marker __attribute__((tls_model("initial-exec")));
-int gaspard_clock_is_tsc = 1;
+gaspard_enc *gaspard_enc_new(void);
+void gaspard_enc_reset(gaspard_enc *e);
 
-static uint64_t *buffers[GASPARD_MAX_CONTEXTS];
+static uint8_t *buffers[GASPARD_MAX_CONTEXTS];
 static unsigned ncontexts;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 void gaspard_set_user_schema(unsigned id, const unsigned char *schema);
 
-uint64_t *gaspard_refill(gaspard_ctx *c, unsigned words) {
-  uint64_t *start = buffers[c - gaspard_contexts];
-  if (!start || words > BUFFER_WORDS) return NULL;
+uint8_t *gaspard_refill(gaspard_ctx *c) {
+  uint8_t *start = buffers[c - gaspard_contexts];
+  if (!start) return NULL;
+  gaspard_enc_reset(c->enc);
   c->cur = start;
-  c->end = start + BUFFER_WORDS;
+  c->end = start + BUFFER_BYTES - GASPARD_LOST_RESERVE;
   return start;
+}
+
+size_t gaspard_user_definition(uint64_t id, uint8_t *p, size_t cap) {
+  (void)id, (void)p, (void)cap;
+  return 0;
 }
 
 gaspard_ctx *gaspard_context_for_thread(gaspard_ctx *c) {
@@ -49,13 +55,17 @@ EXPORT gasp_context_t gasp_init(gasp_model_t srcmodel, int *argc, char ***argv) 
   unsigned i = ncontexts < GASPARD_MAX_CONTEXTS ? ncontexts++ : GASPARD_MAX_CONTEXTS;
   pthread_mutex_unlock(&mu);
   if (i == GASPARD_MAX_CONTEXTS) return NULL;
-  uint64_t *b = aligned_alloc(64, BUFFER_WORDS * 8);
-  if (!b) return NULL;
-  memset(b, 0, BUFFER_WORDS * 8);
+  gaspard_clock_is_tsc = 1;
+  uint8_t *b = aligned_alloc(64, BUFFER_BYTES);
+  gaspard_enc *e = gaspard_enc_new();
+  if (!b || !e) return NULL;
+  memset(b, 0, BUFFER_BYTES);
   buffers[i] = b;
   gaspard_ctx *c = &gaspard_contexts[i];
+  c->enc = e;
+  gaspard_enc_reset(e);
   c->cur = b;
-  c->end = b + BUFFER_WORDS;
+  c->end = b + BUFFER_BYTES - GASPARD_LOST_RESERVE;
   c->owner = &gaspard_tls_marker;
   c->model = (uint32_t)srcmodel;
   c->on = 1;

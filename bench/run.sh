@@ -44,7 +44,7 @@ $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC bench/noop_tool.c -o "$BIN/li
 $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC $(pkg-config --cflags otf2) bench/otf2_tool.c \
   -o "$BIN/libotf2_tool.so" $(pkg-config --libs otf2) -pthread
 $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC -I"$ROOT/crates/recorder/csrc" \
-  bench/hotpath_stub.c crates/gasp/csrc/gasp_shim.c -o "$BIN/libgaspard_hotpath.so" -pthread
+  bench/hotpath_stub.c crates/gasp/csrc/gasp_shim.c crates/recorder/csrc/recorder.c -o "$BIN/libgaspard_hotpath.so" -pthread
 $CC $CFLAGS $INC bench/notify_bench.c -o "$BIN/notify_bench" -pthread -ldl
 
 lib_of() {

@@ -7,11 +7,12 @@
 //!          bit 3 same callsite, bit 4 same arguments as the previous event of this kind,
 //!          bit 5 pointers-to-shared resolved, bit 6 arguments not read,
 //!          bit 7 as many argument words as the previous event of this kind
-//!          then [kind [user event id]] [callsite] ts-delta(zigzag) [[nargs] args]
+//!          then [kind [user event id]] [callsite] ts-delta [[nargs] args]
 //! definitions: bits 2-7 the definition type:
 //!          0 string   id, len, bytes
 //!          1 callsite id, file string id (0: none), line, column
 //!          2 user event  id, name, description (flag, len, bytes), why unreadable (len, bytes)
+//!          3 time     an absolute timestamp the next delta is taken from (time went backwards)
 //! ```
 //! Timestamps are deltas from the previous event (the chunk's `base_ts` for
 //! the first). Each argument word is coded against the same word of the
@@ -40,6 +41,7 @@ const OP_SAME_NARGS: u8 = 1 << 7;
 const DEF_STRING: u8 = 3;
 const DEF_CALLSITE: u8 = 3 | 1 << 2;
 const DEF_USER: u8 = 3 | 2 << 2;
+const DEF_TIME: u8 = 3 | 3 << 2;
 /// Kinds below this number keep their previous arguments in an array.
 const KIND_SLOTS: usize = 512;
 
@@ -381,6 +383,12 @@ impl Encoder {
         }
         let p = &mut self.payload;
         p.reserve(32 + 10 * args.len());
+        if h.ts < self.last_ts {
+            // Time went backwards: deltas restart from this event.
+            p.push(DEF_TIME);
+            varint::put_u64(p, h.ts);
+            self.last_ts = h.ts;
+        }
         p.push(op);
         if op & OP_SAME_KIND == 0 {
             varint::put_u64(p, u64::from(h.kind));
@@ -391,7 +399,7 @@ impl Encoder {
         if op & OP_SAME_SITE == 0 {
             varint::put_u64(p, u64::from(site));
         }
-        varint::put_i64(p, h.ts.wrapping_sub(self.last_ts) as i64);
+        varint::put_u64(p, h.ts - self.last_ts);
         if !same_args {
             if op & OP_SAME_NARGS == 0 {
                 varint::put_u64(p, args.len() as u64);
@@ -584,6 +592,9 @@ pub fn decode(
                     },
                 );
             }
+            DEF_TIME => {
+                last_ts = tr!(r, r.u64());
+            }
             DEF_USER => {
                 let id = tr!(r, r.u64());
                 let name = tr!(r, get_string(&mut r));
@@ -616,7 +627,7 @@ pub fn decode(
                 } else {
                     tr!(r, r.u64()) as u32
                 };
-                let ts = last_ts.wrapping_add(tr!(r, r.i64()) as u64);
+                let ts = last_ts.wrapping_add(tr!(r, r.u64()));
                 let words = prev.get(key.0, key.1);
                 let start = out.args.len();
                 if let Some(u) = key.1 {

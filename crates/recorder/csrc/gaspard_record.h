@@ -50,6 +50,7 @@
 #define GASPARD_OP_SAME_NARGS 0x80u
 #define GASPARD_DEF_STRING 0x03u
 #define GASPARD_DEF_CALLSITE 0x07u
+#define GASPARD_DEF_TIME 0x0fu
 
 /* Previous arguments: system kinds remembered whatever their length (16
  * words is the most any has); user events in GASPARD_USER_SLOTS slots by
@@ -99,6 +100,8 @@ typedef struct gaspard_enc {
   uint32_t last_kind;  /* 0xffffffff: none yet */
   uint32_t last_site;
   uint64_t last_user;
+  const char *last_file; /* the last callsite's key, to skip the cache */
+  uint32_t last_line, last_col; /* last_line 0xffffffff: none */
   gaspard_prev_kind prev[64 + 4]; /* kinds 0..63, then 256..259 */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
   gaspard_user_slot users[GASPARD_USER_SLOTS];
@@ -195,8 +198,11 @@ static inline uint8_t *gaspard_reserve(gaspard_ctx *c) {
 
 static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, int col) {
   uint32_t l = (uint32_t)line, k = col < 0 ? 0 : (col > 65535 ? 65535 : (uint32_t)col);
-  if (!file && !l && !k) return 0;
   gaspard_enc *e = c->enc;
+  if (__builtin_expect(file == e->last_file && l == e->last_line && k == e->last_col, 1))
+    return e->last_site;
+  e->last_file = file, e->last_line = l, e->last_col = k;
+  if (!file && !l && !k) return 0;
   gaspard_site_slot *s =
       &e->sites[((uintptr_t)file * 31u + l * 7u + k) % GASPARD_SITE_SLOTS];
   if (__builtin_expect(s->gen == e->gen && s->file == file && s->line == l && s->col == k, 1))
@@ -208,7 +214,7 @@ static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, 
  * publishes it. `user` is the user event's id for GASPARD_K_USER, whose
  * `schema` (va_arg codes of crates/format/src/user.rs) says which words are
  * doubles; `args` holds `n` words (the user id not among them). */
-static inline void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
+static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
                                 unsigned flags, const char *file, int line, int col,
                                 uint64_t user, const unsigned char *schema,
                                 const uint64_t *args, unsigned n) {
@@ -241,17 +247,27 @@ static inline void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsi
     if (s->gen != e->gen) s->gen = e->gen, s->n = 0;
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   }
-  unsigned same = *pn == n;
-  for (unsigned i = 0; same && i < n; i++) same = pw[i] == args[i];
+  unsigned same = 0;
+  if (*pn == n) {
+    uint64_t diff = 0;
+    for (unsigned i = 0; i < n; i++) diff |= pw[i] ^ args[i];
+    same = diff == 0;
+  }
   if (same) op |= GASPARD_OP_SAME_ARGS;
   else if (*pn == n) op |= GASPARD_OP_SAME_NARGS;
+  if (__builtin_expect(ts < e->last_ts, 0)) {
+    /* Time went backwards (another core's clock): deltas restart from here. */
+    *p++ = GASPARD_DEF_TIME;
+    p = gaspard_put_u64(p, ts);
+    e->last_ts = ts;
+  }
   *p++ = (uint8_t)op;
   if (!(op & GASPARD_OP_SAME_KIND)) {
     p = gaspard_put_u64(p, kind);
     if (is_user) p = gaspard_put_u64(p, user);
   }
   if (!(op & GASPARD_OP_SAME_SITE)) p = gaspard_put_u64(p, site);
-  p = gaspard_put_i64(p, (int64_t)(ts - e->last_ts));
+  p = gaspard_put_u64(p, ts - e->last_ts);
   if (!same) {
     if (!(op & GASPARD_OP_SAME_NARGS)) p = gaspard_put_u64(p, n);
     unsigned known = *pn;

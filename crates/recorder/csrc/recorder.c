@@ -15,10 +15,12 @@ uint64_t gaspard_clock_now(void) { return gaspard_now(); }
 __attribute__((weak)) const unsigned gaspard_pts_bytes = 16;
 unsigned gaspard_pts_bytes_value(void) { return gaspard_pts_bytes; }
 
+void gaspard_enc_reset(gaspard_enc *e);
+
 /* A fresh encoder, or NULL when memory is short. */
 gaspard_enc *gaspard_enc_new(void) {
   gaspard_enc *e = calloc(1, sizeof *e);
-  if (e) e->last_kind = 0xffffffffu;
+  if (e) gaspard_enc_reset(e);
   return e;
 }
 
@@ -35,6 +37,8 @@ void gaspard_enc_reset(gaspard_enc *e) {
   e->last_kind = 0xffffffffu;
   e->last_site = 0;
   e->last_user = 0;
+  e->last_file = NULL;
+  e->last_line = 0xffffffffu;
 }
 
 uint32_t gaspard_define_string(gaspard_ctx *c, const void *ptr) {
