@@ -80,7 +80,8 @@ static inline unsigned put_pts(uint64_t *a, const void *pts, resolve_fn hook) {
 }
 #define A_PTS(ap) (n += put_pts(a + n, va_arg(ap, const void *), hook))
 
-static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) {
+/* Reads a user event's varargs by its schema; marks the doubles in `fmask`. */
+static unsigned read_user_args(const unsigned char *s, uint64_t *a, uint64_t *fmask, va_list ap) {
   unsigned n = 0;
   for (; *s && n + 9 < MAX_ARGS; s++) {
     switch (*s) {
@@ -90,8 +91,18 @@ static unsigned read_user_args(const unsigned char *s, uint64_t *a, va_list ap) 
     case 4: a[n++] = (uint64_t)va_arg(ap, size_t); break;
     case 5: a[n++] = (uint64_t)va_arg(ap, intmax_t); break;
     case 6: a[n++] = (uint64_t)va_arg(ap, ptrdiff_t); break;
-    case 7: { double d = va_arg(ap, double); memcpy(&a[n++], &d, 8); break; }
-    case 8: { double d = (double)va_arg(ap, long double); memcpy(&a[n++], &d, 8); break; }
+    case 7: {
+      double d = va_arg(ap, double);
+      fmask[n / 64] |= 1ull << (n % 64);
+      memcpy(&a[n++], &d, 8);
+      break;
+    }
+    case 8: {
+      double d = (double)va_arg(ap, long double);
+      fmask[n / 64] |= 1ull << (n % 64);
+      memcpy(&a[n++], &d, 8);
+      break;
+    }
     case 9: {
       const char *str = va_arg(ap, const char *);
       if (!str) str = "(null)";
@@ -136,7 +147,8 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
   resolve_fn hook = gaspard_upc_resolve_pts;
   unsigned n = 0, kind, flags = 0;
   uint64_t user = 0;
-  const unsigned char *schema = NULL;
+  uint64_t fbits[(MAX_ARGS + 63) / 64];
+  const uint64_t *fmask = NULL;
   switch (evttag) {
 #ifdef GASP_C_FUNC
   case GASP_C_FUNC:
@@ -308,13 +320,14 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
     if (s == unreadable_schema) {
       flags |= GASPARD_FLAG_ARGS_UNREAD;
     } else {
-      schema = s;
-      n = read_user_args(s, a, ap);
+      memset(fbits, 0, sizeof fbits);
+      n = read_user_args(s, a, fbits, ap);
+      fmask = fbits;
     }
   }
   }
   if (hook) flags |= GASPARD_FLAG_PTS_RESOLVED;
-  gaspard_emit(c, ts, kind, phase, flags, filename, linenum, colnum, user, schema, a, n);
+  gaspard_emit(c, ts, kind, phase, flags, filename, linenum, colnum, user, fmask, a, n);
 }
 
 EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,

@@ -211,12 +211,13 @@ static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, 
 }
 
 /* Encodes one event at the cursor (room reserved by gaspard_reserve) and
- * publishes it. `user` is the user event's id for GASPARD_K_USER, whose
- * `schema` (va_arg codes of crates/format/src/user.rs) says which words are
- * doubles; `args` holds `n` words (the user id not among them). */
+ * publishes it. `user` is the user event's id for GASPARD_K_USER; `fmask`,
+ * NULL or a bitmap of GASPARD_MAX_ARGS bits, marks the argument words that
+ * are doubles (to be XOR-coded, as the decoder infers from the format);
+ * `args` holds `n` words (the user id not among them). */
 static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
                                 unsigned flags, const char *file, int line, int col,
-                                uint64_t user, const unsigned char *schema,
+                                uint64_t user, const uint64_t *fmask,
                                 const uint64_t *args, unsigned n) {
   gaspard_enc *e = c->enc;
   uint32_t site = gaspard_site(c, file, line, col);
@@ -229,9 +230,11 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
   if (e->events == 0) e->base_ts = e->last_ts = ts;
   unsigned op = phase;
   if (e->last_kind == kind && (!is_user || e->last_user == user)) op |= GASPARD_OP_SAME_KIND;
-  if (site == e->last_site && e->events > 0) op |= GASPARD_OP_SAME_SITE;
-  if (flags & GASPARD_FLAG_PTS_RESOLVED) op |= GASPARD_OP_RESOLVED;
-  if (flags & GASPARD_FLAG_ARGS_UNREAD) op |= GASPARD_OP_UNREAD;
+  if (site == e->last_site) op |= GASPARD_OP_SAME_SITE; /* never on a chunk's first event */
+  if (__builtin_expect(flags != 0, 0)) {
+    if (flags & GASPARD_FLAG_PTS_RESOLVED) op |= GASPARD_OP_RESOLVED;
+    if (flags & GASPARD_FLAG_ARGS_UNREAD) op |= GASPARD_OP_UNREAD;
+  }
   uint64_t *pw;
   uint32_t *pn, cap;
   if (is_user) {
@@ -243,14 +246,16 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     }
     pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
   } else {
+    /* Emptied by gaspard_enc_reset at each chunk. */
     gaspard_prev_kind *s = &e->prev[kind < 64 ? kind : 64 + ((kind - 256) & 3)];
-    if (s->gen != e->gen) s->gen = e->gen, s->n = 0;
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   }
   unsigned same = 0;
   if (*pn == n) {
     uint64_t diff = 0;
-    for (unsigned i = 0; i < n; i++) diff |= pw[i] ^ args[i];
+    unsigned i = 0;
+    for (; i + 1 < n; i += 2) diff |= (pw[i] ^ args[i]) | (pw[i + 1] ^ args[i + 1]);
+    if (i < n) diff |= pw[i] ^ args[i];
     same = diff == 0;
   }
   if (same) op |= GASPARD_OP_SAME_ARGS;
@@ -271,27 +276,16 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
   if (!same) {
     if (!(op & GASPARD_OP_SAME_NARGS)) p = gaspard_put_u64(p, n);
     unsigned known = *pn;
-    if (!is_user || !schema) {
+    if (!fmask) {
       for (unsigned i = 0; i < n; i++)
         p = gaspard_put_i64(p, (int64_t)(args[i] - (i < known ? pw[i] : 0)));
     } else {
-      /* Which words are doubles: a %s is a length word and its bytes' words. */
-      const unsigned char *s = schema;
-      unsigned str_left = 0;
       for (unsigned i = 0; i < n; i++) {
         uint64_t before = i < known ? pw[i] : 0;
-        if (str_left) {
-          str_left--;
-          p = gaspard_put_i64(p, (int64_t)(args[i] - before));
-          continue;
-        }
-        unsigned code = *s ? *s++ : 0;
-        if (code == 7 || code == 8) {
+        if (fmask[i / 64] >> (i % 64) & 1)
           p = gaspard_put_xor(p, args[i] ^ before);
-        } else {
+        else
           p = gaspard_put_i64(p, (int64_t)(args[i] - before));
-          if (code == 9) str_left = (unsigned)(((args[i] < 64 ? args[i] : 64) + 7) / 8);
-        }
       }
     }
     if (n <= cap) {
