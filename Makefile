@@ -21,9 +21,11 @@ demo: build
 	target/release/gaspard run -o $(OUT)/heat-trace -- $(OUT)/heat 200
 	target/release/gaspard report $(OUT)/heat-trace
 
-# The whole test suite (unit tests, and real C programs driving the library).
+# The whole test suite (unit tests, real C programs driving the library, and
+# an installed copy used through pkg-config).
 test: deps
 	cargo build --workspace
+	bash scripts/check-install.sh
 	cargo test --workspace
 
 bench: deps
