@@ -34,6 +34,7 @@ bench: deps
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include
 	install -m 755 target/release/gaspard $(DESTDIR)$(PREFIX)/bin/
+	for c in cc mpicc oshcc caf; do ln -sf gaspard $(DESTDIR)$(PREFIX)/bin/gaspard-$$c; done
 	install -m 755 target/release/libgaspard.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 target/release/libgaspard.a $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 crates/gasp/include/gasp.h crates/gasp/include/gasp_upc.h crates/gasp/include/pupc.h \

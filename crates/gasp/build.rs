@@ -19,12 +19,18 @@ const EXPORTS: &[&str] = &[
     "pupc_tick_granularityus",
     "gaspard_pupc_context",
     "gaspard_flush",
+    "__cyg_profile_func_enter",
+    "__cyg_profile_func_exit",
+    "__wrap_malloc",
+    "__wrap_realloc",
+    "__wrap_free",
 ];
 
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
     let recorder = std::env::var("DEP_GASPARD_RECORDER_INCLUDE").expect("recorder include dir");
     println!("cargo:rerun-if-changed=csrc/gasp_shim.c");
+    println!("cargo:rerun-if-changed=csrc/c_events.c");
     println!("cargo:rerun-if-changed=include");
     println!("cargo:rerun-if-env-changed=GASPARD_GASP_UPC_H");
     println!("cargo:rerun-if-env-changed=GASPARD_PTS_BYTES");
@@ -49,6 +55,7 @@ fn main() {
     b.include(here.join("include"))
         .include(&recorder)
         .file("csrc/gasp_shim.c")
+        .file("csrc/c_events.c")
         .opt_level(2)
         .flag_if_supported("-fvisibility=hidden")
         .compile("gaspard_gasp_shim");

@@ -19,10 +19,14 @@ pub fn phase_name(p: u8) -> &'static str {
     }
 }
 
-/// The name an event is reported under: its kind, or its user event's name.
+/// The name an event is reported under: its kind, its user event's name, or
+/// for a function `GASP_C_FUNC <signature>`.
 pub fn event_name(t: &Trace, e: &Event) -> String {
     match e.user {
         Some(u) => t.user_events[u as usize].name.clone(),
+        None if e.kind == kinds::C_FUNC && !e.text_args.is_empty() => {
+            format!("GASP_C_FUNC {}", e.text_args[0])
+        }
         None => {
             kinds::kind(e.kind).map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
         }

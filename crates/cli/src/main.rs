@@ -8,6 +8,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use gaspard_analyze::{dump, profile, trace};
 
+mod cc;
+
 /// gaspard records what each thread of a parallel program does (through the
 /// GASP interface and the runtimes' own tool interfaces) and tells you why
 /// the program is slow.
@@ -32,6 +34,19 @@ enum Command {
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         cmd: Vec<String>,
+    },
+    /// Compile with gaspard's instrumentation (GASP Section 3.1).
+    ///
+    /// `--profile` or `--profile-local`: user events of pupc.h on, function
+    /// entry/exit (GASP_C_FUNC) and malloc/realloc/free (GASP_C_MALLOC, ...)
+    /// recorded. `--profile-only FILE`: only the events FILE names, one per
+    /// line. Without these, user events compile away. Also installed as
+    /// gaspard-cc, gaspard-mpicc, gaspard-oshcc and gaspard-caf.
+    #[command(disable_help_flag = true)]
+    Cc {
+        /// --profile | --profile-local | --profile-only FILE, then the compiler and its arguments.
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Print every event of a trace, per thread in time order, decoded.
     Dump {
@@ -83,6 +98,12 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     Ok(ExitCode::from((128 + sig).clamp(0, 255) as u8))
 }
 
+/// Whether `a` is the file name that follows `--profile-only`.
+fn is_profile_only_value(args: &[String], a: &String) -> bool {
+    args.windows(2)
+        .any(|w| w[0] == "--profile-only" && std::ptr::eq(&w[1], a))
+}
+
 fn read(dir: &std::path::Path) -> Result<trace::Trace> {
     if !dir.exists() {
         bail!("{} does not exist", dir.display());
@@ -94,12 +115,46 @@ fn main() -> ExitCode {
     // Printing into a closed pipe (`gaspard dump | head`) should end quietly.
     // SAFETY: restoring the default disposition of SIGPIPE has no preconditions.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    let argv: Vec<String> = std::env::args().collect();
+    if let Some(compiler) = argv.first().and_then(|a| cc::compiler_for(a)) {
+        return match cc::run(compiler, &argv[1..]) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("gaspard cc: error: {e:#}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let cli = Cli::parse();
     let r = (|| -> Result<ExitCode> {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         match cli.command {
             Command::Run { output, cmd } => return run(output, cmd),
+            Command::Cc { args } => {
+                // The wrapper's options come first, then the compiler: `gaspard cc --profile -- cc a.c`.
+                let (ours, rest): (Vec<String>, Vec<String>) = {
+                    let pos = args.iter().position(|a| a == "--").unwrap_or_else(|| {
+                        args.iter()
+                            .position(|a| {
+                                !a.starts_with("--profile") && !is_profile_only_value(&args, a)
+                            })
+                            .unwrap_or(args.len())
+                    });
+                    let rest = args[pos..]
+                        .iter()
+                        .skip_while(|a| *a == "--")
+                        .cloned()
+                        .collect();
+                    (args[..pos].to_vec(), rest)
+                };
+                let Some((compiler, cargs)) = rest.split_first() else {
+                    bail!("gaspard cc: name the compiler, e.g. gaspard cc --profile -- cc app.c");
+                };
+                let mut all = ours;
+                all.extend(cargs.iter().cloned());
+                return cc::run(compiler, &all);
+            }
             Command::Dump { dir, json } => {
                 let t = read(&dir)?;
                 if json {

@@ -1,0 +1,248 @@
+//! `gaspard cc`: C programs compiled with the wrapper record their functions,
+//! their malloc family and their pupc.h user events; without --profile,
+//! nothing is instrumented.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+const PROGRAM: &str = r#"
+#include <pthread.h>
+#include <stdlib.h>
+#include <pupc.h>
+static int fib(int n) { return n < 2 ? n : fib(n - 1) + fib(n - 2); }
+int work(int n) {
+  char *p = malloc(100 + n);
+  p = realloc(p, 1000 + n);
+  free(p);
+  return fib(n);
+}
+static void *thread_main(void *arg) {
+  unsigned ev = pupc_create_event("phase", "%d");
+  pupc_event_start(ev, 7);
+  int r = work(4);
+  pupc_event_end(ev, 7);
+  return (void *)(long)r;
+}
+int main(void) {
+  pthread_t t[2];
+  for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, thread_main, 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+  return 0;
+}
+"#;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gaspard-cc-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Builds PROGRAM with `gaspard cc ARGS -- cc`, runs it, returns its trace directory.
+fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
+    let dir = tmpdir(name);
+    let src = dir.join("prog.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("prog");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("cc")
+        .args(wrapper)
+        .args(["--", "cc", "-O1", "-pthread"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gaspard cc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = dir.join("trace");
+    let st = Command::new(&exe)
+        .env("GASPARD_DIR", &trace)
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    trace
+}
+
+fn dump(dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("dump")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn events(v: &Value) -> Vec<Vec<Value>> {
+    v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["events"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn profiled_program_records_functions_memory_and_user_events() {
+    let v = dump(&build_and_run("profile", &["--profile"]));
+    let threads = events(&v);
+    // The main thread (main) and the two workers.
+    assert_eq!(threads.len(), 3, "{:?}", v["threads"]);
+    let mut workers = 0;
+    for evs in &threads {
+        // Function events nest properly: every END closes the innermost START of the same function.
+        let mut stack: Vec<String> = Vec::new();
+        let mut calls = Vec::new();
+        for e in evs.iter().filter(|e| e["kind"] == "GASP_C_FUNC") {
+            let f = e["args"]["funcsig"].as_str().unwrap().to_string();
+            match e["phase"].as_str().unwrap() {
+                "START" => {
+                    calls.push(f.clone());
+                    stack.push(f)
+                }
+                "END" => assert_eq!(
+                    stack.pop().as_deref(),
+                    Some(f.as_str()),
+                    "unbalanced function events"
+                ),
+                p => panic!("phase {p}"),
+            }
+        }
+        assert!(stack.is_empty(), "functions left open: {stack:?}");
+        if calls.first().map(String::as_str) == Some("main") {
+            continue;
+        }
+        workers += 1;
+        // thread_main, work, then fib(4): 9 calls of a static function, named module+offset.
+        assert_eq!(calls.len(), 11, "{calls:?}");
+        assert!(
+            calls[0].starts_with("prog+0x"),
+            "static thread_main: {}",
+            calls[0]
+        );
+        assert_eq!(calls[1], "work");
+        assert!(
+            calls[2..]
+                .iter()
+                .all(|c| c.starts_with("prog+0x") && *c != calls[0]),
+            "{calls:?}"
+        );
+        // malloc, realloc, free, each START and END, with consistent pointers.
+        let mem: Vec<&Value> = evs
+            .iter()
+            .filter(|e| {
+                e["kind"].as_str().unwrap().starts_with("GASP_C_") && e["kind"] != "GASP_C_FUNC"
+            })
+            .collect();
+        let kinds: Vec<(&str, &str)> = mem
+            .iter()
+            .map(|e| (e["kind"].as_str().unwrap(), e["phase"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            kinds,
+            vec![
+                ("GASP_C_MALLOC", "START"),
+                ("GASP_C_MALLOC", "END"),
+                ("GASP_C_REALLOC", "START"),
+                ("GASP_C_REALLOC", "END"),
+                ("GASP_C_FREE", "START"),
+                ("GASP_C_FREE", "END")
+            ]
+        );
+        assert_eq!(mem[0]["args"]["nbytes"], 104);
+        let m = mem[1]["args"]["returnptr"].as_str().unwrap();
+        assert_ne!(m, "0x0");
+        assert_eq!(mem[2]["args"]["ptr"], m);
+        assert_eq!(mem[2]["args"]["size"], 1004);
+        let r = mem[3]["args"]["returnptr"].as_str().unwrap();
+        assert_eq!(mem[4]["args"]["ptr"], r);
+        // The user event, with its source line from the macro.
+        let user: Vec<&Value> = evs.iter().filter(|e| e["kind"] == "GASPARD_USER").collect();
+        assert_eq!(user.len(), 2);
+        assert_eq!(user[0]["name"], "phase");
+        assert_eq!(user[0]["text"], "7");
+        assert_eq!(user[0]["line"], 14);
+        assert!(user[0]["file"].as_str().unwrap().ends_with("prog.c"));
+    }
+    assert_eq!(workers, 2);
+}
+
+#[test]
+fn without_profile_nothing_is_instrumented() {
+    let trace = build_and_run("plain", &[]);
+    // No context was ever made: no trace at all, or one without events.
+    if trace.exists() && std::fs::read_dir(&trace).unwrap().next().is_some() {
+        let v = dump(&trace);
+        let n: usize = events(&v)
+            .iter()
+            .map(|e| e.iter().filter(|e| e["kind"] != "GASPARD_INIT").count())
+            .sum();
+        assert_eq!(n, 0);
+    }
+}
+
+#[test]
+fn profile_only_takes_the_listed_events() {
+    let dir = tmpdir("only-list");
+    let list = dir.join("events");
+    std::fs::write(&list, "GASP_C_MALLOC\nGASP_C_FREE\n").unwrap();
+    let v = dump(&build_and_run(
+        "only",
+        &["--profile-only", list.to_str().unwrap()],
+    ));
+    let kinds: std::collections::BTreeSet<String> = events(&v)
+        .iter()
+        .flatten()
+        .map(|e| e["kind"].as_str().unwrap().to_string())
+        .collect();
+    let want: std::collections::BTreeSet<String> = [
+        "GASPARD_INIT",
+        "GASPARD_USER",
+        "GASP_C_MALLOC",
+        "GASP_C_FREE",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(kinds, want);
+}
+
+#[test]
+fn multi_call_name_acts_as_the_wrapper() {
+    let dir = tmpdir("multicall");
+    let link = dir.join("gaspard-cc");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gaspard"), &link).unwrap();
+    let src = dir.join("p.c");
+    std::fs::write(
+        &src,
+        "#include <pupc.h>\nint main(void) { return pupc_tick_granularityus() == 1 ? 0 : 1; }\n",
+    )
+    .unwrap();
+    let exe = dir.join("p");
+    let st = Command::new(&link)
+        .arg("--profile")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = Command::new(&exe)
+        .env("GASPARD_DIR", dir.join("t"))
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .unwrap();
+    assert!(st.success());
+}

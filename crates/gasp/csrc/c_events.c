@@ -1,0 +1,141 @@
+/* The C events of GASP Section 4, for programs built with `gaspard cc --profile`:
+ *
+ * - GASP_C_FUNC from GCC/Clang's -finstrument-functions hooks. The function's
+ *   name comes from dladdr once per address (the wrapper links with -rdynamic
+ *   so that the program's own functions have names) and is cached; a static
+ *   function, which has no dynamic symbol, is named module+offset.
+ * - GASP_C_MALLOC, GASP_C_REALLOC, GASP_C_FREE from the program's calls,
+ *   redirected here by the linker (-Wl,--wrap=malloc and so on); this
+ *   library's own calls are not redirected.
+ *
+ * Events go to the calling thread's UPC-model context, as the spec's Section
+ * 4 places C events under UPC's measurement control. A thread-local guard
+ * keeps the tool from measuring itself. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gasp_upc.h"
+#include "gaspard_record.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define NO_INSTRUMENT __attribute__((no_instrument_function))
+
+/* Canonical kinds (crates/format/src/kinds.rs). */
+enum { K_C_FUNC = 1, K_C_MALLOC, K_C_REALLOC, K_C_FREE };
+
+gasp_context_t gaspard_pupc_context(void);
+
+static __thread gaspard_ctx *here __attribute__((tls_model("initial-exec")));
+static __thread int busy __attribute__((tls_model("initial-exec")));
+
+/* This thread's context while measuring, else NULL. Sets the guard. */
+static inline NO_INSTRUMENT gaspard_ctx *enter(void) {
+  if (busy) return NULL;
+  busy = 1;
+  gaspard_ctx *c = here;
+  if (__builtin_expect(c == NULL, 0)) here = c = (gaspard_ctx *)gaspard_pupc_context();
+  if (c && (!c->on || !gaspard_reserve(c))) c = NULL;
+  if (!c) busy = 0;
+  return c;
+}
+
+static inline NO_INSTRUMENT void leave(void) { busy = 0; }
+
+/* Function names by address: a direct-mapped cache, filled from dladdr. */
+#define NAME_SLOTS 4096
+static struct {
+  void *fn;
+  const char *name;
+} names[NAME_SLOTS];
+
+static NO_INSTRUMENT const char *name_of(void *fn) {
+  unsigned i = (unsigned)(((uintptr_t)fn >> 4) % NAME_SLOTS);
+  void *seen = __atomic_load_n(&names[i].fn, __ATOMIC_ACQUIRE);
+  const char *name = __atomic_load_n(&names[i].name, __ATOMIC_ACQUIRE);
+  if (seen == fn && name) return name;
+  Dl_info info;
+  int found = dladdr(fn, &info);
+  if (found && info.dli_sname && info.dli_saddr == fn) {
+    name = info.dli_sname; /* in the module's string table: lives as long as it */
+  } else {
+    /* A static function: its module and offset, the same from run to run. */
+    char buf[300];
+    if (found && info.dli_fname) {
+      const char *base = strrchr(info.dli_fname, '/');
+      snprintf(buf, sizeof buf, "%s+0x%lx", base ? base + 1 : info.dli_fname,
+               (unsigned long)((uintptr_t)fn - (uintptr_t)info.dli_fbase));
+    } else {
+      snprintf(buf, sizeof buf, "%p", fn);
+    }
+    name = strdup(buf); /* kept for the life of the program */
+    if (!name) return "?";
+  }
+  __atomic_store_n(&names[i].name, name, __ATOMIC_RELEASE);
+  __atomic_store_n(&names[i].fn, fn, __ATOMIC_RELEASE);
+  return name;
+}
+
+static NO_INSTRUMENT void func_event(void *fn, unsigned phase) {
+  gaspard_ctx *c = enter();
+  if (!c) return;
+  uint64_t ts = gaspard_now();
+  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  gaspard_emit(c, ts, K_C_FUNC, phase, 0, NULL, 0, 0, 0, NULL, a, 1);
+  leave();
+}
+
+EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
+  (void)call_site;
+  func_event(fn, GASP_START);
+}
+
+EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
+  (void)call_site;
+  func_event(fn, GASP_END);
+}
+
+static inline NO_INSTRUMENT void mem_event(gaspard_ctx *c, unsigned kind, unsigned phase,
+                                           const uint64_t *a, unsigned n) {
+  gaspard_emit(c, gaspard_now(), kind, phase, 0, NULL, 0, 0, 0, NULL, a, n);
+}
+
+EXPORT NO_INSTRUMENT void *__wrap_malloc(size_t nbytes) {
+  gaspard_ctx *c = enter();
+  if (!c) return malloc(nbytes);
+  uint64_t a[2] = {nbytes, 0};
+  mem_event(c, K_C_MALLOC, GASP_START, a, 1);
+  void *r = malloc(nbytes);
+  a[1] = (uint64_t)(uintptr_t)r;
+  if (gaspard_reserve(c)) mem_event(c, K_C_MALLOC, GASP_END, a, 2);
+  leave();
+  return r;
+}
+
+EXPORT NO_INSTRUMENT void *__wrap_realloc(void *ptr, size_t size) {
+  gaspard_ctx *c = enter();
+  if (!c) return realloc(ptr, size);
+  uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, 0};
+  mem_event(c, K_C_REALLOC, GASP_START, a, 2);
+  void *r = realloc(ptr, size);
+  a[2] = (uint64_t)(uintptr_t)r;
+  if (gaspard_reserve(c)) mem_event(c, K_C_REALLOC, GASP_END, a, 3);
+  leave();
+  return r;
+}
+
+EXPORT NO_INSTRUMENT void __wrap_free(void *ptr) {
+  gaspard_ctx *c = enter();
+  if (!c) {
+    free(ptr);
+    return;
+  }
+  uint64_t a[1] = {(uint64_t)(uintptr_t)ptr};
+  mem_event(c, K_C_FREE, GASP_START, a, 1);
+  free(ptr);
+  if (gaspard_reserve(c)) mem_event(c, K_C_FREE, GASP_END, a, 1);
+  leave();
+}
