@@ -24,6 +24,8 @@ const EXPORTS: &[&str] = &[
     "__wrap_malloc",
     "__wrap_realloc",
     "__wrap_free",
+    "ompt_start_tool",
+    "gaspard_context",
 ];
 
 fn main() {
@@ -31,6 +33,7 @@ fn main() {
     let recorder = std::env::var("DEP_GASPARD_RECORDER_INCLUDE").expect("recorder include dir");
     println!("cargo:rerun-if-changed=csrc/gasp_shim.c");
     println!("cargo:rerun-if-changed=csrc/c_events.c");
+    println!("cargo:rerun-if-changed=csrc/ompt_tool.c");
     println!("cargo:rerun-if-changed=include");
     println!("cargo:rerun-if-env-changed=GASPARD_GASP_UPC_H");
     println!("cargo:rerun-if-env-changed=GASPARD_PTS_BYTES");
@@ -56,6 +59,7 @@ fn main() {
         .include(&recorder)
         .file("csrc/gasp_shim.c")
         .file("csrc/c_events.c")
+        .file("csrc/ompt_tool.c")
         .opt_level(2)
         .flag_if_supported("-fvisibility=hidden")
         .compile("gaspard_gasp_shim");

@@ -83,9 +83,16 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create trace directory {}", dir.display()))?;
     let dir = dir.canonicalize().unwrap_or(dir);
-    let status = std::process::Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .env("GASPARD_DIR", &dir)
+    let mut command = std::process::Command::new(&cmd[0]);
+    command.args(&cmd[1..]).env("GASPARD_DIR", &dir);
+    // OpenMP programs on LLVM's libomp load gaspard as their OMPT tool; other
+    // programs ignore the variable.
+    if std::env::var_os("OMP_TOOL_LIBRARIES").is_none() {
+        if let Ok(inst) = cc::find_install() {
+            command.env("OMP_TOOL_LIBRARIES", inst.lib.join("libgaspard.so"));
+        }
+    }
+    let status = command
         .status()
         .with_context(|| format!("cannot run {}", cmd[0]))?;
     eprintln!("gaspard: trace in {}", dir.display());

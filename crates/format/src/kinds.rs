@@ -117,6 +117,10 @@ const REDUCE: &[(&str, ArgType)] = &[
     ("type", Reduction),
 ];
 const NONE: &[(&str, ArgType)] = &[];
+const WORK: &[(&str, ArgType)] = &[("count", Size), ("codeptr", Ptr)];
+const SINGLE: &[(&str, ArgType)] = &[("count", Size), ("codeptr", Ptr), ("executor", Int)];
+const SYNC: &[(&str, ArgType)] = &[("region", Int), ("codeptr", Ptr)];
+const MUTEX: &[(&str, ArgType)] = &[("wait_id", Size), ("codeptr", Ptr)];
 
 macro_rules! kinds {
     ($($konst:ident = $id:expr, $name:expr, $class:expr, $start:expr, $end:expr;)*) => {
@@ -182,6 +186,38 @@ kinds! {
     UPC_ALL_REDUCE = 53, "GASP_UPC_ALL_REDUCE", Comm, REDUCE, REDUCE;
     UPC_ALL_PREFIX_REDUCE = 54, "GASP_UPC_ALL_PREFIX_REDUCE", Comm, REDUCE, REDUCE;
 
+    OMP_THREAD = 64, "GASP_OMP_THREAD", Program, &[("thread_type", Int)], NONE;
+    OMP_PARALLEL = 65, "GASP_OMP_PARALLEL", Work,
+        &[("requested_parallelism", Size), ("flags", Int), ("codeptr", Ptr)],
+        &[("flags", Int), ("codeptr", Ptr)];
+    OMP_IMPLICIT_TASK = 66, "GASP_OMP_IMPLICIT_TASK", Work,
+        &[("actual_parallelism", Size), ("index", Size)], NONE;
+    OMP_LOOP = 67, "GASP_OMP_LOOP", Work, WORK, WORK;
+    OMP_SECTIONS = 68, "GASP_OMP_SECTIONS", Work, WORK, WORK;
+    OMP_SINGLE = 69, "GASP_OMP_SINGLE", Work, SINGLE, SINGLE;
+    OMP_WORKSHARE = 70, "GASP_OMP_WORKSHARE", Work, WORK, WORK;
+    OMP_DISTRIBUTE = 71, "GASP_OMP_DISTRIBUTE", Work, WORK, WORK;
+    OMP_TASKLOOP = 72, "GASP_OMP_TASKLOOP", Work, WORK, WORK;
+    OMP_BARRIER = 73, "GASP_OMP_BARRIER", Sync, SYNC, SYNC;
+    OMP_IMPLICIT_BARRIER = 74, "GASP_OMP_IMPLICIT_BARRIER", Sync, SYNC, SYNC;
+    OMP_TASKWAIT = 75, "GASP_OMP_TASKWAIT", Sync, SYNC, SYNC;
+    OMP_TASKGROUP = 76, "GASP_OMP_TASKGROUP", Sync, SYNC, SYNC;
+    OMP_REDUCTION = 77, "GASP_OMP_REDUCTION", Sync, SYNC, SYNC;
+    OMP_SYNC_WAIT = 78, "GASP_OMP_SYNC_WAIT", Sync, SYNC, SYNC;
+    OMP_LOCK = 79, "GASP_OMP_LOCK", Sync, MUTEX, MUTEX;
+    OMP_NEST_LOCK = 80, "GASP_OMP_NEST_LOCK", Sync, MUTEX, MUTEX;
+    OMP_CRITICAL = 81, "GASP_OMP_CRITICAL", Sync, MUTEX, MUTEX;
+    OMP_ORDERED = 82, "GASP_OMP_ORDERED", Sync, MUTEX, MUTEX;
+    OMP_ATOMIC = 83, "GASP_OMP_ATOMIC", Sync, MUTEX, MUTEX;
+    OMP_MUTEX_ACQUIRED = 84, "GASP_OMP_MUTEX_ACQUIRED", Sync,
+        &[("mutex", Int), ("wait_id", Size), ("codeptr", Ptr)], NONE;
+    OMP_TASK_CREATE = 85, "GASP_OMP_TASK_CREATE", Work,
+        &[("flags", Int), ("has_dependences", Int), ("codeptr", Ptr)], NONE;
+    OMP_TASK_SCHEDULE = 86, "GASP_OMP_TASK_SCHEDULE", Work, &[("prior_status", Int)], NONE;
+    OMP_MASKED = 87, "GASP_OMP_MASKED", Work, &[("codeptr", Ptr)], &[("codeptr", Ptr)];
+    OMP_FLUSH = 88, "GASP_OMP_FLUSH", Sync, &[("codeptr", Ptr)], NONE;
+    OMP_SCOPE = 89, "GASP_OMP_SCOPE", Work, WORK, WORK;
+
     GASPARD_INIT = 256, "GASPARD_INIT", Program, &[("model", Model)], NONE;
     GASPARD_MEASUREMENT = 257, "GASPARD_MEASUREMENT", Program, &[("on", Int)], NONE;
     GASPARD_USER = 258, "GASPARD_USER", User, NONE, NONE;
@@ -210,6 +246,7 @@ pub fn model_name(model: u64) -> &'static str {
         2 => "CAF",
         3 => "MPI",
         4 => "SHMEM",
+        5 => "OMP",
         _ => "UNKNOWN",
     }
 }

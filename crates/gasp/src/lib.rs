@@ -157,6 +157,17 @@ pub extern "C" fn gaspard_pupc_context() -> *mut c_void {
     .unwrap_or(std::ptr::null_mut())
 }
 
+/// The calling thread's context for `model` (a `gasp_model_t`, or 5 for
+/// OpenMP), created on first use; for gaspard's own adapters.
+#[no_mangle]
+pub extern "C" fn gaspard_context(model: c_uint) -> *mut c_void {
+    catch_unwind(|| {
+        ensure_init();
+        rec::context_for(model).cast()
+    })
+    .unwrap_or(std::ptr::null_mut())
+}
+
 /// `pupc_control`.
 #[no_mangle]
 pub extern "C" fn pupc_control(on: c_int) -> c_int {

@@ -102,7 +102,7 @@ typedef struct gaspard_enc {
   uint64_t last_user;
   const char *last_file; /* the last callsite's key, to skip the cache */
   uint32_t last_line, last_col; /* last_line 0xffffffff: none */
-  gaspard_prev_kind prev[64 + 4]; /* kinds 0..63, then 256..259 */
+  gaspard_prev_kind prev[128 + 4]; /* kinds 0..127, then 256..259 */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
   gaspard_user_slot users[GASPARD_USER_SLOTS];
   gaspard_site_slot sites[GASPARD_SITE_SLOTS];
@@ -247,7 +247,7 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
   } else {
     /* Emptied by gaspard_enc_reset at each chunk. */
-    gaspard_prev_kind *s = &e->prev[kind < 64 ? kind : 64 + ((kind - 256) & 3)];
+    gaspard_prev_kind *s = &e->prev[kind < 128 ? kind : 128 + ((kind - 256) & 3)];
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   }
   unsigned same = 0;

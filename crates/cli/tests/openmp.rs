@@ -1,0 +1,134 @@
+//! OpenMP programs (clang, LLVM libomp) run under `gaspard run` are recorded
+//! through OMPT: parallel regions, work-sharing, barriers, critical sections.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+const PROGRAM: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+  long sum = 0;
+  #pragma omp parallel num_threads(4)
+  {
+    for (int round = 0; round < 3; round++) {
+      #pragma omp for
+      for (int i = 0; i < 400; i++) {
+        #pragma omp critical
+        sum += i;
+      }
+      #pragma omp barrier
+    }
+    #pragma omp single
+    printf("sum=%ld\n", sum);
+  }
+  return sum == 3 * 79800 ? 0 : 1;
+}
+"#;
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gaspard-omp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn openmp_constructs_are_recorded_per_thread() {
+    let dir = tmpdir("basic");
+    let src = dir.join("omp.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("omp");
+    let out = Command::new("clang")
+        .args(["-fopenmp", "-O1", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("clang is needed for the OpenMP tests (Debian: clang libomp-dev)");
+    assert!(
+        out.status.success(),
+        "clang failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = dir.join("trace");
+    let st = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("run")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .arg(&exe)
+        .env_remove("OMP_TOOL_LIBRARIES")
+        .env_remove("LD_LIBRARY_PATH")
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&st.stdout).trim(), "sum=239400");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("dump")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let threads = v["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 4, "one stream per OpenMP thread");
+    let mut criticals = 0;
+    let mut parallel = 0;
+    for t in threads {
+        assert_eq!(t["model"], "OMP");
+        let evs = t["events"].as_array().unwrap();
+        let count = |kind: &str, phase: &str| {
+            evs.iter()
+                .filter(|e| e["kind"] == kind && e["phase"] == phase)
+                .count()
+        };
+        // Three explicit barriers, each with a START and an END.
+        assert_eq!(
+            count("GASP_OMP_BARRIER", "START"),
+            3,
+            "thread {}",
+            t["thread"]
+        );
+        assert_eq!(count("GASP_OMP_BARRIER", "END"), 3);
+        // Three loops, each thread taking part in each.
+        assert_eq!(count("GASP_OMP_LOOP", "START"), 3);
+        assert_eq!(count("GASP_OMP_LOOP", "END"), 3);
+        // Every critical section is entered, marked acquired and released.
+        let c = count("GASP_OMP_CRITICAL", "START");
+        assert_eq!(count("GASP_OMP_CRITICAL", "END"), c);
+        assert_eq!(
+            evs.iter()
+                .filter(|e| e["kind"] == "GASP_OMP_MUTEX_ACQUIRED" && e["args"]["mutex"] == 5)
+                .count(),
+            c
+        );
+        criticals += c;
+        parallel += count("GASP_OMP_PARALLEL", "START");
+        // Each barrier's code address points into the program.
+        for e in evs.iter().filter(|e| e["kind"] == "GASP_OMP_BARRIER") {
+            assert_ne!(e["args"]["codeptr"], "0x0");
+        }
+        assert_eq!(
+            count("GASP_OMP_SINGLE", "START"),
+            1,
+            "every thread meets the single"
+        );
+    }
+    assert_eq!(criticals, 3 * 400, "one critical section per iteration");
+    assert_eq!(
+        parallel, 1,
+        "one parallel region, begun by the primary thread"
+    );
+}
