@@ -8,4 +8,5 @@
 
 pub mod dump;
 pub mod profile;
+pub mod symbolize;
 pub mod trace;

@@ -281,6 +281,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         }
         decoded.push(s);
     }
+    attach_sources(dir, &mut decoded, &mut sites);
     let base = base
         .map(i128::from)
         .or_else(|| {
@@ -304,6 +305,58 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     decoded.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
     t.streams = decoded;
     Ok(t)
+}
+
+/// Gives events that carry a code address (`codeptr`) and no source position
+/// the source line of that address, from the binaries' debug information.
+fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsite, u32>) {
+    let mut sym = crate::symbolize::Symbolizer::new(dir);
+    if sym.is_empty() {
+        return;
+    }
+    let unknown: Vec<bool> = {
+        let mut v = vec![false; sites.len()];
+        for (c, &i) in sites.iter() {
+            v[i as usize] = c.file.is_none();
+        }
+        v
+    };
+    let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::new();
+    for s in streams.iter_mut() {
+        let pts_words = (s.pts_bytes as usize).div_ceil(8);
+        for e in &mut s.events {
+            if !unknown.get(e.callsite as usize).copied().unwrap_or(false) {
+                continue;
+            }
+            let at = *slot
+                .entry((e.kind, e.phase, e.flags, s.pts_bytes))
+                .or_insert_with(|| {
+                    let mut off = 0;
+                    for (name, _, n) in
+                        gaspard_format::codec::arg_layout(e.kind, e.phase, pts_words, e.flags)
+                    {
+                        if name == "codeptr" {
+                            return Some(off);
+                        }
+                        off += n;
+                    }
+                    None
+                });
+            let Some(addr) = at.and_then(|i| e.args.get(i).copied()) else {
+                continue;
+            };
+            if let Some((file, line)) = sym.source_of_return_address(&s.process, addr) {
+                let n = sites.len() as u32;
+                e.callsite = *sites
+                    .entry(Callsite {
+                        file: Some(file),
+                        line,
+                        col: 0,
+                    })
+                    .or_insert(n);
+            }
+        }
+    }
 }
 
 fn convert_chunk(

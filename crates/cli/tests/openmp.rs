@@ -116,9 +116,20 @@ fn openmp_constructs_are_recorded_per_thread() {
         );
         criticals += c;
         parallel += count("GASP_OMP_PARALLEL", "START");
-        // Each barrier's code address points into the program.
-        for e in evs.iter().filter(|e| e["kind"] == "GASP_OMP_BARRIER") {
-            assert_ne!(e["args"]["codeptr"], "0x0");
+        // Each construct's code address is turned into its source line.
+        let line_of = |needle: &str| PROGRAM.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        for (kind, needle) in [
+            ("GASP_OMP_BARRIER", "omp barrier"),
+            ("GASP_OMP_CRITICAL", "omp critical"),
+        ] {
+            for e in evs
+                .iter()
+                .filter(|e| e["kind"] == kind && e["phase"] == "START")
+            {
+                assert_ne!(e["args"]["codeptr"], "0x0");
+                assert!(e["file"].as_str().unwrap_or("").ends_with("omp.c"), "{e}");
+                assert_eq!(e["line"], line_of(needle), "{kind}: {e}");
+            }
         }
         assert_eq!(
             count("GASP_OMP_SINGLE", "START"),

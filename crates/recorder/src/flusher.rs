@@ -191,10 +191,40 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
         unknown_tags: unknown,
         notes: p.notes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
     };
+    write_maps(p);
     let path = p.dir.join(format!("{}.manifest", p.prefix));
     let tmp = p.dir.join(format!(".{}.manifest.tmp", p.prefix));
     let r = std::fs::write(&tmp, m.to_text()).and_then(|_| std::fs::rename(&tmp, &path));
     if let Err(e) = r {
         eprintln!("gaspard: cannot write manifest {}: {e}", path.display());
+    }
+}
+
+/// Keeps the process's executable file mappings (`<prefix>.maps`, in the
+/// format of /proc/self/maps) so that the reader can turn code addresses
+/// into source lines.
+fn write_maps(p: &Process) {
+    let Ok(maps) = std::fs::read_to_string("/proc/self/maps") else {
+        return;
+    };
+    let keep: String = maps
+        .lines()
+        .filter(|l| {
+            let mut f = l.split_whitespace();
+            let perms = f.nth(1).unwrap_or("");
+            perms.contains('x')
+                && l.split_whitespace()
+                    .nth(5)
+                    .is_some_and(|path| path.starts_with('/'))
+        })
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let path = p.dir.join(format!("{}.maps", p.prefix));
+    let tmp = p.dir.join(format!(".{}.maps.tmp", p.prefix));
+    if std::fs::write(&tmp, keep)
+        .and_then(|_| std::fs::rename(&tmp, &path))
+        .is_err()
+    {
+        p.note("cannot write the process's memory map: code addresses stay unresolved".into());
     }
 }

@@ -1,0 +1,146 @@
+//! Code addresses (OpenMP constructs' `codeptr`) to source lines, through the
+//! process's executable mappings (`<process>.maps`) and the binaries' DWARF.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSegment};
+
+/// One executable file mapping of a process.
+#[derive(Debug, Clone)]
+struct Mapping {
+    start: u64,
+    end: u64,
+    offset: u64,
+    path: PathBuf,
+}
+
+/// A binary's debug information and its segments (file offset, size, address).
+struct Binary {
+    loader: addr2line::Loader,
+    segments: Vec<(u64, u64, u64)>,
+}
+
+/// Resolves addresses of one trace's processes, caching everything.
+#[derive(Default)]
+pub struct Symbolizer {
+    maps: HashMap<String, Vec<Mapping>>,
+    binaries: HashMap<PathBuf, Option<Binary>>,
+    cache: HashMap<(String, u64), Option<(String, u32)>>,
+}
+
+impl std::fmt::Debug for Symbolizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Symbolizer")
+            .field("processes", &self.maps.len())
+            .finish()
+    }
+}
+
+fn parse_maps(text: &str) -> Vec<Mapping> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (range, offset, path) = (f.first()?, f.get(2)?, f.get(5)?);
+            let (s, e) = range.split_once('-')?;
+            Some(Mapping {
+                start: u64::from_str_radix(s, 16).ok()?,
+                end: u64::from_str_radix(e, 16).ok()?,
+                offset: u64::from_str_radix(offset, 16).ok()?,
+                path: PathBuf::from(path),
+            })
+        })
+        .collect()
+}
+
+fn load(path: &Path) -> Option<Binary> {
+    let data = std::fs::read(path).ok()?;
+    let file = object::File::parse(&*data).ok()?;
+    let segments = file
+        .segments()
+        .map(|s| {
+            let (off, size) = s.file_range();
+            (off, size, s.address())
+        })
+        .collect();
+    let loader = addr2line::Loader::new(path).ok()?;
+    Some(Binary { loader, segments })
+}
+
+impl Symbolizer {
+    /// Reads the process maps found in `dir`.
+    pub fn new(dir: &Path) -> Symbolizer {
+        let mut s = Symbolizer::default();
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                let p = e.path();
+                if p.extension().and_then(|x| x.to_str()) == Some("maps") {
+                    if let (Some(stem), Ok(text)) = (p.file_stem(), std::fs::read_to_string(&p)) {
+                        s.maps
+                            .insert(stem.to_string_lossy().into_owned(), parse_maps(&text));
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    /// True when no process left a map.
+    pub fn is_empty(&self) -> bool {
+        self.maps.is_empty()
+    }
+
+    /// The source file and line of a return address in `process`.
+    pub fn source_of_return_address(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {
+        if addr == 0 {
+            return None;
+        }
+        let key = (process.to_string(), addr);
+        if let Some(hit) = self.cache.get(&key) {
+            return hit.clone();
+        }
+        let found = self.resolve(process, addr.saturating_sub(1));
+        self.cache.insert(key, found.clone());
+        found
+    }
+
+    fn resolve(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {
+        let m = self
+            .maps
+            .get(process)?
+            .iter()
+            .find(|m| m.start <= addr && addr < m.end)?
+            .clone();
+        let file_offset = addr - m.start + m.offset;
+        let bin = self
+            .binaries
+            .entry(m.path.clone())
+            .or_insert_with(|| load(&m.path))
+            .as_ref()?;
+        let &(off, _, vaddr) = bin
+            .segments
+            .iter()
+            .find(|(off, size, _)| *off <= file_offset && file_offset < off + size)?;
+        let probe = vaddr + (file_offset - off);
+        let loc = bin.loader.find_location(probe).ok()??;
+        Some((loc.file?.to_string(), loc.line?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn maps_lines_parse() {
+        let m = parse_maps(
+            "55d0c0a00000-55d0c0a01000 r-xp 00001000 fd:01 123 /usr/bin/prog\nbad line\n",
+        );
+        assert_eq!(m.len(), 1);
+        assert_eq!(
+            (m[0].start, m[0].end, m[0].offset),
+            (0x55d0c0a00000, 0x55d0c0a01000, 0x1000)
+        );
+        assert_eq!(m[0].path, PathBuf::from("/usr/bin/prog"));
+    }
+}
