@@ -288,6 +288,26 @@ mod tests {
     }
 
     #[test]
+    fn the_openmp_header_matches() {
+        let h = include_str!("../../gasp/include/gasp_omp.h");
+        let mut seen = 0;
+        for line in h.lines() {
+            let mut f = line.split_whitespace();
+            if f.next() != Some("#define") {
+                continue;
+            }
+            let (Some(name), Some(num)) = (f.next(), f.next()) else { continue };
+            if !name.starts_with("GASP_OMP_") {
+                continue;
+            }
+            let num: u16 = num.trim_end_matches('u').parse().unwrap();
+            assert_eq!(kind_by_name(name).map(|k| k.id), Some(num), "{name}");
+            seen += 1;
+        }
+        assert_eq!(seen, KINDS.iter().filter(|k| k.name.starts_with("GASP_OMP_")).count());
+    }
+
+    #[test]
     fn lookup() {
         assert_eq!(kind(UPC_MEMGET).unwrap().name, "GASP_UPC_MEMGET");
         assert_eq!(kind_by_name("GASP_UPC_PUT").unwrap().id, UPC_PUT);
