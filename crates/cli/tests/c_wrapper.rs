@@ -2,10 +2,17 @@
 //! their malloc family and their pupc.h user events; without --profile,
 //! nothing is instrumented.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+
+mod common;
+use common::{dump, events};
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmpdir(&format!("cc-{name}"))
+}
 
 const PROGRAM: &str = r#"
 #include <pthread.h>
@@ -33,16 +40,9 @@ int main(void) {
 }
 "#;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gaspard-cc-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Builds PROGRAM with `gaspard cc ARGS -- cc`, runs it, returns its trace directory.
 fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
-    let dir = tmpdir(name);
+    let dir = tmp(name);
     let src = dir.join("prog.c");
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("prog");
@@ -68,30 +68,6 @@ fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
         .unwrap();
     assert!(st.success());
     trace
-}
-
-fn dump(dir: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("dump")
-        .arg(dir)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
-}
-
-fn events(v: &Value) -> Vec<Vec<Value>> {
-    v["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["events"].as_array().unwrap().clone())
-        .collect()
 }
 
 #[test]
@@ -195,7 +171,7 @@ fn without_profile_nothing_is_instrumented() {
 
 #[test]
 fn profile_only_takes_the_listed_events() {
-    let dir = tmpdir("only-list");
+    let dir = tmp("only-list");
     let list = dir.join("events");
     std::fs::write(&list, "GASP_C_MALLOC\nGASP_C_FREE\n").unwrap();
     let v = dump(&build_and_run(
@@ -221,7 +197,7 @@ fn profile_only_takes_the_listed_events() {
 
 #[test]
 fn multi_call_name_acts_as_the_wrapper() {
-    let dir = tmpdir("multicall");
+    let dir = tmp("multicall");
     let link = dir.join("gaspard-cc");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_gaspard"), &link).unwrap();
     let src = dir.join("p.c");

@@ -1,10 +1,16 @@
 //! OpenMP programs (clang, LLVM libomp) run under `gaspard run` are recorded
 //! through OMPT: parallel regions, work-sharing, barriers, critical sections.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
+
+mod common;
+use common::dump;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmpdir(&format!("omp-{name}"))
+}
 
 const PROGRAM: &str = r#"
 #include <omp.h>
@@ -28,16 +34,9 @@ int main(void) {
 }
 "#;
 
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gaspard-omp-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn openmp_constructs_are_recorded_per_thread() {
-    let dir = tmpdir("basic");
+    let dir = tmp("basic");
     let src = dir.join("omp.c");
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("omp");
@@ -70,18 +69,7 @@ fn openmp_constructs_are_recorded_per_thread() {
         String::from_utf8_lossy(&st.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&st.stdout).trim(), "sum=239400");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("dump")
-        .arg(&trace)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v: Value = dump(&trace);
     let threads = v["threads"].as_array().unwrap();
     assert_eq!(threads.len(), 4, "one stream per OpenMP thread");
     let mut criticals = 0;

@@ -5,18 +5,18 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+use common::dump;
+
+fn tmp(name: &str) -> std::path::PathBuf {
+    common::tmpdir(&format!("rec-{name}"))
+}
+
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../..")
         .canonicalize()
         .unwrap()
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gaspard-rec-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 /// Compiles `src` against gaspard's headers and the debug libgaspard.
@@ -27,7 +27,7 @@ fn compile(name: &str, src: &str) -> PathBuf {
         lib.join("libgaspard.so").exists(),
         "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
     );
-    let dir = tmpdir(&format!("bin-{name}"));
+    let dir = tmp(&format!("bin-{name}"));
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
@@ -48,21 +48,6 @@ fn compile(name: &str, src: &str) -> PathBuf {
         String::from_utf8_lossy(&out.stderr)
     );
     exe
-}
-
-fn dump(dir: &Path) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("dump")
-        .arg(dir)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "dump failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 const PRESSURE: &str = r#"
@@ -116,7 +101,7 @@ fn memory_cap_drops_are_counted_exactly() {
     // (about 70 bytes each: several times the 1 MiB cap while the flusher is held back).
     let sent = 2 * (1 + 2 * per_thread);
     for (policy, name) in [("wait", "wait"), ("drop", "drop")] {
-        let dir = tmpdir(name);
+        let dir = tmp(name);
         let st = Command::new(&exe)
             .arg(per_thread.to_string())
             .env("GASPARD_DIR", &dir)
@@ -163,7 +148,7 @@ int main(int argc, char **argv) {
 }
 "#;
     let exe = compile("off", src);
-    let dir = tmpdir("off");
+    let dir = tmp("off");
     let st = Command::new(&exe)
         .arg(format!("--gaspard-dir={}", dir.display()))
         .status()
@@ -205,7 +190,7 @@ fn cli_reports_bad_input_clearly() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
-    let empty = tmpdir("cli-empty");
+    let empty = tmp("cli-empty");
     let out = Command::new(bin)
         .arg("report")
         .arg(&empty)
@@ -234,7 +219,7 @@ int main(int argc, char **argv) {
 }
 "#;
     let exe = compile("status", src);
-    let dir = tmpdir("run-out");
+    let dir = tmp("run-out");
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("run")
         .arg("-o")
@@ -285,7 +270,7 @@ int main(int argc, char **argv) {
 }
 "#;
     let exe = compile("users", src);
-    let dir = tmpdir("users");
+    let dir = tmp("users");
     assert!(Command::new(&exe)
         .env("GASPARD_DIR", &dir)
         .status()

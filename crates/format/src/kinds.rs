@@ -296,7 +296,9 @@ mod tests {
             if f.next() != Some("#define") {
                 continue;
             }
-            let (Some(name), Some(num)) = (f.next(), f.next()) else { continue };
+            let (Some(name), Some(num)) = (f.next(), f.next()) else {
+                continue;
+            };
             if !name.starts_with("GASP_OMP_") {
                 continue;
             }
@@ -304,7 +306,13 @@ mod tests {
             assert_eq!(kind_by_name(name).map(|k| k.id), Some(num), "{name}");
             seen += 1;
         }
-        assert_eq!(seen, KINDS.iter().filter(|k| k.name.starts_with("GASP_OMP_")).count());
+        assert_eq!(
+            seen,
+            KINDS
+                .iter()
+                .filter(|k| k.name.starts_with("GASP_OMP_"))
+                .count()
+        );
     }
 
     #[test]

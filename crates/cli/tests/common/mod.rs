@@ -1,0 +1,41 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// A fresh, empty directory for one test (`gaspard-<name>-<pid>` in the temp dir).
+pub fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("gaspard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `gaspard dump DIR --json`, parsed.
+pub fn dump(dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("dump")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "dump failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Each thread's events of a dump.
+pub fn events(v: &Value) -> Vec<Vec<Value>> {
+    v["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["events"].as_array().unwrap().clone())
+        .collect()
+}
