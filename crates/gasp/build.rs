@@ -26,7 +26,50 @@ const EXPORTS: &[&str] = &[
     "__wrap_free",
     "ompt_start_tool",
     "gaspard_context",
+    "gaspard_record_event",
 ];
+
+/// Where Open MPI's OpenSHMEM headers are, if installed.
+fn shmem_include() -> Option<PathBuf> {
+    let from_wrapper = std::process::Command::new("oshcc")
+        .arg("--showme:incdirs")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    from_wrapper
+        .split_whitespace()
+        .map(PathBuf::from)
+        .chain([PathBuf::from("/usr/lib/x86_64-linux-gnu/openmpi/include")])
+        .find(|d| d.join("pshmem.h").exists())
+}
+
+/// Builds libgaspard_shmem.so beside libgaspard.so when OpenSHMEM is there.
+fn build_shmem_adapter(out: &std::path::Path) {
+    println!("cargo:rerun-if-changed=csrc/shmem_adapter.c");
+    let Some(inc) = shmem_include() else {
+        println!("cargo:warning=OpenSHMEM headers (pshmem.h) not found: libgaspard_shmem.so is not built");
+        return;
+    };
+    // OUT_DIR is target/<profile>/build/<crate>/out: the library goes to target/<profile>.
+    let Some(dest) = out.ancestors().nth(3) else {
+        return;
+    };
+    let cc = cc::Build::new().get_compiler();
+    let status = cc
+        .to_command()
+        .args(["-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden"])
+        .arg(format!("-I{}", inc.display()))
+        .arg("csrc/shmem_adapter.c")
+        .arg("-o")
+        .arg(dest.join("libgaspard_shmem.so"))
+        .status();
+    match status {
+        Ok(s) if s.success() => {}
+        other => println!("cargo:warning=building libgaspard_shmem.so failed: {other:?}"),
+    }
+}
 
 fn main() {
     let here = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -66,6 +109,7 @@ fn main() {
     // Export the C entry points from the cdylib (rustc's own version script
     // would hide them) and make sure the linker pulls them in.
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    build_shmem_adapter(&out);
     let script = out.join("exports.map");
     let list: String = EXPORTS.iter().map(|s| format!("{s}; ")).collect();
     std::fs::write(&script, format!("{{ global: {list}}};\n")).unwrap();

@@ -74,6 +74,40 @@ fn utc_stamp() -> String {
     gaspard_format::manifest::utc_stamp(secs)
 }
 
+/// The adapter libraries the programs named in `cmd` need: a program linked
+/// with Open MPI's liboshmem gets libgaspard_shmem.so. Each argument that
+/// names an executable file (the program itself, or the one a launcher
+/// starts) is asked with `ldd`.
+fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
+    let mut needed = std::collections::BTreeSet::new();
+    for a in cmd {
+        let p = std::path::Path::new(a);
+        if !p.is_file() {
+            continue;
+        }
+        let Ok(out) = std::process::Command::new("ldd").arg(p).output() else {
+            continue;
+        };
+        let deps = String::from_utf8_lossy(&out.stdout);
+        if deps.contains("liboshmem") {
+            needed.insert("libgaspard_shmem.so");
+        }
+    }
+    let mut found = Vec::new();
+    for name in needed {
+        let path = lib.join(name);
+        if path.exists() {
+            found.push(path);
+        } else {
+            eprintln!(
+                "gaspard: {} is missing: the program's {name} calls are not recorded",
+                path.display()
+            );
+        }
+    }
+    found
+}
+
 fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     let prog = std::path::Path::new(&cmd[0])
         .file_name()
@@ -85,11 +119,22 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     let dir = dir.canonicalize().unwrap_or(dir);
     let mut command = std::process::Command::new(&cmd[0]);
     command.args(&cmd[1..]).env("GASPARD_DIR", &dir);
-    // OpenMP programs on LLVM's libomp load gaspard as their OMPT tool; other
-    // programs ignore the variable.
-    if std::env::var_os("OMP_TOOL_LIBRARIES").is_none() {
-        if let Ok(inst) = cc::find_install() {
+    if let Ok(inst) = cc::find_install() {
+        // OpenMP programs on LLVM's libomp load gaspard as their OMPT tool; other
+        // programs ignore the variable.
+        if std::env::var_os("OMP_TOOL_LIBRARIES").is_none() {
             command.env("OMP_TOOL_LIBRARIES", inst.lib.join("libgaspard.so"));
+        }
+        // Programs on a runtime with an adapter library get it preloaded, with
+        // libgaspard before it; launchers pass the environment on to them.
+        let adapters = adapters_for(&cmd, &inst.lib);
+        if !adapters.is_empty() {
+            let mut preload = vec![inst.lib.join("libgaspard.so").display().to_string()];
+            preload.extend(adapters.iter().map(|a| a.display().to_string()));
+            if let Some(old) = std::env::var_os("LD_PRELOAD") {
+                preload.push(old.to_string_lossy().into_owned());
+            }
+            command.env("LD_PRELOAD", preload.join(" "));
         }
     }
     let status = command

@@ -184,11 +184,18 @@ const USER_SLOTS: usize = 16;
 /// User-event arguments longer than this are not remembered (`GASPARD_USER_WORDS`).
 const USER_WORDS: usize = 32;
 
-/// Previous argument words: per kind, and per user-event slot.
+/// Kinds from 512 on (the adapters' many kinds) share this many slots, by
+/// number modulo the count, a slot held by another kind counting as empty
+/// (`GASPARD_SHARED_SLOTS` of the C encoder).
+const SHARED_FIRST: u16 = 512;
+const SHARED_SLOTS: usize = 64;
+
+/// Previous argument words: per kind, per shared slot, and per user-event slot.
 #[derive(Debug)]
 struct PrevArgs {
     kinds: Vec<Vec<u64>>,
     other: FxHashMap<u16, Vec<u64>>,
+    shared: [(u16, Vec<u64>); SHARED_SLOTS],
     users: [(u64, Vec<u64>); USER_SLOTS],
 }
 
@@ -197,6 +204,7 @@ impl Default for PrevArgs {
         PrevArgs {
             kinds: vec![Vec::new(); KIND_SLOTS],
             other: FxHashMap::default(),
+            shared: std::array::from_fn(|_| (u16::MAX, Vec::new())),
             users: std::array::from_fn(|_| (u64::MAX, Vec::new())),
         }
     }
@@ -211,6 +219,14 @@ impl PrevArgs {
                 let slot = &mut self.users[(u % USER_SLOTS as u64) as usize];
                 if slot.0 != u {
                     slot.0 = u;
+                    slot.1.clear();
+                }
+                &mut slot.1
+            }
+            None if kind >= SHARED_FIRST => {
+                let slot = &mut self.shared[kind as usize % SHARED_SLOTS];
+                if slot.0 != kind {
+                    slot.0 = kind;
                     slot.1.clear();
                 }
                 &mut slot.1

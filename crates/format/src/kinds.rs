@@ -224,18 +224,32 @@ kinds! {
     GASPARD_LOST = 259, "GASPARD_LOST", Program, &[("events", Size), ("first", Ticks), ("last", Ticks)], NONE;
 }
 
+#[path = "shmem_kinds.rs"]
+mod shmem_kinds;
+pub use shmem_kinds::{FIRST as SHMEM_FIRST, SHMEM_KINDS};
+
 /// Looks a kind up by its number.
 pub fn kind(id: u16) -> Option<&'static KindInfo> {
-    // KINDS is sorted by id: binary search keeps this independent of gaps.
-    KINDS
+    // Each table is sorted by id: binary search keeps this independent of gaps.
+    let table = if id >= SHMEM_FIRST {
+        SHMEM_KINDS
+    } else {
+        KINDS
+    };
+    table
         .binary_search_by_key(&id, |k| k.id)
         .ok()
-        .map(|i| &KINDS[i])
+        .map(|i| &table[i])
+}
+
+/// Every kind: the core ones, then the OpenSHMEM ones.
+pub fn all_kinds() -> impl Iterator<Item = &'static KindInfo> {
+    KINDS.iter().chain(SHMEM_KINDS.iter())
 }
 
 /// Looks a kind up by its symbolic name.
 pub fn kind_by_name(name: &str) -> Option<&'static KindInfo> {
-    KINDS.iter().find(|k| k.name == name)
+    all_kinds().find(|k| k.name == name)
 }
 
 /// Names of the `gasp_model_t` values.
@@ -278,13 +292,45 @@ mod tests {
 
     #[test]
     fn kinds_are_sorted_and_unique() {
-        for w in KINDS.windows(2) {
-            assert!(w[0].id < w[1].id, "{} before {}", w[0].name, w[1].name);
+        for table in [KINDS, SHMEM_KINDS] {
+            for w in table.windows(2) {
+                assert!(w[0].id < w[1].id, "{} before {}", w[0].name, w[1].name);
+            }
         }
-        let mut names: Vec<_> = KINDS.iter().map(|k| k.name).collect();
+        assert!(KINDS.last().unwrap().id < SHMEM_FIRST);
+        let mut names: Vec<_> = all_kinds().map(|k| k.name).collect();
+        let n = names.len();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), KINDS.len());
+        assert_eq!(names.len(), n);
+        assert_eq!(
+            kind_by_name("GASP_SHMEM_PUTMEM").map(|k| kind(k.id).unwrap().name),
+            Some("GASP_SHMEM_PUTMEM")
+        );
+        assert!(kind_by_name("GASP_SHMEM_LONG_ATOMIC_FETCH_ADD").is_some());
+        assert!(kind_by_name("GASP_SHMEM_BARRIER_ALL").is_some());
+    }
+
+    #[test]
+    fn the_shmem_header_matches() {
+        let h = include_str!("../../gasp/include/gasp_shmem.h");
+        let mut seen = 0;
+        for line in h.lines() {
+            let mut f = line.split_whitespace();
+            if f.next() != Some("#define") {
+                continue;
+            }
+            let (Some(name), Some(num)) = (f.next(), f.next()) else {
+                continue;
+            };
+            if !name.starts_with("GASP_SHMEM_") {
+                continue;
+            }
+            let num: u16 = num.trim_end_matches('u').parse().unwrap();
+            assert_eq!(kind_by_name(name).map(|k| k.id), Some(num), "{name}");
+            seen += 1;
+        }
+        assert_eq!(seen, SHMEM_KINDS.len());
     }
 
     #[test]

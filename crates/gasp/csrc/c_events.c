@@ -139,3 +139,21 @@ EXPORT NO_INSTRUMENT void __wrap_free(void *ptr) {
   if (gaspard_reserve(c)) mem_event(c, K_C_FREE, GASP_END, a, 1);
   leave();
 }
+
+/* For adapters built as separate libraries (libgaspard_shmem.so, ...): records
+ * one event with plain integer arguments on the calling thread's context for
+ * `model`. Returns 0 when nothing was recorded (measurement off, dropped). */
+gaspard_ctx *gaspard_context(unsigned model);
+#define ADAPTER_MODELS 8
+static __thread gaspard_ctx *adapter_ctx[ADAPTER_MODELS] __attribute__((tls_model("initial-exec")));
+
+EXPORT NO_INSTRUMENT int gaspard_record_event(unsigned model, unsigned kind, unsigned phase,
+                                              const char *file, int line,
+                                              const uint64_t *args, unsigned n) {
+  if (model >= ADAPTER_MODELS || n > 16) return 0;
+  gaspard_ctx *c = adapter_ctx[model];
+  if (__builtin_expect(c == NULL, 0)) adapter_ctx[model] = c = gaspard_context(model);
+  if (!c || !c->on || !gaspard_reserve(c)) return 0;
+  gaspard_emit(c, gaspard_now(), kind, phase, 0, file, line, 0, 0, NULL, args, n);
+  return 1;
+}

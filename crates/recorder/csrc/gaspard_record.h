@@ -55,11 +55,14 @@
 /* Previous arguments: system kinds remembered whatever their length (16
  * words is the most any has); user events in GASPARD_USER_SLOTS slots by
  * id modulo the slot count, a slot holding another id counting as empty,
- * and arguments longer than GASPARD_USER_WORDS words not remembered. The
- * decoder follows the same rule. */
+ * and arguments longer than GASPARD_USER_WORDS words not remembered; kinds
+ * from 512 on share GASPARD_SHARED_SLOTS slots in the same way. The decoder
+ * follows the same rule. */
 #define GASPARD_KIND_WORDS 16
 #define GASPARD_USER_SLOTS 16
 #define GASPARD_USER_WORDS 32
+#define GASPARD_SHARED_FIRST 512u
+#define GASPARD_SHARED_SLOTS 64
 #define GASPARD_SITE_SLOTS 256
 #define GASPARD_STRING_SLOTS 256
 
@@ -103,6 +106,7 @@ typedef struct gaspard_enc {
   const char *last_file; /* the last callsite's key, to skip the cache */
   uint32_t last_line, last_col; /* last_line 0xffffffff: none */
   gaspard_prev_kind prev[128 + 4]; /* kinds 0..127, then 256..259 */
+  gaspard_prev_kind shared[GASPARD_SHARED_SLOTS]; /* kinds from 512, `gen` holding the kind */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
   gaspard_user_slot users[GASPARD_USER_SLOTS];
   gaspard_site_slot sites[GASPARD_SITE_SLOTS];
@@ -245,6 +249,10 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
       s->n = 0;
     }
     pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
+  } else if (kind >= GASPARD_SHARED_FIRST) {
+    gaspard_prev_kind *s = &e->shared[kind % GASPARD_SHARED_SLOTS];
+    if (s->gen != kind) s->gen = kind, s->n = 0; /* emptied at each chunk too */
+    pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   } else {
     /* Emptied by gaspard_enc_reset at each chunk. */
     gaspard_prev_kind *s = &e->prev[kind < 128 ? kind : 128 + ((kind - 256) & 3)];

@@ -38,6 +38,7 @@ void gaspard_enc_reset(gaspard_enc *e) {
   e->last_site = 0xffffffffu; /* no SAME_SITE on a chunk's first event */
   e->last_user = 0;
   for (unsigned i = 0; i < sizeof e->prev / sizeof e->prev[0]; i++) e->prev[i].n = 0;
+  for (unsigned i = 0; i < GASPARD_SHARED_SLOTS; i++) e->shared[i].n = 0;
   e->last_file = NULL;
   e->last_line = 0xffffffffu;
 }

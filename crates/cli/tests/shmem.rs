@@ -1,0 +1,154 @@
+//! OpenSHMEM programs (Open MPI's oshmem) run as `gaspard run -- oshrun ...`
+//! are recorded through the pshmem wrappers of libgaspard_shmem.so.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{dump, events};
+
+const PROGRAM: &str = r#"
+#include <shmem.h>
+int main(void) {
+  shmem_init();
+  int me = shmem_my_pe(), n = shmem_n_pes();
+  long *x = shmem_malloc(16 * sizeof(long));
+  for (int i = 0; i < 16; i++) x[i] = 0;
+  shmem_barrier_all();
+  long v = 100 + me;
+  shmem_long_put(&x[me], &v, 1, (me + 1) % n);      /* 8 bytes to the right neighbour */
+  shmem_putmem(&x[8], &v, 3, (me + 1) % n);          /* 3 bytes */
+  shmem_quiet();
+  shmem_long_atomic_fetch_add(&x[15], 1, 0);          /* everyone increments PE 0's counter */
+  shmem_barrier_all();
+  int ok = me != 0 || x[15] == n;
+  shmem_free(x);
+  shmem_finalize();
+  return ok ? 0 : 3;
+}
+"#;
+
+fn run_on(pes: usize) {
+    let dir = common::tmpdir(&format!("shmem-{pes}"));
+    let src = dir.join("s.c");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("s");
+    let out = Command::new("oshcc")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
+    assert!(
+        out.status.success(),
+        "oshcc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = dir.join("trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("run")
+        .arg("-o")
+        .arg(&trace)
+        .args([
+            "--",
+            "oshrun",
+            "-np",
+            &pes.to_string(),
+            "--oversubscribe",
+            "--mca",
+            "osc",
+            "^rdma",
+        ])
+        .arg(&exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "oshrun: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = dump(&trace);
+    let threads = events(&v);
+    assert_eq!(threads.len(), pes, "one stream per PE");
+    let mut targets = Vec::new();
+    for evs in &threads {
+        let starts = |kind: &str| -> Vec<&Value> {
+            evs.iter()
+                .filter(|e| e["kind"] == kind && e["phase"] == "START")
+                .collect()
+        };
+        let ends = |kind: &str| {
+            evs.iter()
+                .filter(|e| e["kind"] == kind && e["phase"] == "END")
+                .count()
+        };
+        // The user's two barriers; the one shmem_finalize makes itself is not counted.
+        assert_eq!(starts("GASP_SHMEM_BARRIER_ALL").len(), 2);
+        assert_eq!(ends("GASP_SHMEM_BARRIER_ALL"), 2);
+        let malloc_end: Vec<&Value> = evs
+            .iter()
+            .filter(|e| e["kind"] == "GASP_SHMEM_MALLOC" && e["phase"] == "END")
+            .collect();
+        assert_eq!(malloc_end.len(), 1);
+        assert_eq!(malloc_end[0]["args"]["size"], 128);
+        let base = u64::from_str_radix(
+            malloc_end[0]["args"]["ptr"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("0x"),
+            16,
+        )
+        .unwrap();
+        let put = starts("GASP_SHMEM_LONG_PUT");
+        assert_eq!(put.len(), 1);
+        assert_eq!(put[0]["args"]["nbytes"], 8);
+        let pe = put[0]["args"]["pe"].as_u64().unwrap() as usize;
+        // The sender is the PE to the left of the target; its slot is its own number.
+        let me = (pe + pes - 1) % pes;
+        assert_eq!(
+            put[0]["args"]["dest"],
+            format!("{:#x}", base + 8 * me as u64)
+        );
+        targets.push(pe);
+        let mem = starts("GASP_SHMEM_PUTMEM");
+        assert_eq!(
+            (
+                mem[0]["args"]["nbytes"].as_u64(),
+                mem[0]["args"]["pe"].as_u64()
+            ),
+            (Some(3), Some(pe as u64))
+        );
+        assert_eq!(mem[0]["args"]["dest"], format!("{:#x}", base + 64));
+        let amo = starts("GASP_SHMEM_LONG_ATOMIC_FETCH_ADD");
+        assert_eq!(amo[0]["args"]["pe"], 0);
+        assert_eq!(amo[0]["args"]["target"], format!("{:#x}", base + 120));
+        assert_eq!(starts("GASP_SHMEM_QUIET").len(), 1);
+        assert_eq!(starts("GASP_SHMEM_INIT").len(), 1);
+        assert_eq!(ends("GASP_SHMEM_FINALIZE"), 1);
+        assert_eq!(starts("GASP_SHMEM_FREE").len(), 1);
+    }
+    targets.sort();
+    assert_eq!(
+        targets,
+        (0..pes).collect::<Vec<_>>(),
+        "each PE is put to exactly once"
+    );
+    for p in v["processes"].as_array().unwrap() {
+        assert_eq!(p["status"], "complete");
+    }
+}
+
+#[test]
+fn shmem_operations_on_2_pes() {
+    run_on(2);
+}
+
+#[test]
+fn shmem_operations_on_4_pes() {
+    run_on(4);
+}

@@ -1,0 +1,227 @@
+#!/usr/bin/env python3
+"""Generates gaspard's OpenSHMEM events from one table:
+
+  crates/format/src/shmem_kinds.rs   the kinds, their names and arguments
+  crates/gasp/include/gasp_shmem.h   the same for GASP tools (names, numbers)
+  crates/gasp/csrc/shmem_adapter.c   the pshmem wrappers of libgaspard_shmem.so
+
+Run it again after changing the table: python3 scripts/gen-shmem.py
+"""
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIRST_KIND = 512
+
+TYPES = {  # OpenSHMEM type name -> C type
+    "char": "char", "short": "short", "int": "int", "long": "long", "longlong": "long long",
+    "float": "float", "double": "double",
+}
+AMO_TYPES = ["int", "long", "longlong"]
+SIZED = {"32": 4, "64": 8, "128": 16}
+
+# Argument lists (name, type) per shape; types are those of kinds.rs.
+SHAPES = {
+    "none": [],
+    "rma": [("pe", "Int"), ("dest", "Ptr"), ("source", "Ptr"), ("nbytes", "Size")],
+    "amo": [("pe", "Int"), ("target", "Ptr"), ("value", "Size"), ("nbytes", "Size")],
+    "wait": [("ivar", "Ptr"), ("cmp", "Int"), ("value", "Size")],
+    "lock": [("lock", "Ptr")],
+    "active": [("pe_start", "Int"), ("log_stride", "Int"), ("pe_size", "Int")],
+    "bcast": [("root", "Int"), ("dest", "Ptr"), ("source", "Ptr"), ("nbytes", "Size"),
+              ("pe_start", "Int"), ("log_stride", "Int"), ("pe_size", "Int")],
+    "coll": [("dest", "Ptr"), ("source", "Ptr"), ("nbytes", "Size"),
+             ("pe_start", "Int"), ("log_stride", "Int"), ("pe_size", "Int")],
+    "malloc": [("size", "Size")],
+    "calloc": [("count", "Size"), ("size", "Size")],
+    "free": [("ptr", "Ptr")],
+    "realloc": [("ptr", "Ptr"), ("size", "Size")],
+}
+END_SHAPES = {  # END arguments where they differ from START
+    "malloc": [("size", "Size"), ("ptr", "Ptr")],
+    "calloc": [("count", "Size"), ("size", "Size"), ("ptr", "Ptr")],
+    "realloc": [("ptr", "Ptr"), ("size", "Size"), ("newptr", "Ptr")],
+}
+CLASS = {"none": "Sync", "rma": "Comm", "amo": "Comm", "wait": "Sync", "lock": "Sync",
+         "active": "Sync", "bcast": "Comm", "coll": "Comm", "malloc": "Memory",
+         "calloc": "Memory", "free": "Memory", "realloc": "Memory"}
+
+# (function, return type, C parameters, shape, C expressions of the START arguments)
+FUNCS = []
+
+
+def f(name, ret, params, shape, args, cls=None):
+    FUNCS.append((name, ret, params, shape, args, cls))
+
+
+f("shmem_init", "void", "void", "none", [], "Program")
+f("shmem_finalize", "void", "void", "none", [], "Program")
+f("shmem_malloc", "void *", "size_t size", "malloc", ["size"])
+f("shmem_calloc", "void *", "size_t count, size_t size", "calloc", ["count", "size"])
+f("shmem_realloc", "void *", "void *ptr, size_t size", "realloc", ["SP(ptr)", "size"])
+f("shmem_free", "void", "void *ptr", "free", ["SP(ptr)"])
+for op in ["put", "get"]:
+    for nbi in ["", "_nbi"]:
+        f(f"shmem_{op}mem{nbi}", "void", "void *dest, const void *source, size_t nelems, int pe",
+          "rma", ["SI(pe)", "SP(dest)", "SP(source)", "nelems"])
+        for t, ct in TYPES.items():
+            f(f"shmem_{t}_{op}{nbi}", "void",
+              f"{ct} *dest, const {ct} *source, size_t nelems, int pe", "rma",
+              ["SI(pe)", "SP(dest)", "SP(source)", f"nelems * sizeof({ct})"])
+        for bits, size in SIZED.items():
+            f(f"shmem_{op}{bits}{nbi}", "void", "void *dest, const void *source, size_t nelems, int pe",
+              "rma", ["SI(pe)", "SP(dest)", "SP(source)", f"nelems * {size}"])
+for t, ct in TYPES.items():
+    f(f"shmem_{t}_p", "void", f"{ct} *dest, {ct} value, int pe", "rma",
+      ["SI(pe)", "SP(dest)", "0", f"sizeof({ct})"])
+    f(f"shmem_{t}_g", ct, f"const {ct} *source, int pe", "rma",
+      ["SI(pe)", "0", "SP(source)", f"sizeof({ct})"])
+for t in AMO_TYPES:
+    ct = TYPES[t]
+    amo = lambda v: ["SI(pe)", "SP(target)", v, f"sizeof({ct})"]
+    f(f"shmem_{t}_atomic_fetch_add", ct, f"{ct} *target, {ct} value, int pe", "amo", amo("(uint64_t)value"))
+    f(f"shmem_{t}_atomic_add", "void", f"{ct} *target, {ct} value, int pe", "amo", amo("(uint64_t)value"))
+    f(f"shmem_{t}_atomic_fetch_inc", ct, f"{ct} *target, int pe", "amo", amo("1"))
+    f(f"shmem_{t}_atomic_inc", "void", f"{ct} *target, int pe", "amo", amo("1"))
+    f(f"shmem_{t}_atomic_fetch", ct, f"const {ct} *target, int pe", "amo", amo("0"))
+    f(f"shmem_{t}_atomic_set", "void", f"{ct} *target, {ct} value, int pe", "amo", amo("(uint64_t)value"))
+    f(f"shmem_{t}_atomic_swap", ct, f"{ct} *target, {ct} value, int pe", "amo", amo("(uint64_t)value"))
+    f(f"shmem_{t}_atomic_compare_swap", ct, f"{ct} *target, {ct} cond, {ct} value, int pe", "amo",
+      amo("(uint64_t)value"))
+    f(f"shmem_{t}_wait_until", "void", f"volatile {ct} *ivar, int cmp, {ct} value", "wait",
+      ["SP(ivar)", "SI(cmp)", "(uint64_t)value"])
+    f(f"shmem_{t}_test", "int", f"volatile {ct} *ivar, int cmp, {ct} value", "wait",
+      ["SP(ivar)", "SI(cmp)", "(uint64_t)value"])
+for name in ["shmem_barrier_all", "shmem_sync_all", "shmem_fence", "shmem_quiet"]:
+    f(name, "void", "void", "none", [])
+f("shmem_barrier", "void", "int PE_start, int logPE_stride, int PE_size, long *pSync", "active",
+  ["SI(PE_start)", "SI(logPE_stride)", "SI(PE_size)"])
+f("shmem_set_lock", "void", "volatile long *lock", "lock", ["SP(lock)"])
+f("shmem_clear_lock", "void", "volatile long *lock", "lock", ["SP(lock)"])
+f("shmem_test_lock", "int", "volatile long *lock", "lock", ["SP(lock)"])
+for bits, size in [("32", 4), ("64", 8)]:
+    f(f"shmem_broadcast{bits}", "void",
+      "void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, "
+      "int PE_size, long *pSync", "bcast",
+      ["SI(PE_root)", "SP(dest)", "SP(source)", f"nelems * {size}", "SI(PE_start)", "SI(logPE_stride)",
+       "SI(PE_size)"])
+    for coll in ["collect", "fcollect", "alltoall"]:
+        f(f"shmem_{coll}{bits}", "void",
+          "void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, "
+          "long *pSync", "coll",
+          ["SP(dest)", "SP(source)", f"nelems * {size}", "SI(PE_start)", "SI(logPE_stride)", "SI(PE_size)"])
+for t in ["int", "long", "longlong", "float", "double"]:
+    ct = TYPES[t]
+    for op in ["sum", "prod", "max", "min"]:
+        f(f"shmem_{t}_{op}_to_all", "void",
+          f"{ct} *dest, const {ct} *source, int nreduce, int PE_start, int logPE_stride, int PE_size, "
+          f"{ct} *pWrk, long *pSync", "coll",
+          ["SP(dest)", "SP(source)", f"(uint64_t)nreduce * sizeof({ct})", "SI(PE_start)",
+           "SI(logPE_stride)", "SI(PE_size)"])
+
+
+def present(header):
+    text = open(header).read()
+    return [fn for fn in FUNCS if f"p{fn[0]}(" in text.replace(" (", "(")]
+
+
+def call_args(params):
+    if params == "void":
+        return ""
+    return ", ".join(p.split()[-1].lstrip("*") for p in params.split(","))
+
+
+def main():
+    header = "/usr/lib/x86_64-linux-gnu/openmpi/include/pshmem.h"
+    funcs = present(header) if os.path.exists(header) else FUNCS
+    kinds, chdr, cwrap = [], [], []
+    for i, (name, ret, params, shape, args, cls) in enumerate(funcs):
+        kid = FIRST_KIND + i
+        gname = "GASP_" + name.upper()
+        start = SHAPES[shape]
+        end = END_SHAPES.get(shape, start)
+        fmt = lambda lst: "&[" + ", ".join(f'("{n}", {t})' for n, t in lst) + "]"
+        kinds.append(f'    KindInfo {{ id: {kid}, name: "{gname}", class: {cls or CLASS[shape]}, '
+                     f'start: {fmt(start)}, end: {fmt(end)} }},')
+        desc = lambda lst: ", ".join(f"{t.lower()} {n}" for n, t in lst) or "(none)"
+        chdr.append(f"/* {name}: START {desc(start)}; END {desc(end)} */")
+        chdr.append(f"#define {gname} {kid}u")
+        n = len(args)
+        arr = ", ".join(f"(uint64_t)({a})" for a in args) if args else "0"
+        body = [f"EXPORT {ret} {name}({params}) {{"]
+        cargs = call_args(params)
+        body.append(f"  uint64_t a[{max(n, 1) + 1}] = {{{arr}}};")
+        body.append(f"  int rec = enter();")
+        body.append(f"  if (rec) gaspard_record_event(MODEL_SHMEM, {kid}u, 0, NULL, 0, a, {n});")
+        if ret == "void":
+            body.append(f"  p{name}({cargs});")
+        else:
+            body.append(f"  {ret} r = p{name}({cargs});")
+        if shape in END_SHAPES:
+            body.append(f"  a[{n}] = (uint64_t)(uintptr_t)r;")
+            endn = n + 1
+        else:
+            endn = n
+        body.append(f"  if (rec) {{ gaspard_record_event(MODEL_SHMEM, {kid}u, 1, NULL, 0, a, {endn}); leave(); }}")
+        if ret != "void":
+            body.append("  return r;")
+        body.append("}")
+        cwrap.append("\n".join(body))
+
+    with open(os.path.join(ROOT, "crates/format/src/shmem_kinds.rs"), "w") as out:
+        out.write("// Generated by scripts/gen-shmem.py: the OpenSHMEM events. Do not edit.\n\n")
+        out.write("use super::ArgType::*;\nuse super::Class::*;\nuse super::KindInfo;\n\n")
+        out.write(f"/// First kind number of the OpenSHMEM events.\npub const FIRST: u16 = {FIRST_KIND};\n\n")
+        out.write("/// The OpenSHMEM events (`GASP_SHMEM_<FUNCTION>`), in number order.\n")
+        out.write("pub static SHMEM_KINDS: &[KindInfo] = &[\n" + "\n".join(kinds) + "\n];\n")
+    with open(os.path.join(ROOT, "crates/gasp/include/gasp_shmem.h"), "w") as out:
+        out.write("""/* gasp_shmem.h: OpenSHMEM events, an extension of GASP 1.4 defined by gaspard
+ * (generated by scripts/gen-shmem.py).
+ *
+ * Section 9 of the GASP specification ("SHMEM interface") is "TBD". gaspard
+ * names each OpenSHMEM routine's event GASP_SHMEM_<FUNCTION>, of the model
+ * GASP_MODEL_SHMEM: START before the call, END after it, on the calling PE.
+ * Arguments: pe is the target PE; dest/source/target/ivar are local
+ * addresses of symmetric objects (the same offset on every PE); nbytes is
+ * what moves. See docs/EXTENSIONS.md. */
+#ifndef _GASP_SHMEM_H
+#define _GASP_SHMEM_H
+
+""")
+        out.write("\n".join(chdr) + "\n\n#endif\n")
+    with open(os.path.join(ROOT, "crates/gasp/csrc/shmem_adapter.c"), "w") as out:
+        out.write("""/* libgaspard_shmem.so: OpenSHMEM routines recorded as GASP_SHMEM_* events
+ * (generated by scripts/gen-shmem.py; do not edit).
+ *
+ * Open MPI's oshmem exports every shmem_* as a weak alias of pshmem_*: each
+ * wrapper here records START, calls pshmem_*, records END. A thread-local
+ * guard keeps calls the library makes itself (shmem_finalize's own
+ * barrier) out of the trace. Loaded with libgaspard.so (LD_PRELOAD, as
+ * `gaspard run` does, or linked before -loshmem). */
+#include <stddef.h>
+#include <stdint.h>
+#include <pshmem.h>
+
+#define EXPORT __attribute__((visibility("default")))
+#define MODEL_SHMEM 4u
+#define SP(x) (uintptr_t)(x)
+#define SI(x) (int64_t)(x)
+
+int gaspard_record_event(unsigned model, unsigned kind, unsigned phase, const char *file,
+                         int line, const uint64_t *args, unsigned n);
+
+static __thread int inside;
+
+static inline int enter(void) {
+  if (inside) return 0;
+  inside = 1;
+  return 1;
+}
+
+static inline void leave(void) { inside = 0; }
+
+""")
+        out.write("\n\n".join(cwrap) + "\n")
+    print(f"{len(funcs)} OpenSHMEM routines")
+
+
+main()
