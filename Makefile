@@ -37,8 +37,8 @@ install: build
 	for c in cc mpicc oshcc caf; do ln -sf gaspard $(DESTDIR)$(PREFIX)/bin/gaspard-$$c; done
 	install -m 755 target/release/libgaspard.so $(DESTDIR)$(PREFIX)/lib/
 	install -m 644 target/release/libgaspard.a $(DESTDIR)$(PREFIX)/lib/
-	if [ -f target/release/libgaspard_shmem.so ]; then install -m 755 target/release/libgaspard_shmem.so $(DESTDIR)$(PREFIX)/lib/; fi
-	install -m 644 crates/gasp/include/gasp.h crates/gasp/include/gasp_upc.h crates/gasp/include/gasp_omp.h crates/gasp/include/gasp_shmem.h crates/gasp/include/pupc.h \
+	for a in shmem mpi; do if [ -f target/release/libgaspard_$$a.so ]; then install -m 755 target/release/libgaspard_$$a.so $(DESTDIR)$(PREFIX)/lib/; fi; done
+	install -m 644 crates/gasp/include/gasp.h crates/gasp/include/gasp_upc.h crates/gasp/include/gasp_omp.h crates/gasp/include/gasp_shmem.h crates/gasp/include/gasp_mpi.h crates/gasp/include/pupc.h \
 	  $(DESTDIR)$(PREFIX)/include/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' gaspard.pc.in \
 	  > $(DESTDIR)$(PREFIX)/lib/pkgconfig/gaspard.pc

@@ -29,9 +29,9 @@ const EXPORTS: &[&str] = &[
     "gaspard_record_event",
 ];
 
-/// Where Open MPI's OpenSHMEM headers are, if installed.
-fn shmem_include() -> Option<PathBuf> {
-    let from_wrapper = std::process::Command::new("oshcc")
+/// The directory holding `header`, asking the compiler wrapper first.
+fn include_with(wrapper: &str, header: &str) -> Option<PathBuf> {
+    let from_wrapper = std::process::Command::new(wrapper)
         .arg("--showme:incdirs")
         .output()
         .ok()
@@ -42,14 +42,15 @@ fn shmem_include() -> Option<PathBuf> {
         .split_whitespace()
         .map(PathBuf::from)
         .chain([PathBuf::from("/usr/lib/x86_64-linux-gnu/openmpi/include")])
-        .find(|d| d.join("pshmem.h").exists())
+        .find(|d| d.join(header).exists())
 }
 
-/// Builds libgaspard_shmem.so beside libgaspard.so when OpenSHMEM is there.
-fn build_shmem_adapter(out: &std::path::Path) {
-    println!("cargo:rerun-if-changed=csrc/shmem_adapter.c");
-    let Some(inc) = shmem_include() else {
-        println!("cargo:warning=OpenSHMEM headers (pshmem.h) not found: libgaspard_shmem.so is not built");
+/// Builds an adapter library (`libgaspard_NAME.so` from `csrc/NAME_adapter.c`)
+/// beside libgaspard.so when the runtime's headers are there.
+fn build_adapter(out: &std::path::Path, name: &str, wrapper: &str, header: &str) {
+    println!("cargo:rerun-if-changed=csrc/{name}_adapter.c");
+    let Some(inc) = include_with(wrapper, header) else {
+        println!("cargo:warning={header} not found: libgaspard_{name}.so is not built");
         return;
     };
     // OUT_DIR is target/<profile>/build/<crate>/out: the library goes to target/<profile>.
@@ -61,13 +62,13 @@ fn build_shmem_adapter(out: &std::path::Path) {
         .to_command()
         .args(["-shared", "-fPIC", "-O2", "-Wall", "-fvisibility=hidden"])
         .arg(format!("-I{}", inc.display()))
-        .arg("csrc/shmem_adapter.c")
+        .arg(format!("csrc/{name}_adapter.c"))
         .arg("-o")
-        .arg(dest.join("libgaspard_shmem.so"))
+        .arg(dest.join(format!("libgaspard_{name}.so")))
         .status();
     match status {
         Ok(s) if s.success() => {}
-        other => println!("cargo:warning=building libgaspard_shmem.so failed: {other:?}"),
+        other => println!("cargo:warning=building libgaspard_{name}.so failed: {other:?}"),
     }
 }
 
@@ -109,7 +110,8 @@ fn main() {
     // Export the C entry points from the cdylib (rustc's own version script
     // would hide them) and make sure the linker pulls them in.
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
-    build_shmem_adapter(&out);
+    build_adapter(&out, "shmem", "oshcc", "pshmem.h");
+    build_adapter(&out, "mpi", "mpicc", "mpi.h");
     let script = out.join("exports.map");
     let list: String = EXPORTS.iter().map(|s| format!("{s}; ")).collect();
     std::fs::write(&script, format!("{{ global: {list}}};\n")).unwrap();

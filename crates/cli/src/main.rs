@@ -74,8 +74,13 @@ fn utc_stamp() -> String {
     gaspard_format::manifest::utc_stamp(secs)
 }
 
+/// Launchers (Open MPI's and OpenCoarrays') that take `-x VAR=VALUE` to set
+/// the environment of the processes they start.
+const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "oshrun", "orterun", "cafrun"];
+
 /// The adapter libraries the programs named in `cmd` need: a program linked
-/// with Open MPI's liboshmem gets libgaspard_shmem.so. Each argument that
+/// with Open MPI's liboshmem gets libgaspard_shmem.so, an MPI program (Coarray
+/// Fortran included) libgaspard_mpi.so. Each argument that
 /// names an executable file (the program itself, or the one a launcher
 /// starts) is asked with `ldd`.
 fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
@@ -91,6 +96,8 @@ fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
         let deps = String::from_utf8_lossy(&out.stdout);
         if deps.contains("liboshmem") {
             needed.insert("libgaspard_shmem.so");
+        } else if deps.contains("libmpi.so") || deps.contains("libcaf_mpi") {
+            needed.insert("libgaspard_mpi.so");
         }
     }
     let mut found = Vec::new();
@@ -117,16 +124,17 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     std::fs::create_dir_all(&dir)
         .with_context(|| format!("cannot create trace directory {}", dir.display()))?;
     let dir = dir.canonicalize().unwrap_or(dir);
-    let mut command = std::process::Command::new(&cmd[0]);
-    command.args(&cmd[1..]).env("GASPARD_DIR", &dir);
+    let mut cmd = cmd;
+    let mut env: Vec<(String, String)> = vec![("GASPARD_DIR".into(), dir.display().to_string())];
     if let Ok(inst) = cc::find_install() {
         // OpenMP programs on LLVM's libomp load gaspard as their OMPT tool; other
         // programs ignore the variable.
         if std::env::var_os("OMP_TOOL_LIBRARIES").is_none() {
-            command.env("OMP_TOOL_LIBRARIES", inst.lib.join("libgaspard.so"));
+            let lib = inst.lib.join("libgaspard.so");
+            env.push(("OMP_TOOL_LIBRARIES".into(), lib.display().to_string()));
         }
         // Programs on a runtime with an adapter library get it preloaded, with
-        // libgaspard before it; launchers pass the environment on to them.
+        // libgaspard before it.
         let adapters = adapters_for(&cmd, &inst.lib);
         if !adapters.is_empty() {
             let mut preload = vec![inst.lib.join("libgaspard.so").display().to_string()];
@@ -134,9 +142,24 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
             if let Some(old) = std::env::var_os("LD_PRELOAD") {
                 preload.push(old.to_string_lossy().into_owned());
             }
-            command.env("LD_PRELOAD", preload.join(" "));
+            env.push(("LD_PRELOAD".into(), preload.join(":")));
         }
     }
+    let launcher = std::path::Path::new(&cmd[0])
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| LAUNCHERS.contains(&n));
+    let mut command = std::process::Command::new(&cmd[0]);
+    for (k, v) in &env {
+        if launcher && k == "LD_PRELOAD" {
+            // Preload into the launched processes, not into the launcher itself.
+            cmd.insert(1, format!("{k}={v}"));
+            cmd.insert(1, "-x".into());
+        } else {
+            command.env(k, v);
+        }
+    }
+    command.args(&cmd[1..]);
     let status = command
         .status()
         .with_context(|| format!("cannot run {}", cmd[0]))?;

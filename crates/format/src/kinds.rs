@@ -224,32 +224,43 @@ kinds! {
     GASPARD_LOST = 259, "GASPARD_LOST", Program, &[("events", Size), ("first", Ticks), ("last", Ticks)], NONE;
 }
 
+#[path = "mpi_kinds.rs"]
+mod mpi_kinds;
 #[path = "shmem_kinds.rs"]
 mod shmem_kinds;
+pub use mpi_kinds::{FIRST as MPI_FIRST, MPI_KINDS};
 pub use shmem_kinds::{FIRST as SHMEM_FIRST, SHMEM_KINDS};
+
+/// The kind tables with their first numbers, in number order.
+fn tables() -> [(u16, &'static [KindInfo]); 3] {
+    [
+        (0, KINDS),
+        (SHMEM_FIRST, SHMEM_KINDS),
+        (MPI_FIRST, MPI_KINDS),
+    ]
+}
 
 /// Looks a kind up by its number.
 pub fn kind(id: u16) -> Option<&'static KindInfo> {
     // Each table is sorted by id: binary search keeps this independent of gaps.
-    let table = if id >= SHMEM_FIRST {
-        SHMEM_KINDS
-    } else {
-        KINDS
-    };
+    let (_, table) = tables().into_iter().rev().find(|(first, _)| id >= *first)?;
     table
         .binary_search_by_key(&id, |k| k.id)
         .ok()
         .map(|i| &table[i])
 }
 
-/// Every kind: the core ones, then the OpenSHMEM ones.
-pub fn all_kinds() -> impl Iterator<Item = &'static KindInfo> {
-    KINDS.iter().chain(SHMEM_KINDS.iter())
-}
-
 /// Looks a kind up by its symbolic name.
 pub fn kind_by_name(name: &str) -> Option<&'static KindInfo> {
     all_kinds().find(|k| k.name == name)
+}
+
+/// Every kind: the core ones, then the OpenSHMEM and MPI ones.
+pub fn all_kinds() -> impl Iterator<Item = &'static KindInfo> {
+    KINDS
+        .iter()
+        .chain(SHMEM_KINDS.iter())
+        .chain(MPI_KINDS.iter())
 }
 
 /// Names of the `gasp_model_t` values.
@@ -292,12 +303,19 @@ mod tests {
 
     #[test]
     fn kinds_are_sorted_and_unique() {
-        for table in [KINDS, SHMEM_KINDS] {
+        for (first, table) in tables() {
+            assert!(table.first().is_none_or(|k| k.id >= first));
             for w in table.windows(2) {
                 assert!(w[0].id < w[1].id, "{} before {}", w[0].name, w[1].name);
             }
         }
         assert!(KINDS.last().unwrap().id < SHMEM_FIRST);
+        assert!(SHMEM_KINDS.last().unwrap().id < MPI_FIRST);
+        assert_eq!(
+            kind_by_name("GASP_MPI_PUT").map(|k| kind(k.id).unwrap().name),
+            Some("GASP_MPI_PUT")
+        );
+        assert!(kind_by_name("GASP_MPI_WIN_FENCE").is_some());
         let mut names: Vec<_> = all_kinds().map(|k| k.name).collect();
         let n = names.len();
         names.sort();
@@ -311,9 +329,8 @@ mod tests {
         assert!(kind_by_name("GASP_SHMEM_BARRIER_ALL").is_some());
     }
 
-    #[test]
-    fn the_shmem_header_matches() {
-        let h = include_str!("../../gasp/include/gasp_shmem.h");
+    /// Checks that every `#define PREFIX... N` of a header names the kind numbered N.
+    fn header_matches(h: &str, prefix: &str) -> usize {
         let mut seen = 0;
         for line in h.lines() {
             let mut f = line.split_whitespace();
@@ -323,42 +340,29 @@ mod tests {
             let (Some(name), Some(num)) = (f.next(), f.next()) else {
                 continue;
             };
-            if !name.starts_with("GASP_SHMEM_") {
+            if !name.starts_with(prefix) {
                 continue;
             }
             let num: u16 = num.trim_end_matches('u').parse().unwrap();
             assert_eq!(kind_by_name(name).map(|k| k.id), Some(num), "{name}");
             seen += 1;
         }
-        assert_eq!(seen, SHMEM_KINDS.len());
+        seen
     }
 
     #[test]
-    fn the_openmp_header_matches() {
-        let h = include_str!("../../gasp/include/gasp_omp.h");
-        let mut seen = 0;
-        for line in h.lines() {
-            let mut f = line.split_whitespace();
-            if f.next() != Some("#define") {
-                continue;
-            }
-            let (Some(name), Some(num)) = (f.next(), f.next()) else {
-                continue;
-            };
-            if !name.starts_with("GASP_OMP_") {
-                continue;
-            }
-            let num: u16 = num.trim_end_matches('u').parse().unwrap();
-            assert_eq!(kind_by_name(name).map(|k| k.id), Some(num), "{name}");
-            seen += 1;
+    fn the_extension_headers_match() {
+        let count = |p: &str| all_kinds().filter(|k| k.name.starts_with(p)).count();
+        for (h, p) in [
+            (include_str!("../../gasp/include/gasp_omp.h"), "GASP_OMP_"),
+            (
+                include_str!("../../gasp/include/gasp_shmem.h"),
+                "GASP_SHMEM_",
+            ),
+            (include_str!("../../gasp/include/gasp_mpi.h"), "GASP_MPI_"),
+        ] {
+            assert_eq!(header_matches(h, p), count(p), "{p}");
         }
-        assert_eq!(
-            seen,
-            KINDS
-                .iter()
-                .filter(|k| k.name.starts_with("GASP_OMP_"))
-                .count()
-        );
     }
 
     #[test]
