@@ -70,9 +70,11 @@ f("MPI_Barrier", "MPI_Comm comm", "Sync", [a("root", "Int", "-1"), a("nbytes", "
 f("MPI_Bcast", "void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm", "Comm",
   [a("root", "Int", "world_rank(comm, root)"), a("nbytes", "Size", "type_bytes(datatype, count)"), a("comm_size", "Int", "comm_size(comm)")])
 f("MPI_Reduce", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm", "Comm",
-  [a("root", "Int", "world_rank(comm, root)"), a("nbytes", "Size", "type_bytes(datatype, count)"), a("comm_size", "Int", "comm_size(comm)")])
+  [a("root", "Int", "world_rank(comm, root)"), a("nbytes", "Size", "type_bytes(datatype, count)"), a("comm_size", "Int", "comm_size(comm)"),
+   a("op", "Int", "op_code(op)")])
 f("MPI_Allreduce", "const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm", "Comm",
-  [a("root", "Int", "-1"), a("nbytes", "Size", "type_bytes(datatype, count)"), a("comm_size", "Int", "comm_size(comm)")])
+  [a("root", "Int", "-1"), a("nbytes", "Size", "type_bytes(datatype, count)"), a("comm_size", "Int", "comm_size(comm)"),
+   a("op", "Int", "op_code(op)")])
 for name, root in [("Gather", True), ("Scatter", True), ("Allgather", False), ("Alltoall", False)]:
     params = ("const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, "
               "MPI_Datatype recvtype" + (", int root" if root else "") + ", MPI_Comm comm")
@@ -155,8 +157,9 @@ FORTRAN_ARGS = {
     "MPI_Recv": ["world_rank(MPI_Comm_f2c(*comm), *source)", "*tag", "type_bytes(MPI_Type_f2c(*datatype), *count)"],
     "MPI_Barrier": ["-1", "0", "comm_size(MPI_Comm_f2c(*comm))"],
     "MPI_Bcast": ["world_rank(MPI_Comm_f2c(*comm), *root)", "type_bytes(MPI_Type_f2c(*datatype), *count)", "comm_size(MPI_Comm_f2c(*comm))"],
-    "MPI_Allreduce": ["-1", "type_bytes(MPI_Type_f2c(*datatype), *count)", "comm_size(MPI_Comm_f2c(*comm))"],
-    "MPI_Reduce": ["world_rank(MPI_Comm_f2c(*comm), *root)", "type_bytes(MPI_Type_f2c(*datatype), *count)", "comm_size(MPI_Comm_f2c(*comm))"],
+    "MPI_Allreduce": ["-1", "type_bytes(MPI_Type_f2c(*datatype), *count)", "comm_size(MPI_Comm_f2c(*comm))", "op_code(MPI_Op_f2c(*op))"],
+    "MPI_Reduce": ["world_rank(MPI_Comm_f2c(*comm), *root)", "type_bytes(MPI_Type_f2c(*datatype), *count)", "comm_size(MPI_Comm_f2c(*comm))",
+                   "op_code(MPI_Op_f2c(*op))"],
 }
 
 HELPERS = r'''/* libgaspard_mpi.so: MPI calls recorded as GASP_MPI_* events
@@ -214,6 +217,19 @@ static uint64_t status_bytes(const MPI_Status *st, MPI_Datatype t) {
   int count = 0;
   if (PMPI_Get_count(st, t, &count) != MPI_SUCCESS || count == MPI_UNDEFINED) return 0;
   return type_bytes(t, count);
+}
+
+/* The reduction: 1 sum, 2 prod, 3 max, 4 min, 5 land, 6 lor, 7 band, 8 bor, 0 other. */
+static int op_code(MPI_Op op) {
+  if (op == MPI_SUM) return 1;
+  if (op == MPI_PROD) return 2;
+  if (op == MPI_MAX) return 3;
+  if (op == MPI_MIN) return 4;
+  if (op == MPI_LAND) return 5;
+  if (op == MPI_LOR) return 6;
+  if (op == MPI_BAND) return 7;
+  if (op == MPI_BOR) return 8;
+  return 0;
 }
 
 static int comm_size(MPI_Comm comm) {

@@ -282,6 +282,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         decoded.push(s);
     }
     attach_sources(dir, &mut decoded, &mut sites);
+    crate::caf::recognise(dir, &mut decoded, &mut sites);
     let base = base
         .map(i128::from)
         .or_else(|| {

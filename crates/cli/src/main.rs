@@ -150,11 +150,16 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
         .and_then(|n| n.to_str())
         .is_some_and(|n| LAUNCHERS.contains(&n));
     let mut command = std::process::Command::new(&cmd[0]);
+    // Launcher options go after `-np N` (cafrun takes only that one first).
+    let at = cmd
+        .iter()
+        .position(|a| a == "-np" || a == "-n")
+        .map_or(1, |i| (i + 2).min(cmd.len()));
     for (k, v) in &env {
         if launcher && k == "LD_PRELOAD" {
             // Preload into the launched processes, not into the launcher itself.
-            cmd.insert(1, format!("{k}={v}"));
-            cmd.insert(1, "-x".into());
+            cmd.insert(at, format!("{k}={v}"));
+            cmd.insert(at, "-x".into());
         } else {
             command.env(k, v);
         }

@@ -121,6 +121,14 @@ const WORK: &[(&str, ArgType)] = &[("count", Size), ("codeptr", Ptr)];
 const SINGLE: &[(&str, ArgType)] = &[("count", Size), ("codeptr", Ptr), ("executor", Int)];
 const SYNC: &[(&str, ArgType)] = &[("region", Int), ("codeptr", Ptr)];
 const MUTEX: &[(&str, ArgType)] = &[("wait_id", Size), ("codeptr", Ptr)];
+const CAF_RMA: &[(&str, ArgType)] = &[
+    ("image", Int),
+    ("coarray", Ptr),
+    ("offset", Size),
+    ("nbytes", Size),
+];
+const CAF_AT: &[(&str, ArgType)] = &[("image", Int), ("coarray", Ptr), ("offset", Size)];
+const CAF_COLL: &[(&str, ArgType)] = &[("root_image", Int), ("nbytes", Size)];
 
 macro_rules! kinds {
     ($($konst:ident = $id:expr, $name:expr, $class:expr, $start:expr, $end:expr;)*) => {
@@ -217,6 +225,19 @@ kinds! {
     OMP_MASKED = 87, "GASP_OMP_MASKED", Work, &[("codeptr", Ptr)], &[("codeptr", Ptr)];
     OMP_FLUSH = 88, "GASP_OMP_FLUSH", Sync, &[("codeptr", Ptr)], NONE;
     OMP_SCOPE = 89, "GASP_OMP_SCOPE", Work, WORK, WORK;
+
+    CAF_COARRAY = 96, "GASP_CAF_COARRAY", Memory, &[("size", Size), ("coarray", Ptr)], NONE;
+    CAF_PUT = 97, "GASP_CAF_PUT", Comm, CAF_RMA, CAF_RMA;
+    CAF_GET = 98, "GASP_CAF_GET", Comm, CAF_RMA, CAF_RMA;
+    CAF_SYNC_ALL = 99, "GASP_CAF_SYNC_ALL", Sync, NONE, NONE;
+    CAF_SYNC_IMAGES = 100, "GASP_CAF_SYNC_IMAGES", Sync, &[("images", Size)], &[("images", Size)];
+    CAF_LOCK = 101, "GASP_CAF_LOCK", Sync, CAF_AT, CAF_AT;
+    CAF_EVENT_POST = 102, "GASP_CAF_EVENT_POST", Sync, CAF_AT, CAF_AT;
+    CAF_CO_SUM = 103, "GASP_CAF_CO_SUM", Comm, CAF_COLL, CAF_COLL;
+    CAF_CO_MIN = 104, "GASP_CAF_CO_MIN", Comm, CAF_COLL, CAF_COLL;
+    CAF_CO_MAX = 105, "GASP_CAF_CO_MAX", Comm, CAF_COLL, CAF_COLL;
+    CAF_CO_REDUCE = 106, "GASP_CAF_CO_REDUCE", Comm, CAF_COLL, CAF_COLL;
+    CAF_CO_BROADCAST = 107, "GASP_CAF_CO_BROADCAST", Comm, CAF_COLL, CAF_COLL;
 
     GASPARD_INIT = 256, "GASPARD_INIT", Program, &[("model", Model)], NONE;
     GASPARD_MEASUREMENT = 257, "GASPARD_MEASUREMENT", Program, &[("on", Int)], NONE;

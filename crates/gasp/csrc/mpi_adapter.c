@@ -55,6 +55,19 @@ static uint64_t status_bytes(const MPI_Status *st, MPI_Datatype t) {
   return type_bytes(t, count);
 }
 
+/* The reduction: 1 sum, 2 prod, 3 max, 4 min, 5 land, 6 lor, 7 band, 8 bor, 0 other. */
+static int op_code(MPI_Op op) {
+  if (op == MPI_SUM) return 1;
+  if (op == MPI_PROD) return 2;
+  if (op == MPI_MAX) return 3;
+  if (op == MPI_MIN) return 4;
+  if (op == MPI_LAND) return 5;
+  if (op == MPI_LOR) return 6;
+  if (op == MPI_BAND) return 7;
+  if (op == MPI_BOR) return 8;
+  return 0;
+}
+
 static int comm_size(MPI_Comm comm) {
   int s = 0;
   if (comm != MPI_COMM_NULL) PMPI_Comm_size(comm, &s);
@@ -517,34 +530,36 @@ EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, M
 }
 
 EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 3);
+    a[3] = (uint64_t)(int64_t)(op_code(op));
+    gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 3);
+    gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 3);
+    a[3] = (uint64_t)(int64_t)(op_code(op));
+    gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 3);
+    gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
@@ -1153,28 +1168,30 @@ EXPORT void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 
 void pmpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
+    a[3] = (uint64_t)(int64_t)(op_code(MPI_Op_f2c(*op)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 3);
+  if (rec) gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 4);
   pmpi_allreduce_(sendbuf, recvbuf, count, datatype, op, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 4); leave(); }
 }
 
 void pmpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *root));
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
+    a[3] = (uint64_t)(int64_t)(op_code(MPI_Op_f2c(*op)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 3);
+  if (rec) gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 4);
   pmpi_reduce_(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 4); leave(); }
 }

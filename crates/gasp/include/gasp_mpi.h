@@ -53,9 +53,9 @@
 #define GASP_MPI_BARRIER 1044u
 /* MPI_Bcast: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
 #define GASP_MPI_BCAST 1045u
-/* MPI_Reduce: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Reduce: START int root, size nbytes, int comm_size, int op; END int root, size nbytes, int comm_size, int op */
 #define GASP_MPI_REDUCE 1046u
-/* MPI_Allreduce: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Allreduce: START int root, size nbytes, int comm_size, int op; END int root, size nbytes, int comm_size, int op */
 #define GASP_MPI_ALLREDUCE 1047u
 /* MPI_Gather: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
 #define GASP_MPI_GATHER 1048u

@@ -1,0 +1,279 @@
+//! Coarray Fortran in coarray terms.
+//!
+//! OpenCoarrays runs coarrays on MPI one-sided communication, so a CAF
+//! program is recorded at the MPI level. Here its MPI patterns are recognised
+//! and the coarray operations added as GASP_CAF_* events, the MPI events
+//! staying where they are:
+//!
+//! | MPI pattern | event |
+//! |---|---|
+//! | `MPI_Win_allocate` | `GASP_CAF_COARRAY` (each coarray) |
+//! | lock + put(s) + unlock | `GASP_CAF_PUT` (image, coarray, offset, bytes) |
+//! | lock + get(s) + unlock | `GASP_CAF_GET` |
+//! | lock + accumulate + unlock | `GASP_CAF_EVENT_POST` |
+//! | lock + compare_and_swap(s) + unlock | `GASP_CAF_LOCK` (lock, critical) |
+//! | barrier | `GASP_CAF_SYNC_ALL` |
+//! | sends and receives of tag 424242 with their waits | `GASP_CAF_SYNC_IMAGES` |
+//! | allreduce sum / min / max / other | `GASP_CAF_CO_SUM` / `_CO_MIN` / `_CO_MAX` / `_CO_REDUCE` |
+//! | bcast | `GASP_CAF_CO_BROADCAST` |
+//!
+//! A process is taken for a CAF program when it loaded the gfortran runtime
+//! and created OpenCoarrays' dynamic window at start-up. The synchronization
+//! the runtime does itself at the end of the program is left out.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use gaspard_format::codec::arg_layout;
+use gaspard_format::kinds::{self, kind_by_name};
+
+use crate::trace::{Callsite, Event, Stream};
+
+/// OpenCoarrays' tag for `sync images`.
+const SYNC_IMAGES_TAG: u64 = 424_242;
+
+/// One MPI call: its kind, its START and END times, its START arguments by name.
+struct Call<'a> {
+    name: &'static str,
+    start: u64,
+    end: u64,
+    args: HashMap<&'static str, u64>,
+    _event: &'a Event,
+}
+
+fn calls(s: &Stream) -> Vec<Call<'_>> {
+    let pts_words = (s.pts_bytes as usize).div_ceil(8);
+    let mut out: Vec<Call<'_>> = Vec::new();
+    let mut open: HashMap<u16, usize> = HashMap::new();
+    for e in &s.events {
+        let Some(k) = kinds::kind(e.kind) else {
+            continue;
+        };
+        if !k.name.starts_with("GASP_MPI_") {
+            continue;
+        }
+        match e.phase {
+            0 => {
+                let mut args = HashMap::new();
+                let mut at = 0;
+                for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
+                    if let Some(&v) = e.args.get(at) {
+                        args.insert(n, v);
+                    }
+                    at += w;
+                }
+                open.insert(e.kind, out.len());
+                out.push(Call {
+                    name: k.name,
+                    start: e.t_ns,
+                    end: e.t_ns,
+                    args,
+                    _event: e,
+                });
+            }
+            1 => {
+                if let Some(i) = open.remove(&e.kind) {
+                    out[i].end = e.t_ns;
+                    // The END of a window allocation carries the window and its base.
+                    if k.name == "GASP_MPI_WIN_ALLOCATE" {
+                        let mut at = 0;
+                        for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
+                            if let Some(&v) = e.args.get(at) {
+                                out[i].args.insert(n, v);
+                            }
+                            at += w;
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn is_caf(dir: &Path, s: &Stream) -> bool {
+    let gfortran = std::fs::read_to_string(dir.join(format!("{}.maps", s.process)))
+        .map(|m| m.contains("libgfortran"))
+        .unwrap_or(false);
+    let dynamic = kind_by_name("GASP_MPI_WIN_CREATE_DYNAMIC").map(|k| k.id);
+    gfortran && s.events.iter().any(|e| Some(e.kind) == dynamic)
+}
+
+/// Adds the coarray events of every CAF process's streams.
+pub fn recognise(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsite, u32>) {
+    let n = sites.len() as u32;
+    let nowhere = *sites.entry(Callsite::default()).or_insert(n);
+    for s in streams.iter_mut() {
+        if !is_caf(dir, s) {
+            continue;
+        }
+        let added = coarray_events(s, nowhere);
+        if added.is_empty() {
+            continue;
+        }
+        // Merge by time; at equal times a coarray START comes before the MPI calls
+        // it stands for and a coarray END after them.
+        let mut all: Vec<(u64, u8, Event)> = s.events.drain(..).map(|e| (e.t_ns, 1, e)).collect();
+        all.extend(
+            added
+                .into_iter()
+                .map(|e| (e.t_ns, if e.phase == 1 { 2 } else { 0 }, e)),
+        );
+        all.sort_by_key(|(t, order, _)| (*t, *order));
+        s.events = all.into_iter().map(|(_, _, e)| e).collect();
+    }
+}
+
+fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Event {
+    Event {
+        t_ns,
+        kind,
+        phase,
+        flags: 0,
+        callsite: site,
+        args,
+        text_args: Vec::new(),
+        user: None,
+    }
+}
+
+fn coarray_events(s: &Stream, site: u32) -> Vec<Event> {
+    let id = |name: &str| kind_by_name(name).map(|k| k.id).unwrap_or(0);
+    let calls = calls(s);
+    let mut out = Vec::new();
+    let pair = |out: &mut Vec<Event>, kind: u16, start: u64, end: u64, args: Vec<u64>| {
+        out.push(event(kind, 0, start, args.clone(), site));
+        out.push(event(kind, 1, end, args, site));
+    };
+    let arg = |c: &Call<'_>, n: &str| c.args.get(n).copied().unwrap_or(0);
+    // The synchronization OpenCoarrays does itself when the program ends (sync
+    // images, then a barrier) comes right before it frees the coarrays' windows.
+    let first_free = calls
+        .iter()
+        .position(|c| c.name == "GASP_MPI_WIN_FREE")
+        .unwrap_or(calls.len());
+    let mut ending = first_free;
+    while ending > 0 {
+        let d = &calls[ending - 1];
+        let sync = d.name == "GASP_MPI_BARRIER"
+            || d.name.starts_with("GASP_MPI_WAIT")
+            || (matches!(d.name, "GASP_MPI_SEND" | "GASP_MPI_IRECV")
+                && arg(d, "tag") == SYNC_IMAGES_TAG);
+        if !sync {
+            break;
+        }
+        ending -= 1;
+    }
+    let mut i = 0;
+    while i < ending {
+        let c = &calls[i];
+        match c.name {
+            "GASP_MPI_WIN_ALLOCATE" => {
+                out.push(event(
+                    id("GASP_CAF_COARRAY"),
+                    2,
+                    c.end,
+                    vec![arg(c, "size"), arg(c, "win")],
+                    site,
+                ));
+            }
+            "GASP_MPI_BARRIER" => pair(&mut out, id("GASP_CAF_SYNC_ALL"), c.start, c.end, vec![]),
+            "GASP_MPI_ALLREDUCE" => {
+                let k = match arg(c, "op") {
+                    1 => "GASP_CAF_CO_SUM",
+                    3 => "GASP_CAF_CO_MAX",
+                    4 => "GASP_CAF_CO_MIN",
+                    _ => "GASP_CAF_CO_REDUCE",
+                };
+                pair(&mut out, id(k), c.start, c.end, vec![0, arg(c, "nbytes")]);
+            }
+            "GASP_MPI_BCAST" => {
+                let root = arg(c, "root") as i64 + 1;
+                pair(
+                    &mut out,
+                    id("GASP_CAF_CO_BROADCAST"),
+                    c.start,
+                    c.end,
+                    vec![root as u64, arg(c, "nbytes")],
+                );
+            }
+            "GASP_MPI_WIN_LOCK" => {
+                let (target, win) = (arg(c, "target"), arg(c, "win"));
+                let close = calls[i + 1..]
+                    .iter()
+                    .position(|d| {
+                        d.name == "GASP_MPI_WIN_UNLOCK"
+                            && arg(d, "win") == win
+                            && arg(d, "target") == target
+                    })
+                    .map(|p| i + 1 + p);
+                if let Some(j) = close {
+                    let inner = &calls[i + 1..j];
+                    let has = |n: &str| inner.iter().filter(|d| d.name == n).collect::<Vec<_>>();
+                    let (puts, gets) = (has("GASP_MPI_PUT"), has("GASP_MPI_GET"));
+                    let image = target + 1;
+                    let rma = |v: &[&Call<'_>]| {
+                        vec![
+                            image,
+                            win,
+                            arg(v[0], "disp"),
+                            v.iter().map(|d| arg(d, "nbytes")).sum::<u64>(),
+                        ]
+                    };
+                    let (start, end) = (c.start, calls[j].end);
+                    if !puts.is_empty() {
+                        pair(&mut out, id("GASP_CAF_PUT"), start, end, rma(&puts));
+                    } else if !gets.is_empty() {
+                        pair(&mut out, id("GASP_CAF_GET"), start, end, rma(&gets));
+                    } else if let Some(a) = has("GASP_MPI_ACCUMULATE").first() {
+                        pair(
+                            &mut out,
+                            id("GASP_CAF_EVENT_POST"),
+                            start,
+                            end,
+                            vec![image, win, arg(a, "disp")],
+                        );
+                    } else if let Some(a) = has("GASP_MPI_COMPARE_AND_SWAP").first() {
+                        pair(
+                            &mut out,
+                            id("GASP_CAF_LOCK"),
+                            start,
+                            end,
+                            vec![image, win, arg(a, "disp")],
+                        );
+                    }
+                    i = j;
+                }
+            }
+            "GASP_MPI_SEND" | "GASP_MPI_IRECV" if arg(c, "tag") == SYNC_IMAGES_TAG => {
+                let mut j = i;
+                let mut sends = 0;
+                while j < calls.len() {
+                    let d = &calls[j];
+                    let tagged = matches!(d.name, "GASP_MPI_SEND" | "GASP_MPI_IRECV")
+                        && arg(d, "tag") == SYNC_IMAGES_TAG;
+                    let wait = d.name.starts_with("GASP_MPI_WAIT");
+                    if !(tagged || wait) {
+                        break;
+                    }
+                    if d.name == "GASP_MPI_SEND" {
+                        sends += 1;
+                    }
+                    j += 1;
+                }
+                pair(
+                    &mut out,
+                    id("GASP_CAF_SYNC_IMAGES"),
+                    c.start,
+                    calls[j - 1].end,
+                    vec![sends],
+                );
+                i = j - 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}

@@ -1,0 +1,131 @@
+//! Coarray Fortran (OpenCoarrays over MPI) run as `gaspard run -- cafrun ...`:
+//! the MPI calls are recorded and the coarray operations recognised.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+mod common;
+use common::{dump, events};
+
+const PROGRAM: &str = r#"
+program d
+  implicit none
+  integer :: a(10)[*], b(10), me, n, s, r
+  me = this_image(); n = num_images()
+  a = me
+  sync all
+  if (me == 1) a(:)[2] = 7
+  sync all
+  if (me /= 1) b = a(:)[1]
+  s = me
+  call co_sum(s)
+  r = me * 10
+  call co_broadcast(r, 2)
+  critical
+    s = s + 1
+  end critical
+  sync all
+  if (s /= n * (n + 1) / 2 + 1 .or. r /= 20) error stop 3
+end program d
+"#;
+
+fn of<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    evs.iter()
+        .filter(|e| e["kind"] == kind && e["phase"] != "END")
+        .collect()
+}
+
+#[test]
+fn coarray_operations_are_recognised() {
+    let dir = common::tmpdir("caf");
+    let src = dir.join("d.f90");
+    std::fs::write(&src, PROGRAM).unwrap();
+    let exe = dir.join("d");
+    let out = Command::new("caf")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect(
+        "caf is needed for the Coarray Fortran tests (Debian: gfortran libcoarrays-openmpi-dev)",
+    );
+    assert!(
+        out.status.success(),
+        "caf: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let trace = dir.join("trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("run")
+        .arg("-o")
+        .arg(&trace)
+        .args(["--", "cafrun", "-np", "2", "--oversubscribe"])
+        .arg(&exe)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "cafrun: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = dump(&trace);
+    let images = events(&v);
+    assert_eq!(images.len(), 2);
+    for evs in &images {
+        let me = evs
+            .iter()
+            .find(|e| e["kind"] == "GASP_MPI_INIT_THREAD" && e["phase"] == "END")
+            .map(|e| e["args"]["rank"].as_u64().unwrap() + 1)
+            .expect("MPI start-up recorded");
+        // The program's three `sync all`, not the runtime's own at the end.
+        assert_eq!(of(evs, "GASP_CAF_SYNC_ALL").len(), 3, "image {me}");
+        let coarray = of(evs, "GASP_CAF_COARRAY")
+            .into_iter()
+            .find(|e| e["args"]["size"] == 40)
+            .expect("the 10-integer coarray");
+        let id = &coarray["args"]["coarray"];
+        let puts: Vec<&Value> = of(evs, "GASP_CAF_PUT")
+            .into_iter()
+            .filter(|e| &e["args"]["coarray"] == id)
+            .collect();
+        let gets: Vec<&Value> = of(evs, "GASP_CAF_GET")
+            .into_iter()
+            .filter(|e| &e["args"]["coarray"] == id)
+            .collect();
+        if me == 1 {
+            assert_eq!(puts.len(), 1);
+            assert_eq!(
+                (
+                    puts[0]["args"]["image"].as_u64(),
+                    puts[0]["args"]["nbytes"].as_u64()
+                ),
+                (Some(2), Some(40))
+            );
+            assert!(gets.is_empty(), "image 1 reads its own coarray without MPI");
+        } else {
+            assert!(puts.is_empty());
+            assert_eq!(gets.len(), 1);
+            assert_eq!(
+                (
+                    gets[0]["args"]["image"].as_u64(),
+                    gets[0]["args"]["nbytes"].as_u64()
+                ),
+                (Some(1), Some(40))
+            );
+        }
+        assert_eq!(of(evs, "GASP_CAF_CO_SUM").len(), 1);
+        let b = of(evs, "GASP_CAF_CO_BROADCAST");
+        assert_eq!((b.len(), b[0]["args"]["root_image"].as_u64()), (1, Some(2)));
+        assert!(
+            !of(evs, "GASP_CAF_LOCK").is_empty(),
+            "the critical section takes a lock"
+        );
+        // The MPI-level detail stays.
+        assert!(!of(evs, "GASP_MPI_BARRIER").is_empty());
+    }
+}
