@@ -337,8 +337,9 @@ def main():
         kid = FIRST_KIND + i
         idx[fn["name"]] = kid
         gname = "GASP_" + fn["name"].upper()
-        start = [(n, t) for n, t, _ in fn["start"]]
-        end = [(n, t) for n, t, _ in fn["end"]] if fn["end"] is not None else start
+        # Every event ends with the caller's code address (its source line, when read).
+        start = [(n, t) for n, t, _ in fn["start"]] + [("codeptr", "Ptr")]
+        end = ([(n, t) for n, t, _ in fn["end"]] if fn["end"] is not None else start[:-1]) + [("codeptr", "Ptr")]
         fmt = lambda lst: "&[" + ", ".join(f'("{n}", {t})' for n, t in lst) + "]"
         kinds.append(f'    KindInfo {{ id: {kid}, name: "{gname}", class: {fn["cls"]}, start: {fmt(start)}, end: {fmt(end)} }},')
         desc = lambda lst: ", ".join(f"{t.lower()} {n}" for n, t in lst) or "(none)"
@@ -349,7 +350,8 @@ def main():
         ends = fn["end"] if fn["end"] is not None else [(n, t, "") for n, t, _ in fn["start"]]
         m = len(ends)
         body = [f"EXPORT int {fn['name']}({fn['params']}) {{"]
-        body.append(f"  uint64_t a[{max(n, m, 1)}] = {{0}};")
+        body.append(f"  uint64_t a[{max(n, m) + 1}] = {{0}};")
+        body.append("  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
         body.append("  int rec = enter();")
         if fn["pre"]:
             body.append("  " + fn["pre"])
@@ -357,10 +359,11 @@ def main():
             body.append("  if (rec) {")
             for j, (_, _, e) in enumerate(fn["start"]):
                 body.append(f"    a[{j}] = (uint64_t)(int64_t)({e});")
-            body.append(f"    gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n});")
+            body.append(f"    a[{n}] = cp;")
+            body.append(f"    gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n + 1});")
             body.append("  }")
         else:
-            body.append(f"  if (rec) gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, 0);")
+            body.append(f"  if (rec) {{ a[0] = cp; gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, 1); }}")
         cargs = call_args(fn["params"])
         if fn["pre"] and "MPI_Status *st" in fn["pre"]:
             cargs = cargs.replace("status", "st")
@@ -369,7 +372,8 @@ def main():
         for j, (_, _, e) in enumerate(ends):
             if e:
                 body.append(f"    a[{j}] = (uint64_t)(int64_t)({e});")
-        body.append(f"    gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {m});")
+        body.append(f"    a[{m}] = cp;")
+        body.append(f"    gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {m + 1});")
         body.append("    leave();")
         body.append("  }")
         body.append("  return r;")
@@ -384,19 +388,21 @@ def main():
         n = len(args)
         fpn = "p" + lname + "_"
         proto = f"void {fpn}({params});"
-        body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2)}] = {{0}};", "  int rec = enter();"]
+        body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2) + 1}] = {{0}};",
+                "  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);", "  int rec = enter();"]
         if n:
             body.append("  if (rec) {")
             for j, e in enumerate(args):
                 body.append(f"    a[{j}] = (uint64_t)(int64_t)({e});")
             body.append("  }")
-        body.append(f"  if (rec) gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n});")
+        body.append(f"  a[{n}] = cp;")
+        body.append(f"  if (rec) gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n + 1});")
         body.append(f"  {call};")
         if name == "MPI_Init":
-            body.append("  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size();")
-            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, 2); leave(); }}")
+            body.append("  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;")
+            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, 3); leave(); }}")
         else:
-            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {n}); leave(); }}")
+            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {n + 1}); leave(); }}")
         body.append("}")
         fwrap.append("\n".join(body))
 
@@ -414,7 +420,9 @@ def main():
  * names each MPI routine's event GASP_MPI_<FUNCTION> (MPI_Put ->
  * GASP_MPI_PUT), of the model GASP_MODEL_MPI: START before the call, END
  * after it. Peers, roots and targets are ranks of MPI_COMM_WORLD; sizes are
- * bytes; request and window handles are their values. See docs/EXTENSIONS.md. */
+ * bytes; request and window handles are their values; codeptr, last, is
+ * the caller's code address (the trace reader turns it into a source line).
+ * See docs/EXTENSIONS.md. */
 #ifndef _GASP_MPI_H
 #define _GASP_MPI_H
 

@@ -137,8 +137,9 @@ def main():
     for i, (name, ret, params, shape, args, cls) in enumerate(funcs):
         kid = FIRST_KIND + i
         gname = "GASP_" + name.upper()
-        start = SHAPES[shape]
-        end = END_SHAPES.get(shape, start)
+        # Every event ends with the caller's code address (its source line, when read).
+        start = SHAPES[shape] + [("codeptr", "Ptr")]
+        end = END_SHAPES.get(shape, SHAPES[shape]) + [("codeptr", "Ptr")]
         fmt = lambda lst: "&[" + ", ".join(f'("{n}", {t})' for n, t in lst) + "]"
         kinds.append(f'    KindInfo {{ id: {kid}, name: "{gname}", class: {cls or CLASS[shape]}, '
                      f'start: {fmt(start)}, end: {fmt(end)} }},')
@@ -149,18 +150,20 @@ def main():
         arr = ", ".join(f"(uint64_t)({a})" for a in args) if args else "0"
         body = [f"EXPORT {ret} {name}({params}) {{"]
         cargs = call_args(params)
-        body.append(f"  uint64_t a[{max(n, 1) + 1}] = {{{arr}}};")
+        body.append(f"  uint64_t a[{n + 2}] = {{{arr}}};")
+        body.append(f"  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
         body.append(f"  int rec = enter();")
-        body.append(f"  if (rec) gaspard_record_event(MODEL_SHMEM, {kid}u, 0, NULL, 0, a, {n});")
+        body.append(f"  a[{n}] = cp;")
+        body.append(f"  if (rec) gaspard_record_event(MODEL_SHMEM, {kid}u, 0, NULL, 0, a, {n + 1});")
         if ret == "void":
             body.append(f"  p{name}({cargs});")
         else:
             body.append(f"  {ret} r = p{name}({cargs});")
         if shape in END_SHAPES:
-            body.append(f"  a[{n}] = (uint64_t)(uintptr_t)r;")
-            endn = n + 1
+            body.append(f"  a[{n}] = (uint64_t)(uintptr_t)r, a[{n + 1}] = cp;")
+            endn = n + 2
         else:
-            endn = n
+            endn = n + 1
         body.append(f"  if (rec) {{ gaspard_record_event(MODEL_SHMEM, {kid}u, 1, NULL, 0, a, {endn}); leave(); }}")
         if ret != "void":
             body.append("  return r;")
@@ -182,7 +185,8 @@ def main():
  * GASP_MODEL_SHMEM: START before the call, END after it, on the calling PE.
  * Arguments: pe is the target PE; dest/source/target/ivar are local
  * addresses of symmetric objects (the same offset on every PE); nbytes is
- * what moves. See docs/EXTENSIONS.md. */
+ * what moves; codeptr, last, is the caller's code address (the trace reader
+ * turns it into a source line). See docs/EXTENSIONS.md. */
 #ifndef _GASP_SHMEM_H
 #define _GASP_SHMEM_H
 

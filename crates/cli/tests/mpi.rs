@@ -74,6 +74,7 @@ fn build(dir: &Path, compiler: &str, file: &str, src: &str) -> std::path::PathBu
     std::fs::write(&path, src).unwrap();
     let exe = dir.join("prog");
     let out = Command::new(compiler)
+        .arg("-g")
         .arg(&path)
         .arg("-o")
         .arg(&exe)

@@ -35,6 +35,7 @@ fn run_on(pes: usize) {
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("s");
     let out = Command::new("oshcc")
+        .arg("-g")
         .arg(&src)
         .arg("-o")
         .arg(&exe)

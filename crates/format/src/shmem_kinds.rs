@@ -13,43 +13,53 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
         id: 512,
         name: "GASP_SHMEM_INIT",
         class: Program,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 513,
         name: "GASP_SHMEM_FINALIZE",
         class: Program,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 514,
         name: "GASP_SHMEM_MALLOC",
         class: Memory,
-        start: &[("size", Size)],
-        end: &[("size", Size), ("ptr", Ptr)],
+        start: &[("size", Size), ("codeptr", Ptr)],
+        end: &[("size", Size), ("ptr", Ptr), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 515,
         name: "GASP_SHMEM_CALLOC",
         class: Memory,
-        start: &[("count", Size), ("size", Size)],
-        end: &[("count", Size), ("size", Size), ("ptr", Ptr)],
+        start: &[("count", Size), ("size", Size), ("codeptr", Ptr)],
+        end: &[
+            ("count", Size),
+            ("size", Size),
+            ("ptr", Ptr),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 516,
         name: "GASP_SHMEM_REALLOC",
         class: Memory,
-        start: &[("ptr", Ptr), ("size", Size)],
-        end: &[("ptr", Ptr), ("size", Size), ("newptr", Ptr)],
+        start: &[("ptr", Ptr), ("size", Size), ("codeptr", Ptr)],
+        end: &[
+            ("ptr", Ptr),
+            ("size", Size),
+            ("newptr", Ptr),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 517,
         name: "GASP_SHMEM_FREE",
         class: Memory,
-        start: &[("ptr", Ptr)],
-        end: &[("ptr", Ptr)],
+        start: &[("ptr", Ptr), ("codeptr", Ptr)],
+        end: &[("ptr", Ptr), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 518,
@@ -60,12 +70,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -77,12 +89,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -94,12 +108,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -111,12 +127,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -128,12 +146,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -145,12 +165,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -162,12 +184,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -179,12 +203,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -196,12 +222,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -213,12 +241,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -230,12 +260,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -247,12 +279,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -264,12 +298,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -281,12 +317,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -298,12 +336,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -315,12 +355,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -332,12 +374,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -349,12 +393,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -366,12 +412,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -383,12 +431,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -400,12 +450,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -417,12 +469,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -434,12 +488,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -451,12 +507,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -468,12 +526,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -485,12 +545,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -502,12 +564,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -519,12 +583,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -536,12 +602,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -553,12 +621,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -570,12 +640,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -587,12 +659,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -604,12 +678,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -621,12 +697,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -638,12 +716,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -655,12 +735,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -672,12 +754,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -689,12 +773,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -706,12 +792,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -723,12 +811,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -740,12 +830,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -757,12 +849,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -774,12 +868,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -791,12 +887,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -808,12 +906,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -825,12 +925,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -842,12 +944,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -859,12 +963,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -876,12 +982,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -893,12 +1001,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -910,12 +1020,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -927,12 +1039,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -944,12 +1058,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -961,12 +1077,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -978,12 +1096,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -995,12 +1115,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1012,12 +1134,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1029,12 +1153,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("dest", Ptr),
             ("source", Ptr),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1046,12 +1172,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1063,12 +1191,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1080,12 +1210,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1097,12 +1229,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1114,12 +1248,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1131,12 +1267,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1148,12 +1286,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1165,27 +1305,49 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
         id: 584,
         name: "GASP_SHMEM_INT_WAIT_UNTIL",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 585,
         name: "GASP_SHMEM_INT_TEST",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 586,
@@ -1196,12 +1358,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1213,12 +1377,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1230,12 +1396,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1247,12 +1415,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1264,12 +1434,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1281,12 +1453,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1298,12 +1472,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1315,27 +1491,49 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
         id: 594,
         name: "GASP_SHMEM_LONG_WAIT_UNTIL",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 595,
         name: "GASP_SHMEM_LONG_TEST",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 596,
@@ -1346,12 +1544,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1363,12 +1563,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1380,12 +1582,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1397,12 +1601,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1414,12 +1620,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1431,12 +1639,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1448,12 +1658,14 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1465,83 +1677,115 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("pe", Int),
             ("target", Ptr),
             ("value", Size),
             ("nbytes", Size),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
         id: 604,
         name: "GASP_SHMEM_LONGLONG_WAIT_UNTIL",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 605,
         name: "GASP_SHMEM_LONGLONG_TEST",
         class: Sync,
-        start: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
-        end: &[("ivar", Ptr), ("cmp", Int), ("value", Size)],
+        start: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("ivar", Ptr),
+            ("cmp", Int),
+            ("value", Size),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 606,
         name: "GASP_SHMEM_BARRIER_ALL",
         class: Sync,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 607,
         name: "GASP_SHMEM_SYNC_ALL",
         class: Sync,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 608,
         name: "GASP_SHMEM_FENCE",
         class: Sync,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 609,
         name: "GASP_SHMEM_QUIET",
         class: Sync,
-        start: &[],
-        end: &[],
+        start: &[("codeptr", Ptr)],
+        end: &[("codeptr", Ptr)],
     },
     KindInfo {
         id: 610,
         name: "GASP_SHMEM_BARRIER",
         class: Sync,
-        start: &[("pe_start", Int), ("log_stride", Int), ("pe_size", Int)],
-        end: &[("pe_start", Int), ("log_stride", Int), ("pe_size", Int)],
+        start: &[
+            ("pe_start", Int),
+            ("log_stride", Int),
+            ("pe_size", Int),
+            ("codeptr", Ptr),
+        ],
+        end: &[
+            ("pe_start", Int),
+            ("log_stride", Int),
+            ("pe_size", Int),
+            ("codeptr", Ptr),
+        ],
     },
     KindInfo {
         id: 611,
         name: "GASP_SHMEM_SET_LOCK",
         class: Sync,
-        start: &[("lock", Ptr)],
-        end: &[("lock", Ptr)],
+        start: &[("lock", Ptr), ("codeptr", Ptr)],
+        end: &[("lock", Ptr), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 612,
         name: "GASP_SHMEM_CLEAR_LOCK",
         class: Sync,
-        start: &[("lock", Ptr)],
-        end: &[("lock", Ptr)],
+        start: &[("lock", Ptr), ("codeptr", Ptr)],
+        end: &[("lock", Ptr), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 613,
         name: "GASP_SHMEM_TEST_LOCK",
         class: Sync,
-        start: &[("lock", Ptr)],
-        end: &[("lock", Ptr)],
+        start: &[("lock", Ptr), ("codeptr", Ptr)],
+        end: &[("lock", Ptr), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 614,
@@ -1555,6 +1799,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("root", Int),
@@ -1564,6 +1809,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1577,6 +1823,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1585,6 +1832,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1598,6 +1846,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1606,6 +1855,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1619,6 +1869,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1627,6 +1878,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1641,6 +1893,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("root", Int),
@@ -1650,6 +1903,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1663,6 +1917,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1671,6 +1926,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1684,6 +1940,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1692,6 +1949,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1705,6 +1963,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1713,6 +1972,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1726,6 +1986,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1734,6 +1995,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1747,6 +2009,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1755,6 +2018,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1768,6 +2032,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1776,6 +2041,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1789,6 +2055,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1797,6 +2064,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1810,6 +2078,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1818,6 +2087,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1831,6 +2101,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1839,6 +2110,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1852,6 +2124,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1860,6 +2133,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1873,6 +2147,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1881,6 +2156,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1894,6 +2170,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1902,6 +2179,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1915,6 +2193,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1923,6 +2202,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1936,6 +2216,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1944,6 +2225,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1957,6 +2239,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1965,6 +2248,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1978,6 +2262,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -1986,6 +2271,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -1999,6 +2285,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2007,6 +2294,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2020,6 +2308,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2028,6 +2317,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2041,6 +2331,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2049,6 +2340,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2062,6 +2354,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2070,6 +2363,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2083,6 +2377,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2091,6 +2386,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2104,6 +2400,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2112,6 +2409,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
     KindInfo {
@@ -2125,6 +2423,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
         end: &[
             ("dest", Ptr),
@@ -2133,6 +2432,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
             ("pe_start", Int),
             ("log_stride", Int),
             ("pe_size", Int),
+            ("codeptr", Ptr),
         ],
     },
 ];

@@ -158,31 +158,36 @@ static void forget_comm(MPI_Comm comm) { forget((const void *)comm); }
 static void forget_win(MPI_Win win) { forget((const void *)win); }
 
 EXPORT int MPI_Init(int *argc, char ***argv) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 0);
+  if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1); }
   int r = PMPI_Init(argc, argv);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
-    gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(required);
-    gaspard_record_event(MODEL_MPI, 1025u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1025u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Init_thread(argc, argv, required, provided);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
-    gaspard_record_event(MODEL_MPI, 1025u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1025u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
@@ -190,197 +195,230 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 EXPORT int MPI_Finalize(void) {
   uint64_t a[1] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 0);
+  if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1); }
   int r = PMPI_Finalize();
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 0);
+    a[0] = cp;
+    gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 1);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1027u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1027u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Send(buf, count, datatype, dest, tag, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1027u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1027u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1028u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1028u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Ssend(buf, count, datatype, dest, tag, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1028u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1028u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1029u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1029u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Bsend(buf, count, datatype, dest, tag, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1029u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1029u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1030u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1030u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Rsend(buf, count, datatype, dest, tag, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1030u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1030u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1031u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1031u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Isend(buf, count, datatype, dest, tag, comm, request);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1031u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1031u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1032u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1032u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Issend(buf, count, datatype, dest, tag, comm, request);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1032u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1032u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1033u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1033u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Ibsend(buf, count, datatype, dest, tag, comm, request);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1033u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1033u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1034u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1034u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Irsend(buf, count, datatype, dest, tag, comm, request);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1034u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1034u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   MPI_Status own; MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, source));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1035u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1035u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Recv(buf, count, datatype, source, tag, comm, st);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, st->MPI_SOURCE));
     a[1] = (uint64_t)(int64_t)(st->MPI_TAG);
     a[2] = (uint64_t)(int64_t)(status_bytes(st, datatype));
-    gaspard_record_event(MODEL_MPI, 1035u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1035u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, source));
     a[1] = (uint64_t)(int64_t)(tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, count));
-    gaspard_record_event(MODEL_MPI, 1036u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1036u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Irecv(buf, count, datatype, source, tag, comm, request);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1036u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1036u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
-  uint64_t a[5] = {0};
+  uint64_t a[6] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
@@ -388,689 +426,813 @@ EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
     a[2] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
     a[3] = (uint64_t)(int64_t)(world_rank(comm, source));
     a[4] = (uint64_t)(int64_t)(type_bytes(recvtype, recvcount));
-    gaspard_record_event(MODEL_MPI, 1037u, 0, NULL, 0, a, 5);
+    a[5] = cp;
+    gaspard_record_event(MODEL_MPI, 1037u, 0, NULL, 0, a, 6);
   }
   int r = PMPI_Sendrecv(sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1037u, 1, NULL, 0, a, 5);
+    a[5] = cp;
+    gaspard_record_event(MODEL_MPI, 1037u, 1, NULL, 0, a, 6);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   MPI_Status own; MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1038u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1038u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Wait(request, st);
   if (rec) {
     a[1] = (uint64_t)(int64_t)(st->MPI_SOURCE);
     a[2] = (uint64_t)(int64_t)(st->MPI_TAG);
-    gaspard_record_event(MODEL_MPI, 1038u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1038u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
-    gaspard_record_event(MODEL_MPI, 1039u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1039u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Waitall(count, array_of_requests, array_of_statuses);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1039u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1039u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
-    gaspard_record_event(MODEL_MPI, 1040u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1040u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Waitany(count, array_of_requests, index, status);
   if (rec) {
     a[1] = (uint64_t)(int64_t)(*index);
-    gaspard_record_event(MODEL_MPI, 1040u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1040u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(incount);
-    gaspard_record_event(MODEL_MPI, 1041u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1041u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses);
   if (rec) {
     a[1] = (uint64_t)(int64_t)(*outcount);
-    gaspard_record_event(MODEL_MPI, 1041u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1041u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*request));
-    gaspard_record_event(MODEL_MPI, 1042u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1042u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Test(request, flag, status);
   if (rec) {
     a[1] = (uint64_t)(int64_t)(*flag);
-    gaspard_record_event(MODEL_MPI, 1042u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1042u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
-    gaspard_record_event(MODEL_MPI, 1043u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1043u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Testall(count, array_of_requests, flag, array_of_statuses);
   if (rec) {
     a[1] = (uint64_t)(int64_t)(*flag);
-    gaspard_record_event(MODEL_MPI, 1043u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1043u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Barrier(MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(0);
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1044u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1044u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Barrier(comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1044u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1044u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1045u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1045u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Bcast(buffer, count, datatype, root, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1045u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1045u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
     a[3] = (uint64_t)(int64_t)(op_code(op));
-    gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
     a[3] = (uint64_t)(int64_t)(op_code(op));
-    gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1048u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1048u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1048u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1048u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1049u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1049u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1049u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1049u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1050u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1050u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1050u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1050u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
     a[2] = (uint64_t)(int64_t)(comm_size(comm));
-    gaspard_record_event(MODEL_MPI, 1051u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1051u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1051u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1051u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(base));
     a[1] = (uint64_t)(int64_t)(size);
     a[2] = (uint64_t)(int64_t)(disp_unit);
-    gaspard_record_event(MODEL_MPI, 1052u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1052u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Win_create(base, size, disp_unit, info, comm, win);
   if (rec) {
     a[3] = (uint64_t)(int64_t)(H(*win));
-    gaspard_record_event(MODEL_MPI, 1052u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1052u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(0);
     a[1] = (uint64_t)(int64_t)(size);
     a[2] = (uint64_t)(int64_t)(disp_unit);
-    gaspard_record_event(MODEL_MPI, 1053u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1053u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Win_allocate(size, disp_unit, info, comm, baseptr, win);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*(void **)baseptr));
     a[3] = (uint64_t)(int64_t)(H(*win));
-    gaspard_record_event(MODEL_MPI, 1053u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1053u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_MPI, 1054u, 0, NULL, 0, a, 0);
+  if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1054u, 0, NULL, 0, a, 1); }
   int r = PMPI_Win_create_dynamic(info, comm, win);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*win));
-    gaspard_record_event(MODEL_MPI, 1054u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1054u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = (uint64_t)(int64_t)(H(base));
     a[2] = (uint64_t)(int64_t)(size);
-    gaspard_record_event(MODEL_MPI, 1055u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1055u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Win_attach(win, base, size);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1055u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1055u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_free(MPI_Win *win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   forget_win(*win);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*win));
-    gaspard_record_event(MODEL_MPI, 1056u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1056u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_free(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1056u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1056u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1057u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1057u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Put(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1057u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1057u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1058u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1058u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Get(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1058u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1058u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1059u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1059u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Accumulate(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1059u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1059u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1060u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1060u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Rput(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1060u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1060u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1061u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1061u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Rget(origin_addr, origin_count, origin_datatype, target_rank, target_disp, target_count, target_datatype, win, request);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1061u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1061u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(target_datatype, target_count));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1062u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1062u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Get_accumulate(origin_addr, origin_count, origin_datatype, result_addr, result_count, result_datatype, target_rank, target_disp, target_count, target_datatype, op, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1062u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1062u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, 1));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1063u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1063u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Fetch_and_op(origin_addr, result_addr, datatype, target_rank, target_disp, op, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1063u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1063u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
     a[2] = (uint64_t)(int64_t)(type_bytes(datatype, 1));
     a[3] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1064u, 0, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1064u, 0, NULL, 0, a, 5);
   }
   int r = PMPI_Compare_and_swap(origin_addr, compare_addr, result_addr, datatype, target_rank, target_disp, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1064u, 1, NULL, 0, a, 4);
+    a[4] = cp;
+    gaspard_record_event(MODEL_MPI, 1064u, 1, NULL, 0, a, 5);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_fence(int assert, MPI_Win win) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(assert);
     a[1] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1065u, 0, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1065u, 0, NULL, 0, a, 3);
   }
   int r = PMPI_Win_fence(assert, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1065u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1065u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(lock_type);
     a[1] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[2] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1066u, 0, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1066u, 0, NULL, 0, a, 4);
   }
   int r = PMPI_Win_lock(lock_type, rank, assert, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1066u, 1, NULL, 0, a, 3);
+    a[3] = cp;
+    gaspard_record_event(MODEL_MPI, 1066u, 1, NULL, 0, a, 4);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_unlock(int rank, MPI_Win win) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1067u, 0, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1067u, 0, NULL, 0, a, 3);
   }
   int r = PMPI_Win_unlock(rank, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1067u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1067u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_lock_all(int assert, MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1068u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1068u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_lock_all(assert, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1068u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1068u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_unlock_all(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1069u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1069u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_unlock_all(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1069u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1069u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_flush_all(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1070u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1070u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_flush_all(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1070u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1070u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_flush_local_all(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1071u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1071u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_flush_local_all(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1071u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1071u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_sync(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1072u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1072u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_sync(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1072u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1072u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_flush(int rank, MPI_Win win) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1073u, 0, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1073u, 0, NULL, 0, a, 3);
   }
   int r = PMPI_Win_flush(rank, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1073u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1073u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_flush_local(int rank, MPI_Win win) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1074u, 0, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1074u, 0, NULL, 0, a, 3);
   }
   int r = PMPI_Win_flush_local(rank, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1074u, 1, NULL, 0, a, 2);
+    a[2] = cp;
+    gaspard_record_event(MODEL_MPI, 1074u, 1, NULL, 0, a, 3);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1075u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1075u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_post(group, assert, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1075u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1075u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1076u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1076u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_start(group, assert, win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1076u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1076u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_complete(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1077u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1077u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_complete(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1077u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1077u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
 }
 
 EXPORT int MPI_Win_wait(MPI_Win win) {
-  uint64_t a[1] = {0};
+  uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
-    gaspard_record_event(MODEL_MPI, 1078u, 0, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1078u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Win_wait(win);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1078u, 1, NULL, 0, a, 1);
+    a[1] = cp;
+    gaspard_record_event(MODEL_MPI, 1078u, 1, NULL, 0, a, 2);
     leave();
   }
   return r;
@@ -1078,12 +1240,14 @@ EXPORT int MPI_Win_wait(MPI_Win win) {
 
 EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   uint64_t a[1] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   forget_comm(*comm);
-  if (rec) gaspard_record_event(MODEL_MPI, 1079u, 0, NULL, 0, a, 0);
+  if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1079u, 0, NULL, 0, a, 1); }
   int r = PMPI_Comm_free(comm);
   if (rec) {
-    gaspard_record_event(MODEL_MPI, 1079u, 1, NULL, 0, a, 0);
+    a[0] = cp;
+    gaspard_record_event(MODEL_MPI, 1079u, 1, NULL, 0, a, 1);
     leave();
   }
   return r;
@@ -1093,82 +1257,95 @@ EXPORT int MPI_Comm_free(MPI_Comm *comm) {
 
 void pmpi_init_(MPI_Fint *ierr);
 EXPORT void mpi_init_(MPI_Fint *ierr) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1);
   pmpi_init_(ierr);
-  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size();
-  if (rec) { gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 2); leave(); }
+  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;
+  if (rec) { gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3); leave(); }
 }
 
 void pmpi_finalize_(MPI_Fint *ierr);
 EXPORT void mpi_finalize_(MPI_Fint *ierr) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1);
   pmpi_finalize_(ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 1); leave(); }
 }
 
 void pmpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *dest));
     a[1] = (uint64_t)(int64_t)(*tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1027u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1027u, 0, NULL, 0, a, 4);
   pmpi_send_(buf, count, datatype, dest, tag, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1027u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1027u, 1, NULL, 0, a, 4); leave(); }
 }
 
 void pmpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 EXPORT void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *source));
     a[1] = (uint64_t)(int64_t)(*tag);
     a[2] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1035u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1035u, 0, NULL, 0, a, 4);
   pmpi_recv_(buf, count, datatype, source, tag, comm, status, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1035u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1035u, 1, NULL, 0, a, 4); leave(); }
 }
 
 void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(0);
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1044u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1044u, 0, NULL, 0, a, 4);
   pmpi_barrier_(comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1044u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1044u, 1, NULL, 0, a, 4); leave(); }
 }
 
 void pmpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[3] = {0};
+  uint64_t a[4] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *root));
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1045u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1045u, 0, NULL, 0, a, 4);
   pmpi_bcast_(buf, count, datatype, root, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1045u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1045u, 1, NULL, 0, a, 4); leave(); }
 }
 
 void pmpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
@@ -1176,14 +1353,16 @@ EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
     a[3] = (uint64_t)(int64_t)(op_code(MPI_Op_f2c(*op)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1047u, 0, NULL, 0, a, 5);
   pmpi_allreduce_(sendbuf, recvbuf, count, datatype, op, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1047u, 1, NULL, 0, a, 5); leave(); }
 }
 
 void pmpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
-  uint64_t a[4] = {0};
+  uint64_t a[5] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *root));
@@ -1191,7 +1370,8 @@ EXPORT void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint 
     a[2] = (uint64_t)(int64_t)(comm_size(MPI_Comm_f2c(*comm)));
     a[3] = (uint64_t)(int64_t)(op_code(MPI_Op_f2c(*op)));
   }
-  if (rec) gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_MPI, 1046u, 0, NULL, 0, a, 5);
   pmpi_reduce_(sendbuf, recvbuf, count, datatype, op, root, comm, ierr);
-  if (rec) { gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1046u, 1, NULL, 0, a, 5); leave(); }
 }

@@ -30,1072 +30,1332 @@ static inline void leave(void) { inside = 0; }
 
 EXPORT void shmem_init(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 512u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 512u, 0, NULL, 0, a, 1);
   pshmem_init();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void shmem_finalize(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 513u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 513u, 0, NULL, 0, a, 1);
   pshmem_finalize();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 513u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 513u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void * shmem_malloc(size_t size) {
-  uint64_t a[2] = {(uint64_t)(size)};
+  uint64_t a[3] = {(uint64_t)(size)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 514u, 0, NULL, 0, a, 1);
+  a[1] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 514u, 0, NULL, 0, a, 2);
   void * r = pshmem_malloc(size);
-  a[1] = (uint64_t)(uintptr_t)r;
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 514u, 1, NULL, 0, a, 2); leave(); }
+  a[1] = (uint64_t)(uintptr_t)r, a[2] = cp;
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 514u, 1, NULL, 0, a, 3); leave(); }
   return r;
 }
 
 EXPORT void * shmem_calloc(size_t count, size_t size) {
-  uint64_t a[3] = {(uint64_t)(count), (uint64_t)(size)};
+  uint64_t a[4] = {(uint64_t)(count), (uint64_t)(size)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 515u, 0, NULL, 0, a, 2);
+  a[2] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 515u, 0, NULL, 0, a, 3);
   void * r = pshmem_calloc(count, size);
-  a[2] = (uint64_t)(uintptr_t)r;
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 515u, 1, NULL, 0, a, 3); leave(); }
+  a[2] = (uint64_t)(uintptr_t)r, a[3] = cp;
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 515u, 1, NULL, 0, a, 4); leave(); }
   return r;
 }
 
 EXPORT void * shmem_realloc(void *ptr, size_t size) {
-  uint64_t a[3] = {(uint64_t)(SP(ptr)), (uint64_t)(size)};
+  uint64_t a[4] = {(uint64_t)(SP(ptr)), (uint64_t)(size)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 516u, 0, NULL, 0, a, 2);
+  a[2] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 516u, 0, NULL, 0, a, 3);
   void * r = pshmem_realloc(ptr, size);
-  a[2] = (uint64_t)(uintptr_t)r;
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 516u, 1, NULL, 0, a, 3); leave(); }
+  a[2] = (uint64_t)(uintptr_t)r, a[3] = cp;
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 516u, 1, NULL, 0, a, 4); leave(); }
   return r;
 }
 
 EXPORT void shmem_free(void *ptr) {
-  uint64_t a[2] = {(uint64_t)(SP(ptr))};
+  uint64_t a[3] = {(uint64_t)(SP(ptr))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 517u, 0, NULL, 0, a, 1);
+  a[1] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 517u, 0, NULL, 0, a, 2);
   pshmem_free(ptr);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 517u, 1, NULL, 0, a, 1); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 517u, 1, NULL, 0, a, 2); leave(); }
 }
 
 EXPORT void shmem_putmem(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 518u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 518u, 0, NULL, 0, a, 5);
   pshmem_putmem(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 518u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 518u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_char_put(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 519u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 519u, 0, NULL, 0, a, 5);
   pshmem_char_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 519u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 519u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_short_put(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 520u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 520u, 0, NULL, 0, a, 5);
   pshmem_short_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 520u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 520u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_int_put(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 521u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 521u, 0, NULL, 0, a, 5);
   pshmem_int_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 521u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 521u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_long_put(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 522u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 522u, 0, NULL, 0, a, 5);
   pshmem_long_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 522u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 522u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 523u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 523u, 0, NULL, 0, a, 5);
   pshmem_longlong_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 523u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 523u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_float_put(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 524u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 524u, 0, NULL, 0, a, 5);
   pshmem_float_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 524u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 524u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_double_put(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 525u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 525u, 0, NULL, 0, a, 5);
   pshmem_double_put(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 525u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 525u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put32(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 526u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 526u, 0, NULL, 0, a, 5);
   pshmem_put32(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 526u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 526u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put64(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 527u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 527u, 0, NULL, 0, a, 5);
   pshmem_put64(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 527u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 527u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put128(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 528u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 528u, 0, NULL, 0, a, 5);
   pshmem_put128(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 528u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 528u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 529u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 529u, 0, NULL, 0, a, 5);
   pshmem_putmem_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 529u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 529u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_char_put_nbi(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 530u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 530u, 0, NULL, 0, a, 5);
   pshmem_char_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 530u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 530u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 531u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 531u, 0, NULL, 0, a, 5);
   pshmem_short_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 531u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 531u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 532u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 532u, 0, NULL, 0, a, 5);
   pshmem_int_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 532u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 532u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_long_put_nbi(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 533u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 533u, 0, NULL, 0, a, 5);
   pshmem_long_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 533u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 533u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_longlong_put_nbi(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 534u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 534u, 0, NULL, 0, a, 5);
   pshmem_longlong_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 534u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 534u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_float_put_nbi(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 535u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 535u, 0, NULL, 0, a, 5);
   pshmem_float_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 535u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 535u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_double_put_nbi(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 536u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 536u, 0, NULL, 0, a, 5);
   pshmem_double_put_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 536u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 536u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put32_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 537u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 537u, 0, NULL, 0, a, 5);
   pshmem_put32_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 537u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 537u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put64_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 538u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 538u, 0, NULL, 0, a, 5);
   pshmem_put64_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 538u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 538u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_put128_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 539u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 539u, 0, NULL, 0, a, 5);
   pshmem_put128_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 539u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 539u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_getmem(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 540u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 540u, 0, NULL, 0, a, 5);
   pshmem_getmem(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 540u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 540u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_char_get(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 541u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 541u, 0, NULL, 0, a, 5);
   pshmem_char_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 541u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 541u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_short_get(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 542u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 542u, 0, NULL, 0, a, 5);
   pshmem_short_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 542u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 542u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_int_get(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 543u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 543u, 0, NULL, 0, a, 5);
   pshmem_int_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 543u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 543u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_long_get(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 544u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 544u, 0, NULL, 0, a, 5);
   pshmem_long_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 544u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 544u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_longlong_get(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 545u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 545u, 0, NULL, 0, a, 5);
   pshmem_longlong_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 545u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 545u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_float_get(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 546u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 546u, 0, NULL, 0, a, 5);
   pshmem_float_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 546u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 546u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_double_get(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 547u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 547u, 0, NULL, 0, a, 5);
   pshmem_double_get(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 547u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 547u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get32(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 548u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 548u, 0, NULL, 0, a, 5);
   pshmem_get32(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 548u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 548u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get64(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 549u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 549u, 0, NULL, 0, a, 5);
   pshmem_get64(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 549u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 549u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get128(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 550u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 550u, 0, NULL, 0, a, 5);
   pshmem_get128(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 550u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 550u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 551u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 551u, 0, NULL, 0, a, 5);
   pshmem_getmem_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 551u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 551u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_char_get_nbi(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 552u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 552u, 0, NULL, 0, a, 5);
   pshmem_char_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 552u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 552u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_short_get_nbi(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 553u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 553u, 0, NULL, 0, a, 5);
   pshmem_short_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 553u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 553u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_int_get_nbi(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 554u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 554u, 0, NULL, 0, a, 5);
   pshmem_int_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 554u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 554u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_long_get_nbi(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 555u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 555u, 0, NULL, 0, a, 5);
   pshmem_long_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 555u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 555u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_longlong_get_nbi(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 556u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 556u, 0, NULL, 0, a, 5);
   pshmem_longlong_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 556u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 556u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_float_get_nbi(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 557u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 557u, 0, NULL, 0, a, 5);
   pshmem_float_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 557u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 557u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_double_get_nbi(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 558u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 558u, 0, NULL, 0, a, 5);
   pshmem_double_get_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 558u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 558u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get32_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 559u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 559u, 0, NULL, 0, a, 5);
   pshmem_get32_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 559u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 559u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get64_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 560u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 560u, 0, NULL, 0, a, 5);
   pshmem_get64_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 560u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 560u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_get128_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 561u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 561u, 0, NULL, 0, a, 5);
   pshmem_get128_nbi(dest, source, nelems, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 561u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 561u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT void shmem_char_p(char *dest, char value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 562u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 562u, 0, NULL, 0, a, 5);
   pshmem_char_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 562u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 562u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT char shmem_char_g(const char *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(char))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(char))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 563u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 563u, 0, NULL, 0, a, 5);
   char r = pshmem_char_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 563u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 563u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_short_p(short *dest, short value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 564u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 564u, 0, NULL, 0, a, 5);
   pshmem_short_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 564u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 564u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT short shmem_short_g(const short *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(short))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(short))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 565u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 565u, 0, NULL, 0, a, 5);
   short r = pshmem_short_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 565u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 565u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_int_p(int *dest, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 566u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 566u, 0, NULL, 0, a, 5);
   pshmem_int_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 566u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 566u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT int shmem_int_g(const int *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 567u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 567u, 0, NULL, 0, a, 5);
   int r = pshmem_int_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 567u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 567u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_long_p(long *dest, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 568u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 568u, 0, NULL, 0, a, 5);
   pshmem_long_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 568u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 568u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long shmem_long_g(const long *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 569u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 569u, 0, NULL, 0, a, 5);
   long r = pshmem_long_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 569u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 569u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_longlong_p(long long *dest, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 570u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 570u, 0, NULL, 0, a, 5);
   pshmem_longlong_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 570u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 570u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long long shmem_longlong_g(const long long *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 571u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 571u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 571u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 571u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_float_p(float *dest, float value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 572u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 572u, 0, NULL, 0, a, 5);
   pshmem_float_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 572u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 572u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT float shmem_float_g(const float *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(float))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(float))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 573u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 573u, 0, NULL, 0, a, 5);
   float r = pshmem_float_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 573u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 573u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_double_p(double *dest, double value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 574u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 574u, 0, NULL, 0, a, 5);
   pshmem_double_p(dest, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 574u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 574u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT double shmem_double_g(const double *source, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(double))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(double))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 575u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 575u, 0, NULL, 0, a, 5);
   double r = pshmem_double_g(source, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 575u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 575u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT int shmem_int_atomic_fetch_add(int *target, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 576u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 576u, 0, NULL, 0, a, 5);
   int r = pshmem_int_atomic_fetch_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 576u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 576u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_int_atomic_add(int *target, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 577u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 577u, 0, NULL, 0, a, 5);
   pshmem_int_atomic_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 577u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 577u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT int shmem_int_atomic_fetch_inc(int *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 578u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 578u, 0, NULL, 0, a, 5);
   int r = pshmem_int_atomic_fetch_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 578u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 578u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_int_atomic_inc(int *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 579u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 579u, 0, NULL, 0, a, 5);
   pshmem_int_atomic_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 579u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 579u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT int shmem_int_atomic_fetch(const int *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 580u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 580u, 0, NULL, 0, a, 5);
   int r = pshmem_int_atomic_fetch(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 580u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 580u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_int_atomic_set(int *target, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 581u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 581u, 0, NULL, 0, a, 5);
   pshmem_int_atomic_set(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 581u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 581u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT int shmem_int_atomic_swap(int *target, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 582u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 582u, 0, NULL, 0, a, 5);
   int r = pshmem_int_atomic_swap(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 582u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 582u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT int shmem_int_atomic_compare_swap(int *target, int cond, int value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 583u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 583u, 0, NULL, 0, a, 5);
   int r = pshmem_int_atomic_compare_swap(target, cond, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 583u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 583u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_int_wait_until(volatile int *ivar, int cmp, int value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 584u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 584u, 0, NULL, 0, a, 4);
   pshmem_int_wait_until(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 584u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 584u, 1, NULL, 0, a, 4); leave(); }
 }
 
 EXPORT int shmem_int_test(volatile int *ivar, int cmp, int value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 585u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 585u, 0, NULL, 0, a, 4);
   int r = pshmem_int_test(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 585u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 585u, 1, NULL, 0, a, 4); leave(); }
   return r;
 }
 
 EXPORT long shmem_long_atomic_fetch_add(long *target, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 586u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 586u, 0, NULL, 0, a, 5);
   long r = pshmem_long_atomic_fetch_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 586u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 586u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_long_atomic_add(long *target, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 587u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 587u, 0, NULL, 0, a, 5);
   pshmem_long_atomic_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 587u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 587u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long shmem_long_atomic_fetch_inc(long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 588u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 588u, 0, NULL, 0, a, 5);
   long r = pshmem_long_atomic_fetch_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 588u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 588u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_long_atomic_inc(long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 589u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 589u, 0, NULL, 0, a, 5);
   pshmem_long_atomic_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 589u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 589u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long shmem_long_atomic_fetch(const long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 590u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 590u, 0, NULL, 0, a, 5);
   long r = pshmem_long_atomic_fetch(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 590u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 590u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_long_atomic_set(long *target, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 591u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 591u, 0, NULL, 0, a, 5);
   pshmem_long_atomic_set(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 591u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 591u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long shmem_long_atomic_swap(long *target, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 592u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 592u, 0, NULL, 0, a, 5);
   long r = pshmem_long_atomic_swap(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 592u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 592u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT long shmem_long_atomic_compare_swap(long *target, long cond, long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 593u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 593u, 0, NULL, 0, a, 5);
   long r = pshmem_long_atomic_compare_swap(target, cond, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 593u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 593u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_long_wait_until(volatile long *ivar, int cmp, long value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 594u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 594u, 0, NULL, 0, a, 4);
   pshmem_long_wait_until(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 594u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 594u, 1, NULL, 0, a, 4); leave(); }
 }
 
 EXPORT int shmem_long_test(volatile long *ivar, int cmp, long value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 595u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 595u, 0, NULL, 0, a, 4);
   int r = pshmem_long_test(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 595u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 595u, 1, NULL, 0, a, 4); leave(); }
   return r;
 }
 
 EXPORT long long shmem_longlong_atomic_fetch_add(long long *target, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 596u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 596u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_atomic_fetch_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 596u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 596u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_longlong_atomic_add(long long *target, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 597u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 597u, 0, NULL, 0, a, 5);
   pshmem_longlong_atomic_add(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 597u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 597u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long long shmem_longlong_atomic_fetch_inc(long long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 598u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 598u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_atomic_fetch_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 598u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 598u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_longlong_atomic_inc(long long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 599u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 599u, 0, NULL, 0, a, 5);
   pshmem_longlong_atomic_inc(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 599u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 599u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long long shmem_longlong_atomic_fetch(const long long *target, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 600u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 600u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_atomic_fetch(target, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 600u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 600u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_longlong_atomic_set(long long *target, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 601u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 601u, 0, NULL, 0, a, 5);
   pshmem_longlong_atomic_set(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 601u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 601u, 1, NULL, 0, a, 5); leave(); }
 }
 
 EXPORT long long shmem_longlong_atomic_swap(long long *target, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 602u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 602u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_atomic_swap(target, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 602u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 602u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT long long shmem_longlong_atomic_compare_swap(long long *target, long long cond, long long value, int pe) {
-  uint64_t a[5] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 603u, 0, NULL, 0, a, 4);
+  a[4] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 603u, 0, NULL, 0, a, 5);
   long long r = pshmem_longlong_atomic_compare_swap(target, cond, value, pe);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 603u, 1, NULL, 0, a, 4); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 603u, 1, NULL, 0, a, 5); leave(); }
   return r;
 }
 
 EXPORT void shmem_longlong_wait_until(volatile long long *ivar, int cmp, long long value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 604u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 604u, 0, NULL, 0, a, 4);
   pshmem_longlong_wait_until(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 604u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 604u, 1, NULL, 0, a, 4); leave(); }
 }
 
 EXPORT int shmem_longlong_test(volatile long long *ivar, int cmp, long long value) {
-  uint64_t a[4] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 605u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 605u, 0, NULL, 0, a, 4);
   int r = pshmem_longlong_test(ivar, cmp, value);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 605u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 605u, 1, NULL, 0, a, 4); leave(); }
   return r;
 }
 
 EXPORT void shmem_barrier_all(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 606u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 606u, 0, NULL, 0, a, 1);
   pshmem_barrier_all();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 606u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 606u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void shmem_sync_all(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 607u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 607u, 0, NULL, 0, a, 1);
   pshmem_sync_all();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 607u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 607u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void shmem_fence(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 608u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 608u, 0, NULL, 0, a, 1);
   pshmem_fence();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 608u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 608u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void shmem_quiet(void) {
   uint64_t a[2] = {0};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 609u, 0, NULL, 0, a, 0);
+  a[0] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 609u, 0, NULL, 0, a, 1);
   pshmem_quiet();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 609u, 1, NULL, 0, a, 0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 609u, 1, NULL, 0, a, 1); leave(); }
 }
 
 EXPORT void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[4] = {(uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[5] = {(uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 610u, 0, NULL, 0, a, 3);
+  a[3] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 610u, 0, NULL, 0, a, 4);
   pshmem_barrier(PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 610u, 1, NULL, 0, a, 3); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 610u, 1, NULL, 0, a, 4); leave(); }
 }
 
 EXPORT void shmem_set_lock(volatile long *lock) {
-  uint64_t a[2] = {(uint64_t)(SP(lock))};
+  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 611u, 0, NULL, 0, a, 1);
+  a[1] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 611u, 0, NULL, 0, a, 2);
   pshmem_set_lock(lock);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 611u, 1, NULL, 0, a, 1); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 611u, 1, NULL, 0, a, 2); leave(); }
 }
 
 EXPORT void shmem_clear_lock(volatile long *lock) {
-  uint64_t a[2] = {(uint64_t)(SP(lock))};
+  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 612u, 0, NULL, 0, a, 1);
+  a[1] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 612u, 0, NULL, 0, a, 2);
   pshmem_clear_lock(lock);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 612u, 1, NULL, 0, a, 1); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 612u, 1, NULL, 0, a, 2); leave(); }
 }
 
 EXPORT int shmem_test_lock(volatile long *lock) {
-  uint64_t a[2] = {(uint64_t)(SP(lock))};
+  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 613u, 0, NULL, 0, a, 1);
+  a[1] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 613u, 0, NULL, 0, a, 2);
   int r = pshmem_test_lock(lock);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 613u, 1, NULL, 0, a, 1); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 613u, 1, NULL, 0, a, 2); leave(); }
   return r;
 }
 
 EXPORT void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 614u, 0, NULL, 0, a, 7);
+  a[7] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 614u, 0, NULL, 0, a, 8);
   pshmem_broadcast32(dest, source, nelems, PE_root, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 614u, 1, NULL, 0, a, 7); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 614u, 1, NULL, 0, a, 8); leave(); }
 }
 
 EXPORT void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 615u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 615u, 0, NULL, 0, a, 7);
   pshmem_collect32(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 615u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 615u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 616u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 616u, 0, NULL, 0, a, 7);
   pshmem_fcollect32(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 616u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 616u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 617u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 617u, 0, NULL, 0, a, 7);
   pshmem_alltoall32(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 617u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 617u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 618u, 0, NULL, 0, a, 7);
+  a[7] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 618u, 0, NULL, 0, a, 8);
   pshmem_broadcast64(dest, source, nelems, PE_root, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 618u, 1, NULL, 0, a, 7); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 618u, 1, NULL, 0, a, 8); leave(); }
 }
 
 EXPORT void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 619u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 619u, 0, NULL, 0, a, 7);
   pshmem_collect64(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 619u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 619u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 620u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 620u, 0, NULL, 0, a, 7);
   pshmem_fcollect64(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 620u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 620u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 621u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 621u, 0, NULL, 0, a, 7);
   pshmem_alltoall64(dest, source, nelems, PE_start, logPE_stride, PE_size, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 621u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 621u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 622u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 622u, 0, NULL, 0, a, 7);
   pshmem_int_sum_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 622u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 622u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 623u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 623u, 0, NULL, 0, a, 7);
   pshmem_int_prod_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 623u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 623u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_int_max_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 624u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 624u, 0, NULL, 0, a, 7);
   pshmem_int_max_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 624u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 624u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_int_min_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 625u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 625u, 0, NULL, 0, a, 7);
   pshmem_int_min_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 625u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 625u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 626u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 626u, 0, NULL, 0, a, 7);
   pshmem_long_sum_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 626u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 626u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 627u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 627u, 0, NULL, 0, a, 7);
   pshmem_long_prod_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 627u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 627u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_long_max_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 628u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 628u, 0, NULL, 0, a, 7);
   pshmem_long_max_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 628u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 628u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_long_min_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 629u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 629u, 0, NULL, 0, a, 7);
   pshmem_long_min_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 629u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 629u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_longlong_sum_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 630u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 630u, 0, NULL, 0, a, 7);
   pshmem_longlong_sum_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 630u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 630u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_longlong_prod_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 631u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 631u, 0, NULL, 0, a, 7);
   pshmem_longlong_prod_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 631u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 631u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_longlong_max_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 632u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 632u, 0, NULL, 0, a, 7);
   pshmem_longlong_max_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 632u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 632u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_longlong_min_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 633u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 633u, 0, NULL, 0, a, 7);
   pshmem_longlong_min_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 633u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 633u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_float_sum_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 634u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 634u, 0, NULL, 0, a, 7);
   pshmem_float_sum_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 634u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 634u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_float_prod_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 635u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 635u, 0, NULL, 0, a, 7);
   pshmem_float_prod_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 635u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 635u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_float_max_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 636u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 636u, 0, NULL, 0, a, 7);
   pshmem_float_max_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 636u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 636u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_float_min_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 637u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 637u, 0, NULL, 0, a, 7);
   pshmem_float_min_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 637u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 637u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_double_sum_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 638u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 638u, 0, NULL, 0, a, 7);
   pshmem_double_sum_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 638u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 638u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_double_prod_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 639u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 639u, 0, NULL, 0, a, 7);
   pshmem_double_prod_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 639u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 639u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_double_max_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 640u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 640u, 0, NULL, 0, a, 7);
   pshmem_double_max_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 640u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 640u, 1, NULL, 0, a, 7); leave(); }
 }
 
 EXPORT void shmem_double_min_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[7] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
-  if (rec) gaspard_record_event(MODEL_SHMEM, 641u, 0, NULL, 0, a, 6);
+  a[6] = cp;
+  if (rec) gaspard_record_event(MODEL_SHMEM, 641u, 0, NULL, 0, a, 7);
   pshmem_double_min_to_all(dest, source, nreduce, PE_start, logPE_stride, PE_size, pWrk, pSync);
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 641u, 1, NULL, 0, a, 6); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 641u, 1, NULL, 0, a, 7); leave(); }
 }

@@ -5,121 +5,123 @@
  * names each MPI routine's event GASP_MPI_<FUNCTION> (MPI_Put ->
  * GASP_MPI_PUT), of the model GASP_MODEL_MPI: START before the call, END
  * after it. Peers, roots and targets are ranks of MPI_COMM_WORLD; sizes are
- * bytes; request and window handles are their values. See docs/EXTENSIONS.md. */
+ * bytes; request and window handles are their values; codeptr, last, is
+ * the caller's code address (the trace reader turns it into a source line).
+ * See docs/EXTENSIONS.md. */
 #ifndef _GASP_MPI_H
 #define _GASP_MPI_H
 
-/* MPI_Init: START (none); END int rank, int size */
+/* MPI_Init: START ptr codeptr; END int rank, int size, ptr codeptr */
 #define GASP_MPI_INIT 1024u
-/* MPI_Init_thread: START int required; END int rank, int size */
+/* MPI_Init_thread: START int required, ptr codeptr; END int rank, int size, ptr codeptr */
 #define GASP_MPI_INIT_THREAD 1025u
-/* MPI_Finalize: START (none); END (none) */
+/* MPI_Finalize: START ptr codeptr; END ptr codeptr */
 #define GASP_MPI_FINALIZE 1026u
-/* MPI_Send: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes */
+/* MPI_Send: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr codeptr */
 #define GASP_MPI_SEND 1027u
-/* MPI_Ssend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes */
+/* MPI_Ssend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr codeptr */
 #define GASP_MPI_SSEND 1028u
-/* MPI_Bsend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes */
+/* MPI_Bsend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr codeptr */
 #define GASP_MPI_BSEND 1029u
-/* MPI_Rsend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes */
+/* MPI_Rsend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr codeptr */
 #define GASP_MPI_RSEND 1030u
-/* MPI_Isend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes, ptr request */
+/* MPI_Isend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr request, ptr codeptr */
 #define GASP_MPI_ISEND 1031u
-/* MPI_Issend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes, ptr request */
+/* MPI_Issend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr request, ptr codeptr */
 #define GASP_MPI_ISSEND 1032u
-/* MPI_Ibsend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes, ptr request */
+/* MPI_Ibsend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr request, ptr codeptr */
 #define GASP_MPI_IBSEND 1033u
-/* MPI_Irsend: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes, ptr request */
+/* MPI_Irsend: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr request, ptr codeptr */
 #define GASP_MPI_IRSEND 1034u
-/* MPI_Recv: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes */
+/* MPI_Recv: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr codeptr */
 #define GASP_MPI_RECV 1035u
-/* MPI_Irecv: START int peer, int tag, size nbytes; END int peer, int tag, size nbytes, ptr request */
+/* MPI_Irecv: START int peer, int tag, size nbytes, ptr codeptr; END int peer, int tag, size nbytes, ptr request, ptr codeptr */
 #define GASP_MPI_IRECV 1036u
-/* MPI_Sendrecv: START int peer, int tag, size nbytes, int source, size recv_nbytes; END int peer, int tag, size nbytes, int source, size recv_nbytes */
+/* MPI_Sendrecv: START int peer, int tag, size nbytes, int source, size recv_nbytes, ptr codeptr; END int peer, int tag, size nbytes, int source, size recv_nbytes, ptr codeptr */
 #define GASP_MPI_SENDRECV 1037u
-/* MPI_Wait: START ptr request; END ptr request, int source, int tag */
+/* MPI_Wait: START ptr request, ptr codeptr; END ptr request, int source, int tag, ptr codeptr */
 #define GASP_MPI_WAIT 1038u
-/* MPI_Waitall: START int count; END int count */
+/* MPI_Waitall: START int count, ptr codeptr; END int count, ptr codeptr */
 #define GASP_MPI_WAITALL 1039u
-/* MPI_Waitany: START int count; END int count, int index */
+/* MPI_Waitany: START int count, ptr codeptr; END int count, int index, ptr codeptr */
 #define GASP_MPI_WAITANY 1040u
-/* MPI_Waitsome: START int count; END int count, int completed */
+/* MPI_Waitsome: START int count, ptr codeptr; END int count, int completed, ptr codeptr */
 #define GASP_MPI_WAITSOME 1041u
-/* MPI_Test: START ptr request; END ptr request, int flag */
+/* MPI_Test: START ptr request, ptr codeptr; END ptr request, int flag, ptr codeptr */
 #define GASP_MPI_TEST 1042u
-/* MPI_Testall: START int count; END int count, int flag */
+/* MPI_Testall: START int count, ptr codeptr; END int count, int flag, ptr codeptr */
 #define GASP_MPI_TESTALL 1043u
-/* MPI_Barrier: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Barrier: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_BARRIER 1044u
-/* MPI_Bcast: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Bcast: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_BCAST 1045u
-/* MPI_Reduce: START int root, size nbytes, int comm_size, int op; END int root, size nbytes, int comm_size, int op */
+/* MPI_Reduce: START int root, size nbytes, int comm_size, int op, ptr codeptr; END int root, size nbytes, int comm_size, int op, ptr codeptr */
 #define GASP_MPI_REDUCE 1046u
-/* MPI_Allreduce: START int root, size nbytes, int comm_size, int op; END int root, size nbytes, int comm_size, int op */
+/* MPI_Allreduce: START int root, size nbytes, int comm_size, int op, ptr codeptr; END int root, size nbytes, int comm_size, int op, ptr codeptr */
 #define GASP_MPI_ALLREDUCE 1047u
-/* MPI_Gather: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Gather: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_GATHER 1048u
-/* MPI_Scatter: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Scatter: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_SCATTER 1049u
-/* MPI_Allgather: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Allgather: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_ALLGATHER 1050u
-/* MPI_Alltoall: START int root, size nbytes, int comm_size; END int root, size nbytes, int comm_size */
+/* MPI_Alltoall: START int root, size nbytes, int comm_size, ptr codeptr; END int root, size nbytes, int comm_size, ptr codeptr */
 #define GASP_MPI_ALLTOALL 1051u
-/* MPI_Win_create: START ptr base, size size, int disp_unit; END ptr base, size size, int disp_unit, ptr win */
+/* MPI_Win_create: START ptr base, size size, int disp_unit, ptr codeptr; END ptr base, size size, int disp_unit, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_CREATE 1052u
-/* MPI_Win_allocate: START ptr base, size size, int disp_unit; END ptr base, size size, int disp_unit, ptr win */
+/* MPI_Win_allocate: START ptr base, size size, int disp_unit, ptr codeptr; END ptr base, size size, int disp_unit, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_ALLOCATE 1053u
-/* MPI_Win_create_dynamic: START (none); END ptr win */
+/* MPI_Win_create_dynamic: START ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_CREATE_DYNAMIC 1054u
-/* MPI_Win_attach: START ptr win, ptr base, size size; END ptr win, ptr base, size size */
+/* MPI_Win_attach: START ptr win, ptr base, size size, ptr codeptr; END ptr win, ptr base, size size, ptr codeptr */
 #define GASP_MPI_WIN_ATTACH 1055u
-/* MPI_Win_free: START ptr win; END ptr win */
+/* MPI_Win_free: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FREE 1056u
-/* MPI_Put: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Put: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_PUT 1057u
-/* MPI_Get: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Get: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_GET 1058u
-/* MPI_Accumulate: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Accumulate: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_ACCUMULATE 1059u
-/* MPI_Rput: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Rput: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_RPUT 1060u
-/* MPI_Rget: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Rget: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_RGET 1061u
-/* MPI_Get_accumulate: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Get_accumulate: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_GET_ACCUMULATE 1062u
-/* MPI_Fetch_and_op: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Fetch_and_op: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_FETCH_AND_OP 1063u
-/* MPI_Compare_and_swap: START int target, size disp, size nbytes, ptr win; END int target, size disp, size nbytes, ptr win */
+/* MPI_Compare_and_swap: START int target, size disp, size nbytes, ptr win, ptr codeptr; END int target, size disp, size nbytes, ptr win, ptr codeptr */
 #define GASP_MPI_COMPARE_AND_SWAP 1064u
-/* MPI_Win_fence: START int assert, ptr win; END int assert, ptr win */
+/* MPI_Win_fence: START int assert, ptr win, ptr codeptr; END int assert, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FENCE 1065u
-/* MPI_Win_lock: START int lock_type, int target, ptr win; END int lock_type, int target, ptr win */
+/* MPI_Win_lock: START int lock_type, int target, ptr win, ptr codeptr; END int lock_type, int target, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_LOCK 1066u
-/* MPI_Win_unlock: START int target, ptr win; END int target, ptr win */
+/* MPI_Win_unlock: START int target, ptr win, ptr codeptr; END int target, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_UNLOCK 1067u
-/* MPI_Win_lock_all: START ptr win; END ptr win */
+/* MPI_Win_lock_all: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_LOCK_ALL 1068u
-/* MPI_Win_unlock_all: START ptr win; END ptr win */
+/* MPI_Win_unlock_all: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_UNLOCK_ALL 1069u
-/* MPI_Win_flush_all: START ptr win; END ptr win */
+/* MPI_Win_flush_all: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FLUSH_ALL 1070u
-/* MPI_Win_flush_local_all: START ptr win; END ptr win */
+/* MPI_Win_flush_local_all: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FLUSH_LOCAL_ALL 1071u
-/* MPI_Win_sync: START ptr win; END ptr win */
+/* MPI_Win_sync: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_SYNC 1072u
-/* MPI_Win_flush: START int target, ptr win; END int target, ptr win */
+/* MPI_Win_flush: START int target, ptr win, ptr codeptr; END int target, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FLUSH 1073u
-/* MPI_Win_flush_local: START int target, ptr win; END int target, ptr win */
+/* MPI_Win_flush_local: START int target, ptr win, ptr codeptr; END int target, ptr win, ptr codeptr */
 #define GASP_MPI_WIN_FLUSH_LOCAL 1074u
-/* MPI_Win_post: START ptr win; END ptr win */
+/* MPI_Win_post: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_POST 1075u
-/* MPI_Win_start: START ptr win; END ptr win */
+/* MPI_Win_start: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_START 1076u
-/* MPI_Win_complete: START ptr win; END ptr win */
+/* MPI_Win_complete: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_COMPLETE 1077u
-/* MPI_Win_wait: START ptr win; END ptr win */
+/* MPI_Win_wait: START ptr win, ptr codeptr; END ptr win, ptr codeptr */
 #define GASP_MPI_WIN_WAIT 1078u
-/* MPI_Comm_free: START (none); END (none) */
+/* MPI_Comm_free: START ptr codeptr; END ptr codeptr */
 #define GASP_MPI_COMM_FREE 1079u
 
 #endif

@@ -6,269 +6,270 @@
  * GASP_MODEL_SHMEM: START before the call, END after it, on the calling PE.
  * Arguments: pe is the target PE; dest/source/target/ivar are local
  * addresses of symmetric objects (the same offset on every PE); nbytes is
- * what moves. See docs/EXTENSIONS.md. */
+ * what moves; codeptr, last, is the caller's code address (the trace reader
+ * turns it into a source line). See docs/EXTENSIONS.md. */
 #ifndef _GASP_SHMEM_H
 #define _GASP_SHMEM_H
 
-/* shmem_init: START (none); END (none) */
+/* shmem_init: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_INIT 512u
-/* shmem_finalize: START (none); END (none) */
+/* shmem_finalize: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_FINALIZE 513u
-/* shmem_malloc: START size size; END size size, ptr ptr */
+/* shmem_malloc: START size size, ptr codeptr; END size size, ptr ptr, ptr codeptr */
 #define GASP_SHMEM_MALLOC 514u
-/* shmem_calloc: START size count, size size; END size count, size size, ptr ptr */
+/* shmem_calloc: START size count, size size, ptr codeptr; END size count, size size, ptr ptr, ptr codeptr */
 #define GASP_SHMEM_CALLOC 515u
-/* shmem_realloc: START ptr ptr, size size; END ptr ptr, size size, ptr newptr */
+/* shmem_realloc: START ptr ptr, size size, ptr codeptr; END ptr ptr, size size, ptr newptr, ptr codeptr */
 #define GASP_SHMEM_REALLOC 516u
-/* shmem_free: START ptr ptr; END ptr ptr */
+/* shmem_free: START ptr ptr, ptr codeptr; END ptr ptr, ptr codeptr */
 #define GASP_SHMEM_FREE 517u
-/* shmem_putmem: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_putmem: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUTMEM 518u
-/* shmem_char_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_PUT 519u
-/* shmem_short_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_PUT 520u
-/* shmem_int_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_PUT 521u
-/* shmem_long_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_PUT 522u
-/* shmem_longlong_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_PUT 523u
-/* shmem_float_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_PUT 524u
-/* shmem_double_put: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_put: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_PUT 525u
-/* shmem_put32: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put32: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT32 526u
-/* shmem_put64: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put64: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT64 527u
-/* shmem_put128: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put128: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT128 528u
-/* shmem_putmem_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_putmem_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUTMEM_NBI 529u
-/* shmem_char_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_PUT_NBI 530u
-/* shmem_short_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_PUT_NBI 531u
-/* shmem_int_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_PUT_NBI 532u
-/* shmem_long_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_PUT_NBI 533u
-/* shmem_longlong_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_PUT_NBI 534u
-/* shmem_float_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_PUT_NBI 535u
-/* shmem_double_put_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_put_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_PUT_NBI 536u
-/* shmem_put32_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put32_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT32_NBI 537u
-/* shmem_put64_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put64_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT64_NBI 538u
-/* shmem_put128_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_put128_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_PUT128_NBI 539u
-/* shmem_getmem: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_getmem: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GETMEM 540u
-/* shmem_char_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_GET 541u
-/* shmem_short_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_GET 542u
-/* shmem_int_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_GET 543u
-/* shmem_long_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_GET 544u
-/* shmem_longlong_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_GET 545u
-/* shmem_float_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_GET 546u
-/* shmem_double_get: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_get: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_GET 547u
-/* shmem_get32: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get32: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET32 548u
-/* shmem_get64: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get64: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET64 549u
-/* shmem_get128: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get128: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET128 550u
-/* shmem_getmem_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_getmem_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GETMEM_NBI 551u
-/* shmem_char_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_GET_NBI 552u
-/* shmem_short_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_GET_NBI 553u
-/* shmem_int_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_GET_NBI 554u
-/* shmem_long_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_GET_NBI 555u
-/* shmem_longlong_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_GET_NBI 556u
-/* shmem_float_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_GET_NBI 557u
-/* shmem_double_get_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_get_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_GET_NBI 558u
-/* shmem_get32_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get32_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET32_NBI 559u
-/* shmem_get64_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get64_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET64_NBI 560u
-/* shmem_get128_nbi: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_get128_nbi: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_GET128_NBI 561u
-/* shmem_char_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_P 562u
-/* shmem_char_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_char_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_CHAR_G 563u
-/* shmem_short_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_P 564u
-/* shmem_short_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_short_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_SHORT_G 565u
-/* shmem_int_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_P 566u
-/* shmem_int_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_int_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_G 567u
-/* shmem_long_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_P 568u
-/* shmem_long_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_long_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_G 569u
-/* shmem_longlong_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_P 570u
-/* shmem_longlong_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_longlong_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_G 571u
-/* shmem_float_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_P 572u
-/* shmem_float_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_float_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_FLOAT_G 573u
-/* shmem_double_p: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_p: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_P 574u
-/* shmem_double_g: START int pe, ptr dest, ptr source, size nbytes; END int pe, ptr dest, ptr source, size nbytes */
+/* shmem_double_g: START int pe, ptr dest, ptr source, size nbytes, ptr codeptr; END int pe, ptr dest, ptr source, size nbytes, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_G 575u
-/* shmem_int_atomic_fetch_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_fetch_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_FETCH_ADD 576u
-/* shmem_int_atomic_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_ADD 577u
-/* shmem_int_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_FETCH_INC 578u
-/* shmem_int_atomic_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_INC 579u
-/* shmem_int_atomic_fetch: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_fetch: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_FETCH 580u
-/* shmem_int_atomic_set: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_set: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_SET 581u
-/* shmem_int_atomic_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_SWAP 582u
-/* shmem_int_atomic_compare_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_int_atomic_compare_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_INT_ATOMIC_COMPARE_SWAP 583u
-/* shmem_int_wait_until: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_int_wait_until: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_INT_WAIT_UNTIL 584u
-/* shmem_int_test: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_int_test: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_INT_TEST 585u
-/* shmem_long_atomic_fetch_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_fetch_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_FETCH_ADD 586u
-/* shmem_long_atomic_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_ADD 587u
-/* shmem_long_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_FETCH_INC 588u
-/* shmem_long_atomic_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_INC 589u
-/* shmem_long_atomic_fetch: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_fetch: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_FETCH 590u
-/* shmem_long_atomic_set: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_set: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_SET 591u
-/* shmem_long_atomic_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_SWAP 592u
-/* shmem_long_atomic_compare_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_long_atomic_compare_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONG_ATOMIC_COMPARE_SWAP 593u
-/* shmem_long_wait_until: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_long_wait_until: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_LONG_WAIT_UNTIL 594u
-/* shmem_long_test: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_long_test: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_LONG_TEST 595u
-/* shmem_longlong_atomic_fetch_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_fetch_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_FETCH_ADD 596u
-/* shmem_longlong_atomic_add: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_add: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_ADD 597u
-/* shmem_longlong_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_fetch_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_FETCH_INC 598u
-/* shmem_longlong_atomic_inc: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_inc: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_INC 599u
-/* shmem_longlong_atomic_fetch: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_fetch: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_FETCH 600u
-/* shmem_longlong_atomic_set: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_set: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_SET 601u
-/* shmem_longlong_atomic_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_SWAP 602u
-/* shmem_longlong_atomic_compare_swap: START int pe, ptr target, size value, size nbytes; END int pe, ptr target, size value, size nbytes */
+/* shmem_longlong_atomic_compare_swap: START int pe, ptr target, size value, size nbytes, ptr codeptr; END int pe, ptr target, size value, size nbytes, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_ATOMIC_COMPARE_SWAP 603u
-/* shmem_longlong_wait_until: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_longlong_wait_until: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_WAIT_UNTIL 604u
-/* shmem_longlong_test: START ptr ivar, int cmp, size value; END ptr ivar, int cmp, size value */
+/* shmem_longlong_test: START ptr ivar, int cmp, size value, ptr codeptr; END ptr ivar, int cmp, size value, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_TEST 605u
-/* shmem_barrier_all: START (none); END (none) */
+/* shmem_barrier_all: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_BARRIER_ALL 606u
-/* shmem_sync_all: START (none); END (none) */
+/* shmem_sync_all: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_SYNC_ALL 607u
-/* shmem_fence: START (none); END (none) */
+/* shmem_fence: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_FENCE 608u
-/* shmem_quiet: START (none); END (none) */
+/* shmem_quiet: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_QUIET 609u
-/* shmem_barrier: START int pe_start, int log_stride, int pe_size; END int pe_start, int log_stride, int pe_size */
+/* shmem_barrier: START int pe_start, int log_stride, int pe_size, ptr codeptr; END int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_BARRIER 610u
-/* shmem_set_lock: START ptr lock; END ptr lock */
+/* shmem_set_lock: START ptr lock, ptr codeptr; END ptr lock, ptr codeptr */
 #define GASP_SHMEM_SET_LOCK 611u
-/* shmem_clear_lock: START ptr lock; END ptr lock */
+/* shmem_clear_lock: START ptr lock, ptr codeptr; END ptr lock, ptr codeptr */
 #define GASP_SHMEM_CLEAR_LOCK 612u
-/* shmem_test_lock: START ptr lock; END ptr lock */
+/* shmem_test_lock: START ptr lock, ptr codeptr; END ptr lock, ptr codeptr */
 #define GASP_SHMEM_TEST_LOCK 613u
-/* shmem_broadcast32: START int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_broadcast32: START int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_BROADCAST32 614u
-/* shmem_collect32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_collect32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_COLLECT32 615u
-/* shmem_fcollect32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_fcollect32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FCOLLECT32 616u
-/* shmem_alltoall32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_alltoall32: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_ALLTOALL32 617u
-/* shmem_broadcast64: START int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_broadcast64: START int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END int root, ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_BROADCAST64 618u
-/* shmem_collect64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_collect64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_COLLECT64 619u
-/* shmem_fcollect64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_fcollect64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FCOLLECT64 620u
-/* shmem_alltoall64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_alltoall64: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_ALLTOALL64 621u
-/* shmem_int_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_int_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_INT_SUM_TO_ALL 622u
-/* shmem_int_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_int_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_INT_PROD_TO_ALL 623u
-/* shmem_int_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_int_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_INT_MAX_TO_ALL 624u
-/* shmem_int_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_int_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_INT_MIN_TO_ALL 625u
-/* shmem_long_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_long_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONG_SUM_TO_ALL 626u
-/* shmem_long_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_long_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONG_PROD_TO_ALL 627u
-/* shmem_long_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_long_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONG_MAX_TO_ALL 628u
-/* shmem_long_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_long_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONG_MIN_TO_ALL 629u
-/* shmem_longlong_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_longlong_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_SUM_TO_ALL 630u
-/* shmem_longlong_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_longlong_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_PROD_TO_ALL 631u
-/* shmem_longlong_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_longlong_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_MAX_TO_ALL 632u
-/* shmem_longlong_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_longlong_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_LONGLONG_MIN_TO_ALL 633u
-/* shmem_float_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_float_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FLOAT_SUM_TO_ALL 634u
-/* shmem_float_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_float_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FLOAT_PROD_TO_ALL 635u
-/* shmem_float_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_float_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FLOAT_MAX_TO_ALL 636u
-/* shmem_float_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_float_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_FLOAT_MIN_TO_ALL 637u
-/* shmem_double_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_double_sum_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_SUM_TO_ALL 638u
-/* shmem_double_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_double_prod_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_PROD_TO_ALL 639u
-/* shmem_double_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_double_max_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_MAX_TO_ALL 640u
-/* shmem_double_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size */
+/* shmem_double_min_to_all: START ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr; END ptr dest, ptr source, size nbytes, int pe_start, int log_stride, int pe_size, ptr codeptr */
 #define GASP_SHMEM_DOUBLE_MIN_TO_ALL 641u
 
 #endif
