@@ -141,8 +141,43 @@ pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
         }
     } else {
         m.insert("args".into(), Value::Object(args_json(t, s, e)));
+        let objects = objects_json(t, s, e);
+        if !objects.is_empty() {
+            m.insert("objects".into(), Value::Object(objects));
+        }
     }
     Value::Object(m)
+}
+
+/// The shared objects an event's addresses fall in: for OpenSHMEM, each
+/// address argument inside a symmetric allocation; for MPI one-sided
+/// operations, the target's window and byte offset.
+pub fn objects_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
+    let mut m = Map::new();
+    let Some(k) = kinds::kind(e.kind) else {
+        return m;
+    };
+    if k.name.starts_with("GASP_SHMEM_") {
+        for (name, v) in crate::objects::args_by_name(s, e) {
+            if name == "codeptr" || v == 0 {
+                continue;
+            }
+            if let Some((obj, off)) = t.objects.find(&s.process, v, e.t_ns) {
+                m.insert(name.to_string(), json!({"object": obj, "offset": off}));
+            }
+        }
+    } else if k.name.starts_with("GASP_MPI_") {
+        let a = crate::objects::args_by_name(s, e);
+        if let (Some(&win), Some(&disp)) = (a.get("win"), a.get("disp")) {
+            if let Some(w) = t.objects.window(&s.process, win) {
+                m.insert(
+                    "target".into(),
+                    json!({"object": w.name, "offset": disp * w.disp_unit}),
+                );
+            }
+        }
+    }
+    m
 }
 
 /// Processes as JSON.

@@ -106,6 +106,8 @@ pub struct Trace {
     pub user_events: Vec<UserDef>,
     /// Everything that was wrong while reading.
     pub problems: Vec<String>,
+    /// Symmetric allocations and windows, for (object, offset).
+    pub objects: crate::objects::Objects,
 }
 
 impl Trace {
@@ -305,6 +307,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     t.callsites = site_list;
     decoded.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
     t.streams = decoded;
+    t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     Ok(t)
 }
 

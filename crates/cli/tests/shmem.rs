@@ -128,6 +128,7 @@ fn run_on(pes: usize) {
         let amo = starts("GASP_SHMEM_LONG_ATOMIC_FETCH_ADD");
         assert_eq!(amo[0]["args"]["pe"], 0);
         assert_eq!(amo[0]["args"]["target"], format!("{:#x}", base + 120));
+        assert_eq!(amo[0]["objects"]["target"]["offset"], 120);
         assert_eq!(starts("GASP_SHMEM_QUIET").len(), 1);
         assert_eq!(starts("GASP_SHMEM_INIT").len(), 1);
         assert_eq!(ends("GASP_SHMEM_FINALIZE"), 1);
