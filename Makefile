@@ -4,7 +4,7 @@ VERSION := 0.1.0
 CC ?= cc
 OUT := out
 
-.PHONY: deps build demo test bench install clean
+.PHONY: deps build demo examples test bench install clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -20,6 +20,22 @@ demo: build
 	rm -rf $(OUT)/heat-trace
 	target/release/gaspard run -o $(OUT)/heat-trace -- $(OUT)/heat 200
 	target/release/gaspard report $(OUT)/heat-trace
+
+# Every bundled example (OpenSHMEM, MPI one-sided, Coarray Fortran, OpenMP,
+# instrumented C) under gaspard, each with its report.
+examples: build
+	@mkdir -p $(OUT)
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; G=$(CURDIR)/target/release/gaspard; \
+	oshcc -g examples/shmem/heat.c -o $(OUT)/heat_shmem && rm -rf $(OUT)/t-shmem && \
+	  $$G run -o $(OUT)/t-shmem -- oshrun -np 4 --oversubscribe --mca osc ^rdma $(OUT)/heat_shmem 50 && $$G report $(OUT)/t-shmem && \
+	mpicc -g examples/mpi/rma_halo.c -o $(OUT)/rma_halo && rm -rf $(OUT)/t-mpi && \
+	  $$G run -o $(OUT)/t-mpi -- mpirun -np 4 --oversubscribe $(OUT)/rma_halo 50 && $$G report $(OUT)/t-mpi && \
+	caf -g examples/caf/jacobi.f90 -o $(OUT)/jacobi && rm -rf $(OUT)/t-caf && \
+	  $$G run -o $(OUT)/t-caf -- cafrun -np 4 --oversubscribe $(OUT)/jacobi && $$G report $(OUT)/t-caf && \
+	clang -fopenmp -g examples/openmp/cg.c -o $(OUT)/cg && rm -rf $(OUT)/t-omp && \
+	  $$G run -o $(OUT)/t-omp -- $(OUT)/cg 30 && $$G report $(OUT)/t-omp && \
+	$$G cc --profile -- cc -g examples/c/sort.c -o $(OUT)/sort && rm -rf $(OUT)/t-c && \
+	  $$G run -o $(OUT)/t-c -- $(OUT)/sort 4096 && $$G report $(OUT)/t-c
 
 # The whole test suite (unit tests, real C programs driving the library, and
 # an installed copy used through pkg-config).
