@@ -211,4 +211,6 @@ done
   echo "long_repeats=$LONG_REPEATS"
 } >"$WORK/machine.txt"
 python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
+say "== runtime adapters"
+bash bench/adapters.sh >>"$OUT"
 say "== wrote $OUT"
