@@ -261,9 +261,20 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
   unsigned same = 0;
   if (*pn == n) {
     uint64_t diff = 0;
-    unsigned i = 0;
-    for (; i + 1 < n; i += 2) diff |= (pw[i] ^ args[i]) | (pw[i + 1] ^ args[i + 1]);
-    if (i < n) diff |= pw[i] ^ args[i];
+    switch (n) { /* unrolled: most events have a handful of words */
+    default:
+      for (unsigned i = 8; i < n; i++) diff |= pw[i] ^ args[i];
+      /* fall through */
+    case 8: diff |= pw[7] ^ args[7]; /* fall through */
+    case 7: diff |= pw[6] ^ args[6]; /* fall through */
+    case 6: diff |= pw[5] ^ args[5]; /* fall through */
+    case 5: diff |= pw[4] ^ args[4]; /* fall through */
+    case 4: diff |= pw[3] ^ args[3]; /* fall through */
+    case 3: diff |= pw[2] ^ args[2]; /* fall through */
+    case 2: diff |= pw[1] ^ args[1]; /* fall through */
+    case 1: diff |= pw[0] ^ args[0]; /* fall through */
+    case 0: break;
+    }
     same = diff == 0;
   }
   if (same) op |= GASPARD_OP_SAME_ARGS;
