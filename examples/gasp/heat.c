@@ -2,7 +2,7 @@
  * threads (pthreads standing in for UPC threads) each own a block of a shared
  * array, read their neighbours' edge cells (GASP_UPC_GET), write their own
  * block (GASP_UPC_PUT), and meet at a split barrier (notify/wait) every
- * iteration. Thread 3 is given more work, so the others wait for it.
+ * iteration. Thread 3 is given eight times the work, so the others wait for it.
  *
  *   cc -O2 -pthread -I crates/gasp/include examples/gasp/heat.c -Ltarget/release -lgaspard
  *   gaspard run -o out/heat -- ./heat 200
@@ -49,7 +49,7 @@ static void *run(void *arg) {
       right = cur[hi];
       gasp_event_notify(ctx, GASP_UPC_GET, GASP_END, __FILE__, __LINE__ - 2, 15, 1, &right, &src, sizeof right);
     }
-    int work = me == THREADS - 1 ? 4 : 1; /* the imbalance */
+    int work = me == THREADS - 1 ? 8 : 1; /* the imbalance */
     gasp_event_notify(ctx, GASP_UPC_FORALL, GASP_START, __FILE__, __LINE__, 5);
     for (int w = 0; w < work; w++)
       for (int i = lo; i < hi; i++) {

@@ -8,6 +8,7 @@
 
 pub mod caf;
 pub mod dump;
+pub mod findings;
 pub mod objects;
 pub mod profile;
 pub mod symbolize;

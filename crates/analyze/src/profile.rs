@@ -96,6 +96,10 @@ pub struct Report {
     pub by_callsite: Vec<SiteStats>,
     /// Per thread.
     pub by_thread: Vec<ThreadStats>,
+    /// Each thread's time: computation, synchronization, communication.
+    pub breakdown: Vec<crate::findings::Breakdown>,
+    /// What slows the program, most severe first.
+    pub findings: Vec<crate::findings::Finding>,
     /// Problems met while reading.
     pub problems: Vec<String>,
 }
@@ -223,6 +227,8 @@ pub fn report(t: &Trace) -> Report {
         by_event: ev,
         by_callsite: sites,
         by_thread,
+        breakdown: crate::findings::breakdown(t),
+        findings: crate::findings::findings(t),
         problems: t.problems.clone(),
     }
 }
@@ -249,6 +255,44 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
     )?;
     for p in &r.problems {
         writeln!(out, "note: {p}")?;
+    }
+    writeln!(out, "\nFindings")?;
+    if r.findings.is_empty() {
+        writeln!(
+            out,
+            "  none: no barrier waiting or load imbalance worth acting on"
+        )?;
+    }
+    for f in &r.findings {
+        let at = f
+            .location
+            .as_ref()
+            .map(|l| format!(" at {}:{}", l.file, l.line))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  [{:.1}%] {}{at}: {}",
+            100.0 * f.severity,
+            f.kind,
+            f.message
+        )?;
+    }
+    writeln!(
+        out,
+        "\nTime per thread (computation / synchronization / communication)"
+    )?;
+    for b in &r.breakdown {
+        let pct = |x: u64| 100.0 * x as f64 / b.span_ns.max(1) as f64;
+        writeln!(
+            out,
+            "  {} stream {}: {} = {:.1}% compute, {:.1}% sync, {:.1}% comm",
+            b.process,
+            b.stream,
+            fmt_ns(b.span_ns as f64),
+            pct(b.compute_ns),
+            pct(b.sync_ns),
+            pct(b.comm_ns)
+        )?;
     }
     let header = format!(
         "{:<30} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",

@@ -7,7 +7,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{dump, events};
+use common::{dump, events, finding_kinds, report};
 
 fn example(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -16,6 +16,11 @@ fn example(rel: &str) -> PathBuf {
 }
 
 fn build(name: &str, cmd: &[&str], src: &str) -> (PathBuf, PathBuf) {
+    build_with(name, cmd, src, &[])
+}
+
+/// Compiles `src` with `cmd`, then `after` (libraries) after the source.
+fn build_with(name: &str, cmd: &[&str], src: &str, after: &[&str]) -> (PathBuf, PathBuf) {
     let dir = common::tmpdir(&format!("example-{name}"));
     let exe = dir.join(name);
     let out = Command::new(cmd[0])
@@ -23,6 +28,7 @@ fn build(name: &str, cmd: &[&str], src: &str) -> (PathBuf, PathBuf) {
         .arg(example(src))
         .arg("-o")
         .arg(&exe)
+        .args(after)
         .output()
         .unwrap_or_else(|_| panic!("{} is needed for the examples", cmd[0]));
     assert!(
@@ -35,6 +41,12 @@ fn build(name: &str, cmd: &[&str], src: &str) -> (PathBuf, PathBuf) {
 }
 
 fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
+    let (v, out, _) = run_report(dir, cmd);
+    (v, out)
+}
+
+/// Runs `cmd` under gaspard: the dump, the program's output, the report.
+fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
     let trace = dir.join("trace");
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("run")
@@ -57,6 +69,7 @@ fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
     (
         dump(&trace),
         String::from_utf8_lossy(&out.stdout).into_owned(),
+        report(&trace),
     )
 }
 
@@ -156,8 +169,13 @@ fn caf_jacobi() {
 #[test]
 fn openmp_cg() {
     let (dir, exe) = build("cg", &["clang", "-fopenmp", "-g"], "openmp/cg.c");
-    let (v, out) = run(&dir, &[exe.to_str().unwrap(), "5"]);
+    let (v, out, r) = run_report(&dir, &[exe.to_str().unwrap(), "5"]);
     assert!(out.contains("cg: 5 iterations"), "{out}");
+    assert!(
+        !finding_kinds(&r).contains(&"load_imbalance".to_string()),
+        "balanced: {}",
+        r["findings"]
+    );
     let threads = events(&v);
     assert!(threads.len() >= 2);
     for evs in &threads {
@@ -201,4 +219,59 @@ fn c_sort() {
             .collect::<Vec<_>>(),
         vec!["0", "1"]
     );
+}
+
+#[test]
+fn gasp_heat_has_a_late_thread() {
+    // examples/gasp/heat.c gives one of its four threads four times the work.
+    let lib = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug");
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("../gasp/include");
+    let (dir, exe) = build_with(
+        "heat_gasp",
+        &["cc", "-O2", "-pthread", &format!("-I{}", include.display())],
+        "gasp/heat.c",
+        &[
+            &format!("-L{}", lib.display()),
+            &format!("-Wl,-rpath,{}", lib.display()),
+            "-lgaspard",
+        ],
+    );
+    let (v, out, r) = run_report(&dir, &[exe.to_str().unwrap(), "100"]);
+    assert!(out.contains("heat: 100 iterations on 4 threads"), "{out}");
+    // The heavy thread: the one whose forall loops take longest.
+    let threads = events(&v);
+    let forall_time = |evs: &Vec<Value>| {
+        let t: Vec<u64> = evs
+            .iter()
+            .filter(|e| e["kind"] == "GASP_UPC_FORALL")
+            .map(|e| e["t_ns"].as_u64().unwrap())
+            .collect();
+        t.chunks(2).map(|p| p[1] - p[0]).sum::<u64>()
+    };
+    let heavy = (0..threads.len())
+        .max_by_key(|&i| forall_time(&threads[i]))
+        .unwrap();
+    let name = format!(
+        "{} stream {}",
+        v["threads"][heavy]["process"].as_str().unwrap(),
+        v["threads"][heavy]["stream"]
+    );
+    let f = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["kind"] == "load_imbalance")
+        .expect("load imbalance found");
+    assert_eq!(f["threads"], serde_json::json!([name]));
+    assert!(f["location"]["file"].as_str().unwrap().ends_with("heat.c"));
+    assert!(f["severity"].as_f64().unwrap() > 0.05);
+    // The breakdown: the heavy thread computes most, the others wait most.
+    let b = r["breakdown"].as_array().unwrap();
+    let compute =
+        |i: usize| b[i]["compute_ns"].as_f64().unwrap() / b[i]["span_ns"].as_f64().unwrap();
+    for i in 0..b.len() {
+        if i != heavy {
+            assert!(compute(heavy) > compute(i), "{b:?}");
+        }
+    }
 }

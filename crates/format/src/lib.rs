@@ -16,4 +16,4 @@ pub mod varint;
 
 /// Version of the on-disk format. Bump it when the encoding of chunks, the
 /// kind numbers or their arguments change incompatibly.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;

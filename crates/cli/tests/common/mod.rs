@@ -39,3 +39,29 @@ pub fn events(v: &Value) -> Vec<Vec<Value>> {
         .map(|t| t["events"].as_array().unwrap().clone())
         .collect()
 }
+
+/// `gaspard report DIR --json`, parsed.
+pub fn report(dir: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(dir)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The kinds of the findings of a report.
+pub fn finding_kinds(r: &Value) -> Vec<String> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap().to_string())
+        .collect()
+}

@@ -1,0 +1,339 @@
+//! What slows the program: each thread's time split into computation,
+//! synchronization and communication, and the findings about barriers
+//! (time spent waiting at them, and load imbalance: a thread that arrives
+//! last, epoch after epoch).
+
+use std::collections::HashMap;
+
+use gaspard_format::kinds::{self, Class};
+use serde::Serialize;
+
+use crate::trace::{Stream, Trace};
+
+/// One thread's time, split.
+#[derive(Debug, Clone, Serialize)]
+pub struct Breakdown {
+    /// `host-pid` of the process.
+    pub process: String,
+    /// Stream number.
+    pub stream: u32,
+    /// First to last event, ns.
+    pub span_ns: u64,
+    /// Time in neither synchronization nor communication.
+    pub compute_ns: u64,
+    /// Time in barriers, fences, locks, waits.
+    pub sync_ns: u64,
+    /// Time in gets, puts, messages, collectives.
+    pub comm_ns: u64,
+}
+
+/// A source position.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Location {
+    /// File.
+    pub file: String,
+    /// Line.
+    pub line: u32,
+}
+
+/// A cause of slowness a person can act on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Finding {
+    /// `barrier_wait`, `load_imbalance`, ...
+    pub kind: String,
+    /// Share of the threads' total time at stake (0..1).
+    pub severity: f64,
+    /// The threads concerned (`host-pid stream N`).
+    pub threads: Vec<String>,
+    /// Where in the source, when known.
+    pub location: Option<Location>,
+    /// What was found and what to try.
+    pub message: String,
+}
+
+/// A closed interval of one event kind on one thread.
+#[derive(Debug, Clone, Copy)]
+struct Interval {
+    kind: u16,
+    start: u64,
+    end: u64,
+    callsite: u32,
+}
+
+fn intervals(s: &Stream) -> Vec<Interval> {
+    // Open intervals per (kind, user event): start times and callsites.
+    type Open = Vec<(u64, u32)>;
+    let mut open: HashMap<(u16, Option<u32>), Open> = HashMap::new();
+    let mut out = Vec::new();
+    for e in &s.events {
+        match e.phase {
+            0 => open
+                .entry((e.kind, e.user))
+                .or_default()
+                .push((e.t_ns, e.callsite)),
+            1 => {
+                if let Some((start, callsite)) =
+                    open.get_mut(&(e.kind, e.user)).and_then(|v| v.pop())
+                {
+                    out.push(Interval {
+                        kind: e.kind,
+                        start,
+                        end: e.t_ns,
+                        callsite,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+    out
+}
+
+fn class_of(kind: u16) -> Option<Class> {
+    kinds::kind(kind).map(|k| k.class)
+}
+
+/// Each thread's time: the outermost synchronization and communication
+/// intervals, the rest being computation.
+pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
+    t.streams
+        .iter()
+        .map(|s| {
+            let span = match (s.events.first(), s.events.last()) {
+                (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
+                _ => 0,
+            };
+            let (mut sync, mut comm) = (0u64, 0u64);
+            let mut covered_until = 0u64;
+            for i in intervals(s) {
+                let Some(class) = class_of(i.kind) else {
+                    continue;
+                };
+                if !matches!(class, Class::Sync | Class::Comm) || i.start < covered_until {
+                    continue;
+                }
+                let d = i.end.saturating_sub(i.start);
+                if class == Class::Sync {
+                    sync += d;
+                } else {
+                    comm += d;
+                }
+                covered_until = i.end;
+            }
+            Breakdown {
+                process: s.process.clone(),
+                stream: s.stream,
+                span_ns: span,
+                compute_ns: span.saturating_sub(sync + comm),
+                sync_ns: sync,
+                comm_ns: comm,
+            }
+        })
+        .collect()
+}
+
+/// Barrier-like kinds: all threads of a group enter and leave together.
+const BARRIERS: [&str; 8] = [
+    "GASP_UPC_BARRIER",
+    "GASP_UPC_WAIT",
+    "GASP_SHMEM_BARRIER_ALL",
+    "GASP_SHMEM_SYNC_ALL",
+    "GASP_MPI_BARRIER",
+    "GASP_CAF_SYNC_ALL",
+    "GASP_OMP_BARRIER",
+    "GASP_OMP_IMPLICIT_BARRIER",
+];
+
+/// A load imbalance is reported when one thread works longer than the others
+/// between consecutive barriers, on average by at least this share of the time
+/// between barriers.
+const IMBALANCE_THRESHOLD: f64 = 0.20;
+
+fn thread_name(s: &Stream) -> String {
+    format!("{} stream {}", s.process, s.stream)
+}
+
+/// The findings about barriers, most severe first.
+pub fn findings(t: &Trace) -> Vec<Finding> {
+    let barrier_kinds: Vec<u16> = BARRIERS
+        .iter()
+        .filter_map(|n| kinds::kind_by_name(n))
+        .map(|k| k.id)
+        .collect();
+    let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
+    let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
+    // Groups of threads that meet at the same barriers: the OpenMP threads of a
+    // process; otherwise all the processes of a model.
+    let mut groups: HashMap<(u32, String), Vec<usize>> = HashMap::new();
+    for (i, s) in t.streams.iter().enumerate() {
+        let key = if s.model == 5 {
+            s.process.clone()
+        } else {
+            String::new()
+        };
+        groups.entry((s.model, key)).or_default().push(i);
+    }
+    let total_time: u64 = breakdown(t).iter().map(|b| b.span_ns).sum::<u64>().max(1);
+    let mut out = Vec::new();
+    for members in groups.values() {
+        if members.len() < 2 {
+            continue;
+        }
+        // Each member's barriers in order (a CAF image's sync all, not the MPI barrier below it).
+        let per: Vec<Vec<Interval>> = members
+            .iter()
+            .map(|&i| {
+                let s = &t.streams[i];
+                let has_caf = intervals(s).iter().any(|iv| Some(iv.kind) == caf_sync);
+                intervals(s)
+                    .into_iter()
+                    .filter(|iv| {
+                        barrier_kinds.contains(&iv.kind)
+                            && !(has_caf && Some(iv.kind) == mpi_barrier)
+                    })
+                    .collect()
+            })
+            .collect();
+        let epochs = per.iter().map(Vec::len).min().unwrap_or(0);
+        if epochs == 0 {
+            continue;
+        }
+        let n = members.len();
+        let mut wait = vec![0u64; n];
+        let mut spread_total = 0u64;
+        for k in 0..epochs {
+            let arrivals: Vec<u64> = per.iter().map(|v| v[k].start).collect();
+            let latest = arrivals.iter().copied().max().unwrap_or(0);
+            for (m, v) in per.iter().enumerate() {
+                wait[m] += v[k].end.saturating_sub(v[k].start);
+                spread_total += latest - arrivals[m];
+            }
+        }
+        let waited: u64 = wait.iter().sum();
+        let group_time: u64 = members
+            .iter()
+            .map(|&i| {
+                let s = &t.streams[i];
+                match (s.events.first(), s.events.last()) {
+                    (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
+                    _ => 0,
+                }
+            })
+            .sum::<u64>()
+            .max(1);
+        let names: Vec<String> = members
+            .iter()
+            .map(|&i| thread_name(&t.streams[i]))
+            .collect();
+        let wait_share = waited as f64 / total_time as f64;
+        if waited as f64 / group_time as f64 >= 0.05 {
+            let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
+            out.push(Finding {
+                kind: "barrier_wait".into(),
+                severity: wait_share,
+                threads: names.clone(),
+                location: location(t, per[worst].first().map(|i| i.callsite)),
+                message: format!(
+                    "{:.1}% of the time of these {n} threads is spent in {epochs} barriers; {} waits most ({:.3} ms). \
+                     Fewer synchronizations (split-phase barriers, point-to-point or one-sided signalling) or more work between them would help.",
+                    100.0 * waited as f64 / group_time as f64,
+                    names[worst],
+                    wait[worst] as f64 / 1e6
+                ),
+            });
+        }
+        // Load imbalance: one thread arriving after the others at most
+        // barriers, by a good part of the time between barriers.
+        let epoch_len = {
+            let first = per.iter().map(|v| v[0].start).min().unwrap_or(0);
+            let last = per.iter().map(|v| v[epochs - 1].start).max().unwrap_or(0);
+            (last.saturating_sub(first) as f64 / (epochs.max(2) - 1) as f64).max(1.0)
+        };
+        // Work between barriers: from leaving one to arriving at the next, on
+        // the same thread. An epoch that starts a new OpenMP parallel region on
+        // some thread is left out: a worker idles between regions.
+        let region_starts: Vec<Vec<u64>> = members
+            .iter()
+            .map(|&i| {
+                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
+                t.streams[i]
+                    .events
+                    .iter()
+                    .filter(|e| Some(e.kind) == task && e.phase == 0)
+                    .map(|e| e.t_ns)
+                    .collect()
+            })
+            .collect();
+        let mut lateness = vec![0f64; n];
+        let mut late_epochs = vec![0usize; n];
+        let mut used = 0usize;
+        for k in 1..epochs {
+            let work: Vec<f64> = per
+                .iter()
+                .map(|v| v[k].start.saturating_sub(v[k - 1].end) as f64)
+                .collect();
+            let new_region = (0..n).any(|m| {
+                region_starts[m]
+                    .iter()
+                    .any(|&r| per[m][k - 1].end <= r && r <= per[m][k].start)
+            });
+            if new_region {
+                continue;
+            }
+            used += 1;
+            let sum: f64 = work.iter().sum();
+            for m in 0..n {
+                let d = work[m] - (sum - work[m]) / (n - 1) as f64;
+                lateness[m] += d;
+                if d > 0.0 {
+                    late_epochs[m] += 1;
+                }
+            }
+        }
+        let epochs_used = used.max(1);
+        let culprit = (0..n)
+            .max_by(|&a, &b| lateness[a].total_cmp(&lateness[b]))
+            .unwrap();
+        let per_epoch = lateness[culprit] / epochs_used as f64;
+        let imbalance_share = spread_total as f64 / group_time as f64;
+        if used >= 4
+            && late_epochs[culprit] * 4 >= used * 3
+            && per_epoch / epoch_len >= IMBALANCE_THRESHOLD
+            && imbalance_share >= 0.05
+        {
+            // Where the late thread arrives from: its most frequent barrier callsite.
+            let mut sites: HashMap<u32, usize> = HashMap::new();
+            for iv in &per[culprit] {
+                *sites.entry(iv.callsite).or_default() += 1;
+            }
+            let site = sites.into_iter().max_by_key(|(_, c)| *c).map(|(s, _)| s);
+            out.push(Finding {
+                kind: "load_imbalance".into(),
+                severity: spread_total as f64 / total_time as f64,
+                threads: vec![names[culprit].clone()],
+                location: location(t, site),
+                message: format!(
+                    "{} works longer than the others between {} of {used} pairs of barriers, on average {:.3} ms more \
+                     ({:.0}% of the time between barriers), and arrives last; the others wait {:.1}% of their time. \
+                     Give it less work (a different distribution or affinity), or let the others work meanwhile.",
+                    names[culprit],
+                    late_epochs[culprit],
+                    per_epoch / 1e6,
+                    100.0 * per_epoch / epoch_len,
+                    100.0 * imbalance_share
+                ),
+            });
+        }
+    }
+    out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    out
+}
+
+fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
+    let c = t.callsites.get(callsite? as usize)?;
+    Some(Location {
+        file: c.file.clone()?,
+        line: c.line,
+    })
+}
