@@ -22,6 +22,7 @@ SIZED = {"32": 4, "64": 8, "128": 16}
 # Argument lists (name, type) per shape; types are those of kinds.rs.
 SHAPES = {
     "none": [],
+    "init": [],
     "rma": [("pe", "Int"), ("dest", "Ptr"), ("source", "Ptr"), ("nbytes", "Size")],
     "amo": [("pe", "Int"), ("target", "Ptr"), ("value", "Size"), ("nbytes", "Size")],
     "wait": [("ivar", "Ptr"), ("cmp", "Int"), ("value", "Size")],
@@ -40,8 +41,9 @@ END_SHAPES = {  # END arguments where they differ from START
     "malloc": [("size", "Size"), ("ptr", "Ptr")],
     "calloc": [("count", "Size"), ("size", "Size"), ("ptr", "Ptr")],
     "realloc": [("ptr", "Ptr"), ("size", "Size"), ("newptr", "Ptr")],
+    "init": [("pe", "Int"), ("npes", "Int")],
 }
-CLASS = {"none": "Sync", "rma": "Comm", "amo": "Comm", "wait": "Sync", "lock": "Sync",
+CLASS = {"init": "Program", "none": "Sync", "rma": "Comm", "amo": "Comm", "wait": "Sync", "lock": "Sync",
          "active": "Sync", "bcast": "Comm", "coll": "Comm", "malloc": "Memory",
          "calloc": "Memory", "free": "Memory", "realloc": "Memory"}
 
@@ -53,7 +55,7 @@ def f(name, ret, params, shape, args, cls=None):
     FUNCS.append((name, ret, params, shape, args, cls))
 
 
-f("shmem_init", "void", "void", "none", [], "Program")
+f("shmem_init", "void", "void", "init", [], "Program")
 f("shmem_finalize", "void", "void", "none", [], "Program")
 f("shmem_malloc", "void *", "size_t size", "malloc", ["size"])
 f("shmem_calloc", "void *", "size_t count, size_t size", "calloc", ["count", "size"])
@@ -150,7 +152,7 @@ def main():
         arr = ", ".join(f"(uint64_t)({a})" for a in args) if args else "0"
         body = [f"EXPORT {ret} {name}({params}) {{"]
         cargs = call_args(params)
-        body.append(f"  uint64_t a[{n + 2}] = {{{arr}}};")
+        body.append(f"  uint64_t a[{n + 3}] = {{{arr}}};")
         body.append(f"  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
         body.append(f"  int rec = enter();")
         body.append(f"  a[{n}] = cp;")
@@ -159,7 +161,10 @@ def main():
             body.append(f"  p{name}({cargs});")
         else:
             body.append(f"  {ret} r = p{name}({cargs});")
-        if shape in END_SHAPES:
+        if shape == "init":
+            body.append("  a[0] = (uint64_t)(int64_t)pshmem_my_pe(), a[1] = (uint64_t)(int64_t)pshmem_n_pes(), a[2] = cp;")
+            endn = 3
+        elif shape in END_SHAPES:
             body.append(f"  a[{n}] = (uint64_t)(uintptr_t)r, a[{n + 1}] = cp;")
             endn = n + 2
         else:

@@ -100,6 +100,8 @@ pub struct Report {
     pub breakdown: Vec<crate::findings::Breakdown>,
     /// What slows the program, most severe first.
     pub findings: Vec<crate::findings::Finding>,
+    /// Who talks to whom, per model (MPI, OpenSHMEM).
+    pub communication: Vec<crate::matrix::Matrix>,
     /// Problems met while reading.
     pub problems: Vec<String>,
 }
@@ -229,6 +231,7 @@ pub fn report(t: &Trace) -> Report {
         by_thread,
         breakdown: crate::findings::breakdown(t),
         findings: crate::findings::findings(t),
+        communication: crate::matrix::matrices(t),
         problems: t.problems.clone(),
     }
 }
@@ -310,6 +313,37 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
             s.bytes
         )
     };
+    for m in &r.communication {
+        if m.ranks > 16 {
+            writeln!(
+                out,
+                "\nCommunication ({}): {} ranks, in the JSON report",
+                m.model, m.ranks
+            )?;
+            continue;
+        }
+        writeln!(
+            out,
+            "\nCommunication ({}): bytes from row to column (operations)",
+            m.model
+        )?;
+        write!(out, "{:>6}", "")?;
+        for c in 0..m.ranks {
+            write!(out, " {:>16}", c)?;
+        }
+        writeln!(out)?;
+        for r in 0..m.ranks {
+            write!(out, "{r:>6}")?;
+            for c in 0..m.ranks {
+                write!(
+                    out,
+                    " {:>16}",
+                    format!("{} ({})", m.bytes[r][c], m.ops[r][c])
+                )?;
+            }
+            writeln!(out)?;
+        }
+    }
     writeln!(out, "\nBy event\n{header}")?;
     for s in &r.by_event {
         writeln!(out, "{}", row(s))?;

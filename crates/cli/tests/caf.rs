@@ -63,6 +63,8 @@ fn coarray_operations_are_recognised() {
         .args(["--", "cafrun", "-np", "2", "--oversubscribe"])
         .arg(&exe)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        // Each launch its own session directory: concurrent launches race creating a shared one.
+        .env("OMPI_MCA_orte_tmpdir_base", &dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env_remove("LD_LIBRARY_PATH")
         .current_dir(&dir)

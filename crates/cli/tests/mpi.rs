@@ -97,6 +97,8 @@ fn run(dir: &Path, exe: &Path, ranks: usize) -> Value {
         .args(["--", "mpirun", "-np", &ranks.to_string(), "--oversubscribe"])
         .arg(exe)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        // Each launch its own session directory: concurrent launches race creating a shared one.
+        .env("OMPI_MCA_orte_tmpdir_base", dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env_remove("LD_LIBRARY_PATH")
         .current_dir(dir)

@@ -6,7 +6,7 @@ use std::process::Command;
 use serde_json::Value;
 
 mod common;
-use common::{dump, events};
+use common::{dump, events, report};
 
 const PROGRAM: &str = r#"
 #include <shmem.h>
@@ -63,6 +63,8 @@ fn run_on(pes: usize) {
         ])
         .arg(&exe)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        // Each launch its own session directory: concurrent launches race creating a shared one.
+        .env("OMPI_MCA_orte_tmpdir_base", &dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env_remove("LD_LIBRARY_PATH")
         .current_dir(&dir)
@@ -142,6 +144,25 @@ fn run_on(pes: usize) {
     );
     for p in v["processes"].as_array().unwrap() {
         assert_eq!(p["status"], "complete");
+    }
+    // Who talks to whom: each PE puts 8 + 3 bytes to its right neighbour and
+    // adds 8 bytes atomically on PE 0.
+    let r = report(&trace);
+    let m = r["communication"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["model"] == "SHMEM")
+        .expect("SHMEM matrix");
+    assert_eq!(m["ranks"], pes);
+    for me in 0..pes {
+        let right = (me + 1) % pes;
+        for to in 0..pes {
+            let want_bytes = if to == right { 11 } else { 0 } + if to == 0 { 8 } else { 0 };
+            let want_ops = if to == right { 2 } else { 0 } + if to == 0 { 1 } else { 0 };
+            assert_eq!(m["bytes"][me][to], want_bytes, "bytes {me} -> {to}");
+            assert_eq!(m["ops"][me][to], want_ops, "ops {me} -> {to}");
+        }
     }
 }
 

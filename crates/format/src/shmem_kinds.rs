@@ -14,7 +14,7 @@ pub static SHMEM_KINDS: &[KindInfo] = &[
         name: "GASP_SHMEM_INIT",
         class: Program,
         start: &[("codeptr", Ptr)],
-        end: &[("codeptr", Ptr)],
+        end: &[("pe", Int), ("npes", Int), ("codeptr", Ptr)],
     },
     KindInfo {
         id: 513,

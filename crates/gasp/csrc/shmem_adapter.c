@@ -29,17 +29,18 @@ static inline int enter(void) {
 static inline void leave(void) { inside = 0; }
 
 EXPORT void shmem_init(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_SHMEM, 512u, 0, NULL, 0, a, 1);
   pshmem_init();
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 1); leave(); }
+  a[0] = (uint64_t)(int64_t)pshmem_my_pe(), a[1] = (uint64_t)(int64_t)pshmem_n_pes(), a[2] = cp;
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 3); leave(); }
 }
 
 EXPORT void shmem_finalize(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
@@ -49,7 +50,7 @@ EXPORT void shmem_finalize(void) {
 }
 
 EXPORT void * shmem_malloc(size_t size) {
-  uint64_t a[3] = {(uint64_t)(size)};
+  uint64_t a[4] = {(uint64_t)(size)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[1] = cp;
@@ -61,7 +62,7 @@ EXPORT void * shmem_malloc(size_t size) {
 }
 
 EXPORT void * shmem_calloc(size_t count, size_t size) {
-  uint64_t a[4] = {(uint64_t)(count), (uint64_t)(size)};
+  uint64_t a[5] = {(uint64_t)(count), (uint64_t)(size)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[2] = cp;
@@ -73,7 +74,7 @@ EXPORT void * shmem_calloc(size_t count, size_t size) {
 }
 
 EXPORT void * shmem_realloc(void *ptr, size_t size) {
-  uint64_t a[4] = {(uint64_t)(SP(ptr)), (uint64_t)(size)};
+  uint64_t a[5] = {(uint64_t)(SP(ptr)), (uint64_t)(size)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[2] = cp;
@@ -85,7 +86,7 @@ EXPORT void * shmem_realloc(void *ptr, size_t size) {
 }
 
 EXPORT void shmem_free(void *ptr) {
-  uint64_t a[3] = {(uint64_t)(SP(ptr))};
+  uint64_t a[4] = {(uint64_t)(SP(ptr))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[1] = cp;
@@ -95,7 +96,7 @@ EXPORT void shmem_free(void *ptr) {
 }
 
 EXPORT void shmem_putmem(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -105,7 +106,7 @@ EXPORT void shmem_putmem(void *dest, const void *source, size_t nelems, int pe) 
 }
 
 EXPORT void shmem_char_put(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -115,7 +116,7 @@ EXPORT void shmem_char_put(char *dest, const char *source, size_t nelems, int pe
 }
 
 EXPORT void shmem_short_put(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -125,7 +126,7 @@ EXPORT void shmem_short_put(short *dest, const short *source, size_t nelems, int
 }
 
 EXPORT void shmem_int_put(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -135,7 +136,7 @@ EXPORT void shmem_int_put(int *dest, const int *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_long_put(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -145,7 +146,7 @@ EXPORT void shmem_long_put(long *dest, const long *source, size_t nelems, int pe
 }
 
 EXPORT void shmem_longlong_put(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -155,7 +156,7 @@ EXPORT void shmem_longlong_put(long long *dest, const long long *source, size_t 
 }
 
 EXPORT void shmem_float_put(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -165,7 +166,7 @@ EXPORT void shmem_float_put(float *dest, const float *source, size_t nelems, int
 }
 
 EXPORT void shmem_double_put(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -175,7 +176,7 @@ EXPORT void shmem_double_put(double *dest, const double *source, size_t nelems, 
 }
 
 EXPORT void shmem_put32(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -185,7 +186,7 @@ EXPORT void shmem_put32(void *dest, const void *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_put64(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -195,7 +196,7 @@ EXPORT void shmem_put64(void *dest, const void *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_put128(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -205,7 +206,7 @@ EXPORT void shmem_put128(void *dest, const void *source, size_t nelems, int pe) 
 }
 
 EXPORT void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -215,7 +216,7 @@ EXPORT void shmem_putmem_nbi(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_char_put_nbi(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -225,7 +226,7 @@ EXPORT void shmem_char_put_nbi(char *dest, const char *source, size_t nelems, in
 }
 
 EXPORT void shmem_short_put_nbi(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -235,7 +236,7 @@ EXPORT void shmem_short_put_nbi(short *dest, const short *source, size_t nelems,
 }
 
 EXPORT void shmem_int_put_nbi(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -245,7 +246,7 @@ EXPORT void shmem_int_put_nbi(int *dest, const int *source, size_t nelems, int p
 }
 
 EXPORT void shmem_long_put_nbi(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -255,7 +256,7 @@ EXPORT void shmem_long_put_nbi(long *dest, const long *source, size_t nelems, in
 }
 
 EXPORT void shmem_longlong_put_nbi(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -265,7 +266,7 @@ EXPORT void shmem_longlong_put_nbi(long long *dest, const long long *source, siz
 }
 
 EXPORT void shmem_float_put_nbi(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -275,7 +276,7 @@ EXPORT void shmem_float_put_nbi(float *dest, const float *source, size_t nelems,
 }
 
 EXPORT void shmem_double_put_nbi(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -285,7 +286,7 @@ EXPORT void shmem_double_put_nbi(double *dest, const double *source, size_t nele
 }
 
 EXPORT void shmem_put32_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -295,7 +296,7 @@ EXPORT void shmem_put32_nbi(void *dest, const void *source, size_t nelems, int p
 }
 
 EXPORT void shmem_put64_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -305,7 +306,7 @@ EXPORT void shmem_put64_nbi(void *dest, const void *source, size_t nelems, int p
 }
 
 EXPORT void shmem_put128_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -315,7 +316,7 @@ EXPORT void shmem_put128_nbi(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_getmem(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -325,7 +326,7 @@ EXPORT void shmem_getmem(void *dest, const void *source, size_t nelems, int pe) 
 }
 
 EXPORT void shmem_char_get(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -335,7 +336,7 @@ EXPORT void shmem_char_get(char *dest, const char *source, size_t nelems, int pe
 }
 
 EXPORT void shmem_short_get(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -345,7 +346,7 @@ EXPORT void shmem_short_get(short *dest, const short *source, size_t nelems, int
 }
 
 EXPORT void shmem_int_get(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -355,7 +356,7 @@ EXPORT void shmem_int_get(int *dest, const int *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_long_get(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -365,7 +366,7 @@ EXPORT void shmem_long_get(long *dest, const long *source, size_t nelems, int pe
 }
 
 EXPORT void shmem_longlong_get(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -375,7 +376,7 @@ EXPORT void shmem_longlong_get(long long *dest, const long long *source, size_t 
 }
 
 EXPORT void shmem_float_get(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -385,7 +386,7 @@ EXPORT void shmem_float_get(float *dest, const float *source, size_t nelems, int
 }
 
 EXPORT void shmem_double_get(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -395,7 +396,7 @@ EXPORT void shmem_double_get(double *dest, const double *source, size_t nelems, 
 }
 
 EXPORT void shmem_get32(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -405,7 +406,7 @@ EXPORT void shmem_get32(void *dest, const void *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_get64(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -415,7 +416,7 @@ EXPORT void shmem_get64(void *dest, const void *source, size_t nelems, int pe) {
 }
 
 EXPORT void shmem_get128(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -425,7 +426,7 @@ EXPORT void shmem_get128(void *dest, const void *source, size_t nelems, int pe) 
 }
 
 EXPORT void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -435,7 +436,7 @@ EXPORT void shmem_getmem_nbi(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_char_get_nbi(char *dest, const char *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -445,7 +446,7 @@ EXPORT void shmem_char_get_nbi(char *dest, const char *source, size_t nelems, in
 }
 
 EXPORT void shmem_short_get_nbi(short *dest, const short *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -455,7 +456,7 @@ EXPORT void shmem_short_get_nbi(short *dest, const short *source, size_t nelems,
 }
 
 EXPORT void shmem_int_get_nbi(int *dest, const int *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -465,7 +466,7 @@ EXPORT void shmem_int_get_nbi(int *dest, const int *source, size_t nelems, int p
 }
 
 EXPORT void shmem_long_get_nbi(long *dest, const long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -475,7 +476,7 @@ EXPORT void shmem_long_get_nbi(long *dest, const long *source, size_t nelems, in
 }
 
 EXPORT void shmem_longlong_get_nbi(long long *dest, const long long *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -485,7 +486,7 @@ EXPORT void shmem_longlong_get_nbi(long long *dest, const long long *source, siz
 }
 
 EXPORT void shmem_float_get_nbi(float *dest, const float *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -495,7 +496,7 @@ EXPORT void shmem_float_get_nbi(float *dest, const float *source, size_t nelems,
 }
 
 EXPORT void shmem_double_get_nbi(double *dest, const double *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -505,7 +506,7 @@ EXPORT void shmem_double_get_nbi(double *dest, const double *source, size_t nele
 }
 
 EXPORT void shmem_get32_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -515,7 +516,7 @@ EXPORT void shmem_get32_nbi(void *dest, const void *source, size_t nelems, int p
 }
 
 EXPORT void shmem_get64_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -525,7 +526,7 @@ EXPORT void shmem_get64_nbi(void *dest, const void *source, size_t nelems, int p
 }
 
 EXPORT void shmem_get128_nbi(void *dest, const void *source, size_t nelems, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 16)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -535,7 +536,7 @@ EXPORT void shmem_get128_nbi(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_char_p(char *dest, char value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -545,7 +546,7 @@ EXPORT void shmem_char_p(char *dest, char value, int pe) {
 }
 
 EXPORT char shmem_char_g(const char *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(char))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(char))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -556,7 +557,7 @@ EXPORT char shmem_char_g(const char *source, int pe) {
 }
 
 EXPORT void shmem_short_p(short *dest, short value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -566,7 +567,7 @@ EXPORT void shmem_short_p(short *dest, short value, int pe) {
 }
 
 EXPORT short shmem_short_g(const short *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(short))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(short))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -577,7 +578,7 @@ EXPORT short shmem_short_g(const short *source, int pe) {
 }
 
 EXPORT void shmem_int_p(int *dest, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -587,7 +588,7 @@ EXPORT void shmem_int_p(int *dest, int value, int pe) {
 }
 
 EXPORT int shmem_int_g(const int *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -598,7 +599,7 @@ EXPORT int shmem_int_g(const int *source, int pe) {
 }
 
 EXPORT void shmem_long_p(long *dest, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -608,7 +609,7 @@ EXPORT void shmem_long_p(long *dest, long value, int pe) {
 }
 
 EXPORT long shmem_long_g(const long *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -619,7 +620,7 @@ EXPORT long shmem_long_g(const long *source, int pe) {
 }
 
 EXPORT void shmem_longlong_p(long long *dest, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -629,7 +630,7 @@ EXPORT void shmem_longlong_p(long long *dest, long long value, int pe) {
 }
 
 EXPORT long long shmem_longlong_g(const long long *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -640,7 +641,7 @@ EXPORT long long shmem_longlong_g(const long long *source, int pe) {
 }
 
 EXPORT void shmem_float_p(float *dest, float value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -650,7 +651,7 @@ EXPORT void shmem_float_p(float *dest, float value, int pe) {
 }
 
 EXPORT float shmem_float_g(const float *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(float))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(float))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -661,7 +662,7 @@ EXPORT float shmem_float_g(const float *source, int pe) {
 }
 
 EXPORT void shmem_double_p(double *dest, double value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(dest)), (uint64_t)(0), (uint64_t)(sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -671,7 +672,7 @@ EXPORT void shmem_double_p(double *dest, double value, int pe) {
 }
 
 EXPORT double shmem_double_g(const double *source, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(double))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(0), (uint64_t)(SP(source)), (uint64_t)(sizeof(double))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -682,7 +683,7 @@ EXPORT double shmem_double_g(const double *source, int pe) {
 }
 
 EXPORT int shmem_int_atomic_fetch_add(int *target, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -693,7 +694,7 @@ EXPORT int shmem_int_atomic_fetch_add(int *target, int value, int pe) {
 }
 
 EXPORT void shmem_int_atomic_add(int *target, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -703,7 +704,7 @@ EXPORT void shmem_int_atomic_add(int *target, int value, int pe) {
 }
 
 EXPORT int shmem_int_atomic_fetch_inc(int *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -714,7 +715,7 @@ EXPORT int shmem_int_atomic_fetch_inc(int *target, int pe) {
 }
 
 EXPORT void shmem_int_atomic_inc(int *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -724,7 +725,7 @@ EXPORT void shmem_int_atomic_inc(int *target, int pe) {
 }
 
 EXPORT int shmem_int_atomic_fetch(const int *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -735,7 +736,7 @@ EXPORT int shmem_int_atomic_fetch(const int *target, int pe) {
 }
 
 EXPORT void shmem_int_atomic_set(int *target, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -745,7 +746,7 @@ EXPORT void shmem_int_atomic_set(int *target, int value, int pe) {
 }
 
 EXPORT int shmem_int_atomic_swap(int *target, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -756,7 +757,7 @@ EXPORT int shmem_int_atomic_swap(int *target, int value, int pe) {
 }
 
 EXPORT int shmem_int_atomic_compare_swap(int *target, int cond, int value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(int))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -767,7 +768,7 @@ EXPORT int shmem_int_atomic_compare_swap(int *target, int cond, int value, int p
 }
 
 EXPORT void shmem_int_wait_until(volatile int *ivar, int cmp, int value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -777,7 +778,7 @@ EXPORT void shmem_int_wait_until(volatile int *ivar, int cmp, int value) {
 }
 
 EXPORT int shmem_int_test(volatile int *ivar, int cmp, int value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -788,7 +789,7 @@ EXPORT int shmem_int_test(volatile int *ivar, int cmp, int value) {
 }
 
 EXPORT long shmem_long_atomic_fetch_add(long *target, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -799,7 +800,7 @@ EXPORT long shmem_long_atomic_fetch_add(long *target, long value, int pe) {
 }
 
 EXPORT void shmem_long_atomic_add(long *target, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -809,7 +810,7 @@ EXPORT void shmem_long_atomic_add(long *target, long value, int pe) {
 }
 
 EXPORT long shmem_long_atomic_fetch_inc(long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -820,7 +821,7 @@ EXPORT long shmem_long_atomic_fetch_inc(long *target, int pe) {
 }
 
 EXPORT void shmem_long_atomic_inc(long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -830,7 +831,7 @@ EXPORT void shmem_long_atomic_inc(long *target, int pe) {
 }
 
 EXPORT long shmem_long_atomic_fetch(const long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -841,7 +842,7 @@ EXPORT long shmem_long_atomic_fetch(const long *target, int pe) {
 }
 
 EXPORT void shmem_long_atomic_set(long *target, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -851,7 +852,7 @@ EXPORT void shmem_long_atomic_set(long *target, long value, int pe) {
 }
 
 EXPORT long shmem_long_atomic_swap(long *target, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -862,7 +863,7 @@ EXPORT long shmem_long_atomic_swap(long *target, long value, int pe) {
 }
 
 EXPORT long shmem_long_atomic_compare_swap(long *target, long cond, long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -873,7 +874,7 @@ EXPORT long shmem_long_atomic_compare_swap(long *target, long cond, long value, 
 }
 
 EXPORT void shmem_long_wait_until(volatile long *ivar, int cmp, long value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -883,7 +884,7 @@ EXPORT void shmem_long_wait_until(volatile long *ivar, int cmp, long value) {
 }
 
 EXPORT int shmem_long_test(volatile long *ivar, int cmp, long value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -894,7 +895,7 @@ EXPORT int shmem_long_test(volatile long *ivar, int cmp, long value) {
 }
 
 EXPORT long long shmem_longlong_atomic_fetch_add(long long *target, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -905,7 +906,7 @@ EXPORT long long shmem_longlong_atomic_fetch_add(long long *target, long long va
 }
 
 EXPORT void shmem_longlong_atomic_add(long long *target, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -915,7 +916,7 @@ EXPORT void shmem_longlong_atomic_add(long long *target, long long value, int pe
 }
 
 EXPORT long long shmem_longlong_atomic_fetch_inc(long long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -926,7 +927,7 @@ EXPORT long long shmem_longlong_atomic_fetch_inc(long long *target, int pe) {
 }
 
 EXPORT void shmem_longlong_atomic_inc(long long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(1), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -936,7 +937,7 @@ EXPORT void shmem_longlong_atomic_inc(long long *target, int pe) {
 }
 
 EXPORT long long shmem_longlong_atomic_fetch(const long long *target, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)(0), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -947,7 +948,7 @@ EXPORT long long shmem_longlong_atomic_fetch(const long long *target, int pe) {
 }
 
 EXPORT void shmem_longlong_atomic_set(long long *target, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -957,7 +958,7 @@ EXPORT void shmem_longlong_atomic_set(long long *target, long long value, int pe
 }
 
 EXPORT long long shmem_longlong_atomic_swap(long long *target, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -968,7 +969,7 @@ EXPORT long long shmem_longlong_atomic_swap(long long *target, long long value, 
 }
 
 EXPORT long long shmem_longlong_atomic_compare_swap(long long *target, long long cond, long long value, int pe) {
-  uint64_t a[6] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
+  uint64_t a[7] = {(uint64_t)(SI(pe)), (uint64_t)(SP(target)), (uint64_t)((uint64_t)value), (uint64_t)(sizeof(long long))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[4] = cp;
@@ -979,7 +980,7 @@ EXPORT long long shmem_longlong_atomic_compare_swap(long long *target, long long
 }
 
 EXPORT void shmem_longlong_wait_until(volatile long long *ivar, int cmp, long long value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -989,7 +990,7 @@ EXPORT void shmem_longlong_wait_until(volatile long long *ivar, int cmp, long lo
 }
 
 EXPORT int shmem_longlong_test(volatile long long *ivar, int cmp, long long value) {
-  uint64_t a[5] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
+  uint64_t a[6] = {(uint64_t)(SP(ivar)), (uint64_t)(SI(cmp)), (uint64_t)((uint64_t)value)};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -1000,7 +1001,7 @@ EXPORT int shmem_longlong_test(volatile long long *ivar, int cmp, long long valu
 }
 
 EXPORT void shmem_barrier_all(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
@@ -1010,7 +1011,7 @@ EXPORT void shmem_barrier_all(void) {
 }
 
 EXPORT void shmem_sync_all(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
@@ -1020,7 +1021,7 @@ EXPORT void shmem_sync_all(void) {
 }
 
 EXPORT void shmem_fence(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
@@ -1030,7 +1031,7 @@ EXPORT void shmem_fence(void) {
 }
 
 EXPORT void shmem_quiet(void) {
-  uint64_t a[2] = {0};
+  uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[0] = cp;
@@ -1040,7 +1041,7 @@ EXPORT void shmem_quiet(void) {
 }
 
 EXPORT void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[5] = {(uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[6] = {(uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[3] = cp;
@@ -1050,7 +1051,7 @@ EXPORT void shmem_barrier(int PE_start, int logPE_stride, int PE_size, long *pSy
 }
 
 EXPORT void shmem_set_lock(volatile long *lock) {
-  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t a[4] = {(uint64_t)(SP(lock))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[1] = cp;
@@ -1060,7 +1061,7 @@ EXPORT void shmem_set_lock(volatile long *lock) {
 }
 
 EXPORT void shmem_clear_lock(volatile long *lock) {
-  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t a[4] = {(uint64_t)(SP(lock))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[1] = cp;
@@ -1070,7 +1071,7 @@ EXPORT void shmem_clear_lock(volatile long *lock) {
 }
 
 EXPORT int shmem_test_lock(volatile long *lock) {
-  uint64_t a[3] = {(uint64_t)(SP(lock))};
+  uint64_t a[4] = {(uint64_t)(SP(lock))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[1] = cp;
@@ -1081,7 +1082,7 @@ EXPORT int shmem_test_lock(volatile long *lock) {
 }
 
 EXPORT void shmem_broadcast32(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[9] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[10] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[7] = cp;
@@ -1091,7 +1092,7 @@ EXPORT void shmem_broadcast32(void *dest, const void *source, size_t nelems, int
 }
 
 EXPORT void shmem_collect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1101,7 +1102,7 @@ EXPORT void shmem_collect32(void *dest, const void *source, size_t nelems, int P
 }
 
 EXPORT void shmem_fcollect32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1111,7 +1112,7 @@ EXPORT void shmem_fcollect32(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_alltoall32(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 4), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1121,7 +1122,7 @@ EXPORT void shmem_alltoall32(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_broadcast64(void *dest, const void *source, size_t nelems, int PE_root, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[9] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[10] = {(uint64_t)(SI(PE_root)), (uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[7] = cp;
@@ -1131,7 +1132,7 @@ EXPORT void shmem_broadcast64(void *dest, const void *source, size_t nelems, int
 }
 
 EXPORT void shmem_collect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1141,7 +1142,7 @@ EXPORT void shmem_collect64(void *dest, const void *source, size_t nelems, int P
 }
 
 EXPORT void shmem_fcollect64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1151,7 +1152,7 @@ EXPORT void shmem_fcollect64(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_alltoall64(void *dest, const void *source, size_t nelems, int PE_start, int logPE_stride, int PE_size, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)(nelems * 8), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1161,7 +1162,7 @@ EXPORT void shmem_alltoall64(void *dest, const void *source, size_t nelems, int 
 }
 
 EXPORT void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1171,7 +1172,7 @@ EXPORT void shmem_int_sum_to_all(int *dest, const int *source, int nreduce, int 
 }
 
 EXPORT void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1181,7 +1182,7 @@ EXPORT void shmem_int_prod_to_all(int *dest, const int *source, int nreduce, int
 }
 
 EXPORT void shmem_int_max_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1191,7 +1192,7 @@ EXPORT void shmem_int_max_to_all(int *dest, const int *source, int nreduce, int 
 }
 
 EXPORT void shmem_int_min_to_all(int *dest, const int *source, int nreduce, int PE_start, int logPE_stride, int PE_size, int *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(int)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1201,7 +1202,7 @@ EXPORT void shmem_int_min_to_all(int *dest, const int *source, int nreduce, int 
 }
 
 EXPORT void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1211,7 +1212,7 @@ EXPORT void shmem_long_sum_to_all(long *dest, const long *source, int nreduce, i
 }
 
 EXPORT void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1221,7 +1222,7 @@ EXPORT void shmem_long_prod_to_all(long *dest, const long *source, int nreduce, 
 }
 
 EXPORT void shmem_long_max_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1231,7 +1232,7 @@ EXPORT void shmem_long_max_to_all(long *dest, const long *source, int nreduce, i
 }
 
 EXPORT void shmem_long_min_to_all(long *dest, const long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1241,7 +1242,7 @@ EXPORT void shmem_long_min_to_all(long *dest, const long *source, int nreduce, i
 }
 
 EXPORT void shmem_longlong_sum_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1251,7 +1252,7 @@ EXPORT void shmem_longlong_sum_to_all(long long *dest, const long long *source, 
 }
 
 EXPORT void shmem_longlong_prod_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1261,7 +1262,7 @@ EXPORT void shmem_longlong_prod_to_all(long long *dest, const long long *source,
 }
 
 EXPORT void shmem_longlong_max_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1271,7 +1272,7 @@ EXPORT void shmem_longlong_max_to_all(long long *dest, const long long *source, 
 }
 
 EXPORT void shmem_longlong_min_to_all(long long *dest, const long long *source, int nreduce, int PE_start, int logPE_stride, int PE_size, long long *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(long long)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1281,7 +1282,7 @@ EXPORT void shmem_longlong_min_to_all(long long *dest, const long long *source, 
 }
 
 EXPORT void shmem_float_sum_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1291,7 +1292,7 @@ EXPORT void shmem_float_sum_to_all(float *dest, const float *source, int nreduce
 }
 
 EXPORT void shmem_float_prod_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1301,7 +1302,7 @@ EXPORT void shmem_float_prod_to_all(float *dest, const float *source, int nreduc
 }
 
 EXPORT void shmem_float_max_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1311,7 +1312,7 @@ EXPORT void shmem_float_max_to_all(float *dest, const float *source, int nreduce
 }
 
 EXPORT void shmem_float_min_to_all(float *dest, const float *source, int nreduce, int PE_start, int logPE_stride, int PE_size, float *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(float)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1321,7 +1322,7 @@ EXPORT void shmem_float_min_to_all(float *dest, const float *source, int nreduce
 }
 
 EXPORT void shmem_double_sum_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1331,7 +1332,7 @@ EXPORT void shmem_double_sum_to_all(double *dest, const double *source, int nred
 }
 
 EXPORT void shmem_double_prod_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1341,7 +1342,7 @@ EXPORT void shmem_double_prod_to_all(double *dest, const double *source, int nre
 }
 
 EXPORT void shmem_double_max_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;
@@ -1351,7 +1352,7 @@ EXPORT void shmem_double_max_to_all(double *dest, const double *source, int nred
 }
 
 EXPORT void shmem_double_min_to_all(double *dest, const double *source, int nreduce, int PE_start, int logPE_stride, int PE_size, double *pWrk, long *pSync) {
-  uint64_t a[8] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
+  uint64_t a[9] = {(uint64_t)(SP(dest)), (uint64_t)(SP(source)), (uint64_t)((uint64_t)nreduce * sizeof(double)), (uint64_t)(SI(PE_start)), (uint64_t)(SI(logPE_stride)), (uint64_t)(SI(PE_size))};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   a[6] = cp;

@@ -11,7 +11,7 @@
 #ifndef _GASP_SHMEM_H
 #define _GASP_SHMEM_H
 
-/* shmem_init: START ptr codeptr; END ptr codeptr */
+/* shmem_init: START ptr codeptr; END int pe, int npes, ptr codeptr */
 #define GASP_SHMEM_INIT 512u
 /* shmem_finalize: START ptr codeptr; END ptr codeptr */
 #define GASP_SHMEM_FINALIZE 513u

@@ -1,0 +1,123 @@
+//! Who talks to whom: per model, a rank × rank matrix of the communication
+//! operations each rank starts, their bytes and their time.
+//!
+//! Ranks are MPI ranks (in MPI_COMM_WORLD; a Coarray Fortran image is its rank
+//! plus one) and OpenSHMEM PEs, as the start-up event of each process records
+//! them. An operation counts at (initiator, other side): the target of a put,
+//! get or atomic, the peer of a message.
+
+use std::collections::HashMap;
+
+use gaspard_format::kinds::{self, Class};
+use serde::Serialize;
+
+use crate::objects::args_by_name;
+use crate::trace::Trace;
+
+/// The matrices of one model.
+#[derive(Debug, Clone, Serialize)]
+pub struct Matrix {
+    /// `MPI` or `SHMEM`.
+    pub model: String,
+    /// Ranks (PEs).
+    pub ranks: usize,
+    /// Operations started by row towards column.
+    pub ops: Vec<Vec<u64>>,
+    /// Bytes.
+    pub bytes: Vec<Vec<u64>>,
+    /// Time in the operations, ns.
+    pub time_ns: Vec<Vec<u64>>,
+}
+
+/// The communication matrices of the trace's MPI and OpenSHMEM processes.
+pub fn matrices(t: &Trace) -> Vec<Matrix> {
+    let mut by_model: HashMap<&'static str, Vec<(usize, usize, u64, u64)>> = HashMap::new();
+    let mut sizes: HashMap<&'static str, usize> = HashMap::new();
+    for s in &t.streams {
+        let (model, prefix, start_kind, rank_arg, size_arg) = match s.model {
+            3 => (
+                "MPI",
+                "GASP_MPI_",
+                ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
+                "rank",
+                "size",
+            ),
+            4 => (
+                "SHMEM",
+                "GASP_SHMEM_",
+                ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
+                "pe",
+                "npes",
+            ),
+            _ => continue,
+        };
+        // This process's rank, from its start-up event.
+        let Some(init) = s.events.iter().find(|e| {
+            e.phase == 1 && kinds::kind(e.kind).is_some_and(|k| start_kind.contains(&k.name))
+        }) else {
+            continue;
+        };
+        let a = args_by_name(s, init);
+        let (Some(&me), Some(&size)) = (a.get(rank_arg), a.get(size_arg)) else {
+            continue;
+        };
+        let (me, size) = (me as usize, size as usize);
+        if me >= size {
+            continue;
+        }
+        let n = sizes.entry(model).or_default();
+        *n = (*n).max(size);
+        let mut open: HashMap<u16, Vec<u64>> = HashMap::new();
+        for e in &s.events {
+            let Some(k) = kinds::kind(e.kind) else {
+                continue;
+            };
+            if k.class != Class::Comm || !k.name.starts_with(prefix) {
+                continue;
+            }
+            match e.phase {
+                0 => open.entry(e.kind).or_default().push(e.t_ns),
+                1 => {
+                    let Some(start) = open.get_mut(&e.kind).and_then(|v| v.pop()) else {
+                        continue;
+                    };
+                    let a = args_by_name(s, e);
+                    let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
+                    let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size)
+                    else {
+                        continue;
+                    };
+                    let bytes = a.get("nbytes").copied().unwrap_or(0);
+                    by_model.entry(model).or_default().push((
+                        me,
+                        other as usize,
+                        bytes,
+                        e.t_ns - start,
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut out: Vec<Matrix> = by_model
+        .into_iter()
+        .map(|(model, cells)| {
+            let n = sizes[model];
+            let mut m = Matrix {
+                model: model.to_string(),
+                ranks: n,
+                ops: vec![vec![0; n]; n],
+                bytes: vec![vec![0; n]; n],
+                time_ns: vec![vec![0; n]; n],
+            };
+            for (from, to, bytes, time) in cells {
+                m.ops[from][to] += 1;
+                m.bytes[from][to] += bytes;
+                m.time_ns[from][to] += time;
+            }
+            m
+        })
+        .collect();
+    out.sort_by(|a, b| a.model.cmp(&b.model));
+    out
+}
