@@ -56,7 +56,7 @@ fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
         .args(cmd)
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         // Each launch its own session directory: concurrent launches race creating a shared one.
-        .env("OMPI_MCA_orte_tmpdir_base", &dir)
+        .env("OMPI_MCA_orte_tmpdir_base", dir)
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env_remove("LD_LIBRARY_PATH")
         .env_remove("OMP_TOOL_LIBRARIES")
