@@ -55,25 +55,15 @@ fn coarray_operations_are_recognised() {
         "caf: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let trace = dir.join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--", "cafrun", "-np", "2", "--oversubscribe"])
-        .arg(&exe)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        // Each launch its own session directory: concurrent launches race creating a shared one.
-        .env("OMPI_MCA_orte_tmpdir_base", &dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env_remove("LD_LIBRARY_PATH")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "cafrun: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let (trace, _) = common::gaspard_run(
+        &dir,
+        &[
+            "cafrun",
+            "-np",
+            "2",
+            "--oversubscribe",
+            exe.to_str().unwrap(),
+        ],
     );
     let v = dump(&trace);
     let images = events(&v);

@@ -47,27 +47,7 @@ fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
 
 /// Runs `cmd` under gaspard: the dump, the program's output, the report.
 fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
-    let trace = dir.join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .args(cmd)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        // Each launch its own session directory: concurrent launches race creating a shared one.
-        .env("OMPI_MCA_orte_tmpdir_base", dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env_remove("LD_LIBRARY_PATH")
-        .env_remove("OMP_TOOL_LIBRARIES")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (trace, out) = common::gaspard_run(dir, cmd);
     (
         dump(&trace),
         String::from_utf8_lossy(&out.stdout).into_owned(),

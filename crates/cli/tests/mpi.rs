@@ -89,25 +89,16 @@ fn build(dir: &Path, compiler: &str, file: &str, src: &str) -> std::path::PathBu
 }
 
 fn run(dir: &Path, exe: &Path, ranks: usize) -> Value {
-    let trace = dir.join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .args(["--", "mpirun", "-np", &ranks.to_string(), "--oversubscribe"])
-        .arg(exe)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        // Each launch its own session directory: concurrent launches race creating a shared one.
-        .env("OMPI_MCA_orte_tmpdir_base", dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env_remove("LD_LIBRARY_PATH")
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "mpirun: {}",
-        String::from_utf8_lossy(&out.stderr)
+    let np = ranks.to_string();
+    let (trace, _) = common::gaspard_run(
+        dir,
+        &[
+            "mpirun",
+            "-np",
+            &np,
+            "--oversubscribe",
+            exe.to_str().unwrap(),
+        ],
     );
     dump(&trace)
 }

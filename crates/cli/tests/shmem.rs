@@ -46,34 +46,19 @@ fn run_on(pes: usize) {
         "oshcc: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let trace = dir.join("trace");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .args([
-            "--",
+    let np = pes.to_string();
+    let (trace, _) = common::gaspard_run(
+        &dir,
+        &[
             "oshrun",
             "-np",
-            &pes.to_string(),
+            &np,
             "--oversubscribe",
             "--mca",
             "osc",
             "^rdma",
-        ])
-        .arg(&exe)
-        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        // Each launch its own session directory: concurrent launches race creating a shared one.
-        .env("OMPI_MCA_orte_tmpdir_base", &dir)
-        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-        .env_remove("LD_LIBRARY_PATH")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "oshrun: {}",
-        String::from_utf8_lossy(&out.stderr)
+            exe.to_str().unwrap(),
+        ],
     );
     let v = dump(&trace);
     let threads = events(&v);

@@ -65,3 +65,31 @@ pub fn finding_kinds(r: &Value) -> Vec<String> {
         .map(|f| f["kind"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// `gaspard run -o DIR/trace -- CMD...` in `dir`, as root may run Open MPI's
+/// launchers, each launch with its own session directory (concurrent launches
+/// race creating a shared one). Returns the trace directory and the output.
+pub fn gaspard_run(dir: &Path, cmd: &[&str]) -> (std::path::PathBuf, std::process::Output) {
+    let trace = dir.join("trace");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("run")
+        .arg("-o")
+        .arg(&trace)
+        .arg("--")
+        .args(cmd)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", dir)
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("OMP_TOOL_LIBRARIES")
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        cmd[0],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (trace, out)
+}
