@@ -17,7 +17,7 @@ pub struct Breakdown {
     pub process: String,
     /// Stream number.
     pub stream: u32,
-    /// First to last event, ns.
+    /// First to last event, less the runtime's start-up and shutdown, ns.
     pub span_ns: u64,
     /// Time in neither synchronization nor communication.
     pub compute_ns: u64,
@@ -90,6 +90,32 @@ fn intervals(s: &Stream) -> Vec<Interval> {
     out
 }
 
+/// Whether a kind starts or ends a runtime (init, finalize): its time is the
+/// runtime's, not the program's.
+fn is_startup(kind: u16) -> bool {
+    kinds::kind(kind).is_some_and(|k| {
+        k.name.starts_with("GASP_")
+            && (k.name.ends_with("_INIT")
+                || k.name.ends_with("_INIT_THREAD")
+                || k.name.ends_with("_FINALIZE"))
+    })
+}
+
+/// A thread's working time: first to last event, less the runtime's start-up
+/// and shutdown (`shmem_init`, `MPI_Finalize`, ...).
+pub fn active_span(s: &Stream) -> u64 {
+    let span = match (s.events.first(), s.events.last()) {
+        (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
+        _ => 0,
+    };
+    let runtime: u64 = intervals(s)
+        .iter()
+        .filter(|i| is_startup(i.kind))
+        .map(|i| i.end.saturating_sub(i.start))
+        .sum();
+    span.saturating_sub(runtime)
+}
+
 fn class_of(kind: u16) -> Option<Class> {
     kinds::kind(kind).map(|k| k.class)
 }
@@ -100,10 +126,7 @@ pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
     t.streams
         .iter()
         .map(|s| {
-            let span = match (s.events.first(), s.events.last()) {
-                (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
-                _ => 0,
-            };
+            let span = active_span(s);
             let (mut sync, mut comm) = (0u64, 0u64);
             let mut covered_until = 0u64;
             for i in intervals(s) {
@@ -213,13 +236,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()
-            .map(|&i| {
-                let s = &t.streams[i];
-                match (s.events.first(), s.events.last()) {
-                    (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
-                    _ => 0,
-                }
-            })
+            .map(|&i| active_span(&t.streams[i]))
             .sum::<u64>()
             .max(1);
         let names: Vec<String> = members
@@ -326,7 +343,92 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
             });
         }
     }
+    out.extend(small_messages(t, total_time));
     out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    out
+}
+
+/// Storms of small transfers from one callsite: at least this many...
+const SMALL_COUNT: u64 = 1000;
+/// ...of at most this many bytes on average...
+const SMALL_BYTES: f64 = 256.0;
+/// ...taking at least this share of the time of the threads that make them.
+const SMALL_SHARE: f64 = 0.02;
+
+/// The aggregate call to use instead of many small ones, by model.
+fn aggregate_advice(kind: &str) -> &'static str {
+    if kind.starts_with("GASP_SHMEM_") {
+        "gather the data into one buffer and use one shmem_putmem/shmem_getmem (or the _nbi forms and one shmem_quiet)"
+    } else if kind.starts_with("GASP_MPI_") {
+        "pack the data and send one message (or use a derived datatype), or put it in one MPI_Put with one flush"
+    } else if kind.starts_with("GASP_CAF_") {
+        "copy whole array sections (a(i:j)[k]) instead of elements"
+    } else {
+        "use upc_memput/upc_memget on whole blocks instead of element accesses"
+    }
+}
+
+/// `small_messages`: one callsite sending many small transfers.
+fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
+    // (callsite, kind) -> (count, bytes, time, threads' total span, threads)
+    type Tally = (u64, u64, u64, Vec<usize>);
+    let mut tally: HashMap<(u32, u16), Tally> = HashMap::new();
+    for (si, s) in t.streams.iter().enumerate() {
+        let mut open: HashMap<u16, Vec<u64>> = HashMap::new();
+        for e in &s.events {
+            let Some(k) = kinds::kind(e.kind) else {
+                continue;
+            };
+            if k.class != Class::Comm {
+                continue;
+            }
+            match e.phase {
+                0 => open.entry(e.kind).or_default().push(e.t_ns),
+                1 => {
+                    let Some(start) = open.get_mut(&e.kind).and_then(|v| v.pop()) else {
+                        continue;
+                    };
+                    let a = crate::objects::args_by_name(s, e);
+                    let Some(&bytes) = a.get("nbytes").or(a.get("n")) else {
+                        continue;
+                    };
+                    let entry = tally.entry((e.callsite, e.kind)).or_default();
+                    entry.0 += 1;
+                    entry.1 += bytes;
+                    entry.2 += e.t_ns.saturating_sub(start);
+                    if !entry.3.contains(&si) {
+                        entry.3.push(si);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let span = |i: usize| active_span(&t.streams[i]);
+    let mut out = Vec::new();
+    for ((site, kind), (count, bytes, time, threads)) in tally {
+        let mean = bytes as f64 / count.max(1) as f64;
+        let their_time: u64 = threads.iter().map(|&i| span(i)).sum::<u64>().max(1);
+        let share = time as f64 / their_time as f64;
+        if count < SMALL_COUNT || mean > SMALL_BYTES || share < SMALL_SHARE {
+            continue;
+        }
+        let name = kinds::kind(kind).map_or("?", |k| k.name);
+        out.push(Finding {
+            kind: "small_messages".into(),
+            severity: time as f64 / total_time as f64,
+            threads: threads.iter().map(|&i| thread_name(&t.streams[i])).collect(),
+            location: location(t, Some(site)),
+            message: format!(
+                "{count} {name} of {mean:.0} bytes on average take {:.1}% of the time of the {} thread(s) making them \
+                 ({:.3} ms); {}.",
+                100.0 * share,
+                threads.len(),
+                time as f64 / 1e6,
+                aggregate_advice(name)
+            ),
+        });
+    }
     out
 }
 

@@ -160,3 +160,79 @@ fn shmem_operations_on_2_pes() {
 fn shmem_operations_on_4_pes() {
     run_on(4);
 }
+
+const STORM: &str = r#"
+#include <shmem.h>
+#define N 20000
+int main(void) {
+  shmem_init();
+  int me = shmem_my_pe(), np = shmem_n_pes();
+  long *x = shmem_malloc(N * sizeof(long));
+  static long src[N];
+  for (int i = 0; i < N; i++) src[i] = i;
+  shmem_barrier_all();
+  for (int i = 0; i < N; i++) shmem_long_p(&x[i], src[i], (me + 1) % np);  /* element by element */
+  shmem_barrier_all();
+  shmem_long_put(x, src, N, (me + 1) % np);                                  /* the same, at once */
+  shmem_barrier_all();
+  shmem_free(x);
+  shmem_finalize();
+  return 0;
+}
+"#;
+
+#[test]
+fn element_by_element_puts_are_found() {
+    let dir = common::tmpdir("shmem-storm");
+    let src = dir.join("storm.c");
+    std::fs::write(&src, STORM).unwrap();
+    let exe = dir.join("storm");
+    let out = Command::new("oshcc")
+        .arg("-g")
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("oshcc");
+    assert!(
+        out.status.success(),
+        "oshcc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (trace, _) = common::gaspard_run(
+        &dir,
+        &[
+            "oshrun",
+            "-np",
+            "2",
+            "--oversubscribe",
+            "--mca",
+            "osc",
+            "^rdma",
+            exe.to_str().unwrap(),
+        ],
+    );
+    let r = report(&trace);
+    let small: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "small_messages")
+        .collect();
+    assert_eq!(small.len(), 1, "{}", r["findings"]);
+    let line = STORM
+        .lines()
+        .position(|l| l.contains("element by element"))
+        .unwrap()
+        + 1;
+    assert_eq!(small[0]["location"]["line"], line);
+    assert!(
+        small[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("40000 GASP_SHMEM_LONG_P of 8 bytes"),
+        "{}",
+        small[0]["message"]
+    );
+    assert_eq!(small[0]["threads"].as_array().unwrap().len(), 2);
+}
