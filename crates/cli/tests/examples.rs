@@ -154,6 +154,11 @@ fn openmp_cg() {
     let (v, out, r) = run_report(&dir, &[exe.to_str().unwrap(), "5"]);
     assert!(out.contains("cg: 5 iterations"), "{out}");
     assert!(
+        !finding_kinds(&r).contains(&"lock_contention".to_string()),
+        "{}",
+        r["findings"]
+    );
+    assert!(
         !finding_kinds(&r).contains(&"load_imbalance".to_string()),
         "balanced: {}",
         r["findings"]

@@ -131,3 +131,66 @@ fn openmp_constructs_are_recorded_per_thread() {
         "one parallel region, begun by the primary thread"
     );
 }
+
+const CONTENDED: &str = r#"
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+  double sum = 0;
+  #pragma omp parallel num_threads(4)
+  for (int i = 0; i < 100; i++) {
+    #pragma omp critical
+    {
+      volatile double x = 0;
+      for (int k = 0; k < 20000; k++) x += k;  /* all the work inside the lock */
+      sum += x;
+    }
+  }
+  printf("%.0f\n", sum);
+  return 0;
+}
+"#;
+
+#[test]
+fn a_contended_critical_section_is_found() {
+    let dir = common::tmpdir("omp-contended");
+    let src = dir.join("c.c");
+    std::fs::write(&src, CONTENDED).unwrap();
+    let exe = dir.join("c");
+    let out = Command::new("clang")
+        .args(["-fopenmp", "-O1", "-g"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("clang");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (trace, _) = common::gaspard_run(&dir, &[exe.to_str().unwrap()]);
+    let r = common::report(&trace);
+    let locks: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "lock_contention")
+        .collect();
+    assert_eq!(locks.len(), 1, "{}", r["findings"]);
+    assert_eq!(locks[0]["threads"].as_array().unwrap().len(), 4);
+    let line = CONTENDED
+        .lines()
+        .position(|l| l.contains("omp critical"))
+        .unwrap()
+        + 1;
+    assert_eq!(locks[0]["location"]["line"], line);
+    assert!(
+        locks[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over 400 acquisitions"),
+        "{}",
+        locks[0]["message"]
+    );
+}
