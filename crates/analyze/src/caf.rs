@@ -24,72 +24,44 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds::{self, kind_by_name};
 
+use crate::intervals::intervals;
+use crate::objects::args_by_name;
 use crate::trace::{Callsite, Event, Stream};
 
 /// OpenCoarrays' tag for `sync images`.
 const SYNC_IMAGES_TAG: u64 = 424_242;
 
 /// One MPI call: its kind, its START and END times, its START arguments by name.
-struct Call<'a> {
+struct Call {
     name: &'static str,
     start: u64,
     end: u64,
     args: HashMap<&'static str, u64>,
-    _event: &'a Event,
 }
 
-fn calls(s: &Stream) -> Vec<Call<'_>> {
-    let pts_words = (s.pts_bytes as usize).div_ceil(8);
-    let mut out: Vec<Call<'_>> = Vec::new();
-    let mut open: HashMap<u16, usize> = HashMap::new();
-    for e in &s.events {
-        let Some(k) = kinds::kind(e.kind) else {
-            continue;
-        };
-        if !k.name.starts_with("GASP_MPI_") {
-            continue;
-        }
-        match e.phase {
-            0 => {
-                let mut args = HashMap::new();
-                let mut at = 0;
-                for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
-                    if let Some(&v) = e.args.get(at) {
-                        args.insert(n, v);
-                    }
-                    at += w;
-                }
-                open.insert(e.kind, out.len());
-                out.push(Call {
-                    name: k.name,
-                    start: e.t_ns,
-                    end: e.t_ns,
-                    args,
-                    _event: e,
-                });
+fn calls(s: &Stream) -> Vec<Call> {
+    intervals(s)
+        .into_iter()
+        .filter_map(|iv| {
+            let k = kinds::kind(iv.kind)?;
+            if !k.name.starts_with("GASP_MPI_") {
+                return None;
             }
-            1 => {
-                if let Some(i) = open.remove(&e.kind) {
-                    out[i].end = e.t_ns;
-                    // The END of a window allocation carries the window and its base.
-                    if k.name == "GASP_MPI_WIN_ALLOCATE" {
-                        let mut at = 0;
-                        for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
-                            if let Some(&v) = e.args.get(at) {
-                                out[i].args.insert(n, v);
-                            }
-                            at += w;
-                        }
-                    }
-                }
+            let mut args = args_by_name(s, &s.events[iv.start_event]);
+            if k.name == "GASP_MPI_WIN_ALLOCATE" {
+                // The END of a window allocation carries the window and its base.
+                args.extend(args_by_name(s, &s.events[iv.end_event]));
             }
-            _ => {}
-        }
-    }
-    out
+            Some(Call {
+                name: k.name,
+                start: iv.start,
+                end: iv.end,
+                args,
+            })
+        })
+        .collect()
 }
 
 fn is_caf(dir: &Path, s: &Stream) -> bool {
@@ -146,7 +118,7 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Event> {
         out.push(event(kind, 0, start, args.clone(), site));
         out.push(event(kind, 1, end, args, site));
     };
-    let arg = |c: &Call<'_>, n: &str| c.args.get(n).copied().unwrap_or(0);
+    let arg = |c: &Call, n: &str| c.args.get(n).copied().unwrap_or(0);
     // The synchronization OpenCoarrays does itself when the program ends (sync
     // images, then a barrier) comes right before it frees the coarrays' windows.
     let first_free = calls
@@ -213,7 +185,7 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Event> {
                     let has = |n: &str| inner.iter().filter(|d| d.name == n).collect::<Vec<_>>();
                     let (puts, gets) = (has("GASP_MPI_PUT"), has("GASP_MPI_GET"));
                     let image = target + 1;
-                    let rma = |v: &[&Call<'_>]| {
+                    let rma = |v: &[&Call]| {
                         vec![
                             image,
                             win,

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
+use crate::intervals::{intervals, Interval};
 use crate::trace::{Stream, Trace};
 
 /// One thread's time, split.
@@ -49,45 +50,6 @@ pub struct Finding {
     pub location: Option<Location>,
     /// What was found and what to try.
     pub message: String,
-}
-
-/// A closed interval of one event kind on one thread.
-#[derive(Debug, Clone, Copy)]
-struct Interval {
-    kind: u16,
-    start: u64,
-    end: u64,
-    callsite: u32,
-}
-
-fn intervals(s: &Stream) -> Vec<Interval> {
-    // Open intervals per (kind, user event): start times and callsites.
-    type Open = Vec<(u64, u32)>;
-    let mut open: HashMap<(u16, Option<u32>), Open> = HashMap::new();
-    let mut out = Vec::new();
-    for e in &s.events {
-        match e.phase {
-            0 => open
-                .entry((e.kind, e.user))
-                .or_default()
-                .push((e.t_ns, e.callsite)),
-            1 => {
-                if let Some((start, callsite)) =
-                    open.get_mut(&(e.kind, e.user)).and_then(|v| v.pop())
-                {
-                    out.push(Interval {
-                        kind: e.kind,
-                        start,
-                        end: e.t_ns,
-                        callsite,
-                    });
-                }
-            }
-            _ => {}
-        }
-    }
-    out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
-    out
 }
 
 /// Whether a kind starts or ends a runtime (init, finalize): its time is the
@@ -375,33 +337,20 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
     type Tally = (u64, u64, u64, Vec<usize>);
     let mut tally: HashMap<(u32, u16), Tally> = HashMap::new();
     for (si, s) in t.streams.iter().enumerate() {
-        let mut open: HashMap<u16, Vec<u64>> = HashMap::new();
-        for e in &s.events {
-            let Some(k) = kinds::kind(e.kind) else {
-                continue;
-            };
-            if k.class != Class::Comm {
+        for iv in intervals(s) {
+            if class_of(iv.kind) != Some(Class::Comm) {
                 continue;
             }
-            match e.phase {
-                0 => open.entry(e.kind).or_default().push(e.t_ns),
-                1 => {
-                    let Some(start) = open.get_mut(&e.kind).and_then(|v| v.pop()) else {
-                        continue;
-                    };
-                    let a = crate::objects::args_by_name(s, e);
-                    let Some(&bytes) = a.get("nbytes").or(a.get("n")) else {
-                        continue;
-                    };
-                    let entry = tally.entry((e.callsite, e.kind)).or_default();
-                    entry.0 += 1;
-                    entry.1 += bytes;
-                    entry.2 += e.t_ns.saturating_sub(start);
-                    if !entry.3.contains(&si) {
-                        entry.3.push(si);
-                    }
-                }
-                _ => {}
+            let a = crate::objects::args_by_name(s, &s.events[iv.end_event]);
+            let Some(&bytes) = a.get("nbytes").or(a.get("n")) else {
+                continue;
+            };
+            let entry = tally.entry((iv.callsite, iv.kind)).or_default();
+            entry.0 += 1;
+            entry.1 += bytes;
+            entry.2 += iv.end.saturating_sub(iv.start);
+            if !entry.3.contains(&si) {
+                entry.3.push(si);
             }
         }
     }
@@ -468,9 +417,22 @@ fn lock_contention(t: &Trace, total_time: u64) -> Vec<Finding> {
     // lock -> (acquisitions, wait ns, threads, a callsite)
     type Tally = (u64, u64, Vec<usize>, u32);
     let mut locks: HashMap<(String, u64), Tally> = HashMap::new();
+    fn add(
+        locks: &mut HashMap<(String, u64), Tally>,
+        key: (String, u64),
+        site: u32,
+        wait: u64,
+        thread: usize,
+    ) {
+        let entry = locks.entry(key).or_insert((0, 0, Vec::new(), site));
+        entry.0 += 1;
+        entry.1 += wait;
+        if !entry.2.contains(&thread) {
+            entry.2.push(thread);
+        }
+    }
     for (si, s) in t.streams.iter().enumerate() {
         let mut pending: Vec<(u64, u64, u32)> = Vec::new(); // OpenMP: (wait id, acquire time, callsite)
-        let mut open: HashMap<u16, Vec<(u64, u32, u64)>> = HashMap::new();
         for e in &s.events {
             let a = || crate::objects::args_by_name(s, e);
             if omp_mutex.contains(&e.kind) && e.phase == 0 {
@@ -479,49 +441,41 @@ fn lock_contention(t: &Trace, total_time: u64) -> Vec<Finding> {
                 let id = a().get("wait_id").copied().unwrap_or(0);
                 if let Some(i) = pending.iter().rposition(|p| p.0 == id) {
                     let (_, start, site) = pending.remove(i);
-                    let entry =
-                        locks
-                            .entry((s.process.clone(), id))
-                            .or_insert((0, 0, Vec::new(), site));
-                    entry.0 += 1;
-                    entry.1 += e.t_ns.saturating_sub(start);
-                    if !entry.2.contains(&si) {
-                        entry.2.push(si);
-                    }
-                }
-            } else if acquiring.contains(&e.kind) {
-                let args = a();
-                let id = args
-                    .get("lock")
-                    .or(args.get("lck"))
-                    .or(args.get("coarray"))
-                    .copied()
-                    .unwrap_or(0);
-                match e.phase {
-                    0 => open
-                        .entry(e.kind)
-                        .or_default()
-                        .push((e.t_ns, e.callsite, id)),
-                    1 => {
-                        if let Some((start, site, id)) = open.get_mut(&e.kind).and_then(|v| v.pop())
-                        {
-                            // Locks of other processes are the same lock when the model shares them.
-                            let key = if s.model == 5 {
-                                s.process.clone()
-                            } else {
-                                String::new()
-                            };
-                            let entry = locks.entry((key, id)).or_insert((0, 0, Vec::new(), site));
-                            entry.0 += 1;
-                            entry.1 += e.t_ns.saturating_sub(start);
-                            if !entry.2.contains(&si) {
-                                entry.2.push(si);
-                            }
-                        }
-                    }
-                    _ => {}
+                    add(
+                        &mut locks,
+                        (s.process.clone(), id),
+                        site,
+                        e.t_ns.saturating_sub(start),
+                        si,
+                    );
                 }
             }
+        }
+        // Locks acquired by a blocking call: the call is the wait.
+        for iv in intervals(s)
+            .into_iter()
+            .filter(|iv| acquiring.contains(&iv.kind))
+        {
+            let args = crate::objects::args_by_name(s, &s.events[iv.start_event]);
+            let id = args
+                .get("lock")
+                .or(args.get("lck"))
+                .or(args.get("coarray"))
+                .copied()
+                .unwrap_or(0);
+            // Locks of other processes are the same lock when the model shares them.
+            let key = if s.model == 5 {
+                s.process.clone()
+            } else {
+                String::new()
+            };
+            add(
+                &mut locks,
+                (key, id),
+                iv.callsite,
+                iv.end.saturating_sub(iv.start),
+                si,
+            );
         }
     }
     let mut out = Vec::new();

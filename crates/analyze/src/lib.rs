@@ -9,6 +9,7 @@
 pub mod caf;
 pub mod dump;
 pub mod findings;
+pub mod intervals;
 pub mod matrix;
 pub mod objects;
 pub mod profile;

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
+use crate::intervals::intervals;
 use crate::objects::args_by_name;
 use crate::trace::Trace;
 
@@ -67,36 +68,25 @@ pub fn matrices(t: &Trace) -> Vec<Matrix> {
         }
         let n = sizes.entry(model).or_default();
         *n = (*n).max(size);
-        let mut open: HashMap<u16, Vec<u64>> = HashMap::new();
-        for e in &s.events {
-            let Some(k) = kinds::kind(e.kind) else {
+        for iv in intervals(s) {
+            let Some(k) = kinds::kind(iv.kind) else {
                 continue;
             };
             if k.class != Class::Comm || !k.name.starts_with(prefix) {
                 continue;
             }
-            match e.phase {
-                0 => open.entry(e.kind).or_default().push(e.t_ns),
-                1 => {
-                    let Some(start) = open.get_mut(&e.kind).and_then(|v| v.pop()) else {
-                        continue;
-                    };
-                    let a = args_by_name(s, e);
-                    let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
-                    let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size)
-                    else {
-                        continue;
-                    };
-                    let bytes = a.get("nbytes").copied().unwrap_or(0);
-                    by_model.entry(model).or_default().push((
-                        me,
-                        other as usize,
-                        bytes,
-                        e.t_ns - start,
-                    ));
-                }
-                _ => {}
-            }
+            let a = args_by_name(s, &s.events[iv.end_event]);
+            let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
+            let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
+                continue;
+            };
+            let bytes = a.get("nbytes").copied().unwrap_or(0);
+            by_model.entry(model).or_default().push((
+                me,
+                other as usize,
+                bytes,
+                iv.end.saturating_sub(iv.start),
+            ));
         }
     }
     let mut out: Vec<Matrix> = by_model

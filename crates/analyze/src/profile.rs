@@ -43,9 +43,6 @@ impl Stats {
     }
 }
 
-/// An interval waiting for its END: start time and callsite.
-type OpenInterval = (u64, u32);
-
 /// Per-callsite statistics.
 #[derive(Debug, Clone, Serialize)]
 pub struct SiteStats {
@@ -144,17 +141,17 @@ pub fn report(t: &Trace) -> Report {
     let mut by_thread = Vec::new();
     for s in &t.streams {
         let mut mine: HashMap<String, Stats> = HashMap::new();
-        // Open intervals per (kind, user event): a stack, so nesting pairs up.
-        let mut open: HashMap<(u16, Option<u32>), Vec<OpenInterval>> = HashMap::new();
-        for e in &s.events {
-            if matches!(
-                e.kind,
+        let tool_kind = |k: u16| {
+            matches!(
+                k,
                 kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
-            ) {
+            )
+        };
+        for e in &s.events {
+            if tool_kind(e.kind) {
                 continue;
             }
             let name = event_name(t, e);
-            let key = (e.kind, e.user);
             let bytes = bytes_of(s, e);
             let touch = |st: &mut Stats| {
                 if st.name.is_empty() {
@@ -168,21 +165,19 @@ pub fn report(t: &Trace) -> Report {
             touch(by_event.entry(name.clone()).or_default());
             touch(by_site.entry((name.clone(), e.callsite)).or_default());
             touch(mine.entry(name.clone()).or_default());
-            match e.phase {
-                0 => open.entry(key).or_default().push((e.t_ns, e.callsite)),
-                1 => {
-                    if let Some((start, site)) = open.get_mut(&key).and_then(|v| v.pop()) {
-                        let d = e.t_ns.saturating_sub(start);
-                        by_event.get_mut(&name).unwrap().add_interval(d);
-                        by_site
-                            .entry((name.clone(), site))
-                            .or_default()
-                            .add_interval(d);
-                        mine.get_mut(&name).unwrap().add_interval(d);
-                    }
-                }
-                _ => {}
+        }
+        for iv in crate::intervals::intervals(s) {
+            if tool_kind(iv.kind) {
+                continue;
             }
+            let name = event_name(t, &s.events[iv.start_event]);
+            let d = iv.end.saturating_sub(iv.start);
+            by_event.entry(name.clone()).or_default().add_interval(d);
+            by_site
+                .entry((name.clone(), iv.callsite))
+                .or_default()
+                .add_interval(d);
+            mine.entry(name).or_default().add_interval(d);
         }
         let mut v: Vec<Stats> = mine.into_values().collect();
         sort(&mut v);

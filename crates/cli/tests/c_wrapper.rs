@@ -155,16 +155,49 @@ fn profiled_program_records_functions_memory_and_user_events() {
     assert_eq!(workers, 2);
 }
 
+/// The dynamic symbols a program needs from elsewhere.
+fn undefined_symbols(exe: &std::path::Path) -> String {
+    let out = Command::new("nm")
+        .args(["-D", "--undefined-only"])
+        .arg(exe)
+        .output()
+        .expect("nm (binutils)");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const HOOKS: [&str; 3] = [
+    "__cyg_profile_func_enter",
+    "__wrap_malloc",
+    "gasp_event_notify",
+];
+
 #[test]
 fn without_profile_nothing_is_instrumented() {
     let trace = build_and_run("plain", &[]);
-    // No context was ever made: no trace at all, or one without events.
+    // No function hooks, no wrapped malloc, user events compiled away...
+    let plain = undefined_symbols(&trace.parent().unwrap().join("prog"));
+    for hook in HOOKS {
+        assert!(
+            !plain.contains(hook),
+            "{hook} in an uninstrumented program:\n{plain}"
+        );
+    }
+    // ... where the profiled build has all three.
+    let profiled = undefined_symbols(
+        &build_and_run("profiled", &["--profile"])
+            .parent()
+            .unwrap()
+            .join("prog"),
+    );
+    for hook in HOOKS {
+        assert!(
+            profiled.contains(hook),
+            "{hook} missing from a profiled program:\n{profiled}"
+        );
+    }
+    // Nothing was recorded: no context was ever made.
     if trace.exists() && std::fs::read_dir(&trace).unwrap().next().is_some() {
-        let v = dump(&trace);
-        let n: usize = events(&v)
-            .iter()
-            .map(|e| e.iter().filter(|e| e["kind"] != "GASPARD_INIT").count())
-            .sum();
+        let n: usize = events(&dump(&trace)).iter().map(|e| e.len()).sum();
         assert_eq!(n, 0);
     }
 }

@@ -34,15 +34,15 @@ int main(void) {
 }
 "#;
 
-#[test]
-fn openmp_constructs_are_recorded_per_thread() {
-    let dir = tmp("basic");
-    let src = dir.join("omp.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("omp");
+/// Writes `src` to a fresh directory and builds it with clang's OpenMP.
+fn build(name: &str, src: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = tmp(name);
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, src).unwrap();
+    let exe = dir.join(name);
     let out = Command::new("clang")
         .args(["-fopenmp", "-O1", "-g"])
-        .arg(&src)
+        .arg(&file)
         .arg("-o")
         .arg(&exe)
         .output()
@@ -52,22 +52,13 @@ fn openmp_constructs_are_recorded_per_thread() {
         "clang failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let trace = dir.join("trace");
-    let st = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("run")
-        .arg("-o")
-        .arg(&trace)
-        .arg("--")
-        .arg(&exe)
-        .env_remove("OMP_TOOL_LIBRARIES")
-        .env_remove("LD_LIBRARY_PATH")
-        .output()
-        .unwrap();
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
+    (dir, exe)
+}
+
+#[test]
+fn openmp_constructs_are_recorded_per_thread() {
+    let (dir, exe) = build("omp", PROGRAM);
+    let (trace, st) = common::gaspard_run(&dir, &[exe.to_str().unwrap()]);
     assert_eq!(String::from_utf8_lossy(&st.stdout).trim(), "sum=239400");
     let v: Value = dump(&trace);
     let threads = v["threads"].as_array().unwrap();
@@ -153,22 +144,7 @@ int main(void) {
 
 #[test]
 fn a_contended_critical_section_is_found() {
-    let dir = common::tmpdir("omp-contended");
-    let src = dir.join("c.c");
-    std::fs::write(&src, CONTENDED).unwrap();
-    let exe = dir.join("c");
-    let out = Command::new("clang")
-        .args(["-fopenmp", "-O1", "-g"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("clang");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, exe) = build("contended", CONTENDED);
     let (trace, _) = common::gaspard_run(&dir, &[exe.to_str().unwrap()]);
     let r = common::report(&trace);
     let locks: Vec<&Value> = r["findings"]
