@@ -5,7 +5,7 @@
   crates/gasp/include/gasp_mpi.h   the same for GASP tools (names, numbers)
   crates/gasp/csrc/mpi_adapter.c   the PMPI wrappers (C, and Fortran for `use mpi`)
 
-Run it again after changing the table: python3 scripts/gen-mpi.py
+Run it again after changing the table, then `cargo fmt`: python3 scripts/gen-mpi.py
 """
 import os
 import sys

@@ -5,7 +5,7 @@
   crates/gasp/include/gasp_shmem.h   the same for GASP tools (names, numbers)
   crates/gasp/csrc/shmem_adapter.c   the pshmem wrappers of libgaspard_shmem.so
 
-Run it again after changing the table: python3 scripts/gen-shmem.py
+Run it again after changing the table, then `cargo fmt`: python3 scripts/gen-shmem.py
 """
 import os
 import sys

@@ -111,8 +111,8 @@ static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame, ompt
 
 static void on_parallel_end(ompt_data_t *par, ompt_data_t *task, int flags, const void *codeptr) {
   (void)par, (void)task;
-  uint64_t a[3] = {0, (uint64_t)(uint32_t)flags, PTR(codeptr)};
-  rec(K_OMP_PARALLEL, 1, a + 1, 2);
+  uint64_t a[2] = {(uint64_t)(uint32_t)flags, PTR(codeptr)};
+  rec(K_OMP_PARALLEL, 1, a, 2);
 }
 
 static void on_implicit_task(int endpoint, ompt_data_t *par, ompt_data_t *task, unsigned actual,
@@ -138,7 +138,6 @@ static void on_work(int wstype, int endpoint, ompt_data_t *par, ompt_data_t *tas
   case work_taskloop: kind = K_OMP_TASKLOOP; break;
   default: kind = K_OMP_SCOPE; break;
   }
-  if (kind != K_OMP_SINGLE) n = 2;
   rec(kind, phase_of(endpoint), a, n);
 }
 
