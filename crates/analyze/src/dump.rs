@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds::{self, ArgType};
 use gaspard_format::raw::{FLAG_ARGS_UNREAD, FLAG_PTS_RESOLVED};
-use gaspard_format::user::{self, VaType};
+use gaspard_format::user;
 use serde_json::{json, Map, Value};
 
 use crate::trace::{Event, Stream, Trace};
@@ -56,7 +56,7 @@ fn pts_value(words: &[u64], resolved: bool, bytes: u32) -> Value {
 }
 
 /// Decoded named arguments of a system event.
-pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
+pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
     let mut m = Map::new();
     let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
     let mut i = 0;
@@ -81,7 +81,6 @@ pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
         };
         m.insert(name.to_string(), v);
     }
-    let _ = t;
     m
 }
 
@@ -97,7 +96,6 @@ pub fn user_values(t: &Trace, e: &Event) -> Option<(Vec<user::Value>, String)> {
     let schema = user::parse_format(desc).ok()?;
     let vals = user::decode_values(&schema.args, e.args.get(1..).unwrap_or(&[]))?;
     let text = user::format_values(&schema, &vals);
-    let _ = VaType::Int;
     Some((vals, text))
 }
 
@@ -140,7 +138,7 @@ pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
             }
         }
     } else {
-        m.insert("args".into(), Value::Object(args_json(t, s, e)));
+        m.insert("args".into(), Value::Object(args_json(s, e)));
         let objects = objects_json(t, s, e);
         if !objects.is_empty() {
             m.insert("objects".into(), Value::Object(objects));
@@ -271,7 +269,7 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
                     None => "(arguments not recorded)".into(),
                 }
             } else {
-                args_json(t, s, e)
+                args_json(s, e)
                     .iter()
                     .map(|(k, v)| format!("{k}={}", plain(v)))
                     .collect::<Vec<_>>()

@@ -277,8 +277,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     let mut decoded = Vec::new();
     for (mut s, chunks) in raw_streams {
         let clock = &clocks[&s.process];
-        for (h, c) in &chunks {
-            let _ = h;
+        for (_, c) in &chunks {
             convert_chunk(&mut s, c, clock, &mut sites, &mut users, &mut t);
         }
         decoded.push(s);
@@ -478,7 +477,6 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
     let mut chunks = Vec::new();
     let mut pos = header.len;
     let mut expect_seq = 0u32;
-    let mut last_ts = None;
     while pos < data.len() {
         let rest = &data[pos..];
         let Some(h) = ChunkHeader::parse(rest) else {
@@ -563,11 +561,9 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
             ));
             s.damaged = true;
         }
-        last_ts = Some(h.last_ts);
         s.chunks += 1;
         chunks.push((h, d));
         pos = end;
     }
-    let _ = last_ts;
     Some((s, chunks))
 }

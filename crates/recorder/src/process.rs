@@ -9,7 +9,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use gaspard_format::manifest::StreamEntry;
-use gaspard_format::user::{parse_format, VaType};
+use gaspard_format::user::parse_format;
 
 use crate::clock;
 use crate::flusher::{self, Buffer};
@@ -718,7 +718,6 @@ pub fn create_user_event(
         }
         Some(Err(e)) => (None, Some(e.0)),
     };
-    let _ = VaType::Int;
     users.push(UserEntry {
         id,
         name: name.to_string(),
