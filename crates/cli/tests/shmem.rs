@@ -29,14 +29,15 @@ int main(void) {
 }
 "#;
 
-fn run_on(pes: usize) {
-    let dir = common::tmpdir(&format!("shmem-{pes}"));
-    let src = dir.join("s.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("s");
+/// Writes `src` as `NAME.c` in a fresh directory and builds it with oshcc.
+fn build(dir_name: &str, name: &str, src: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = common::tmpdir(dir_name);
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, src).unwrap();
+    let exe = dir.join(name);
     let out = Command::new("oshcc")
         .arg("-g")
-        .arg(&src)
+        .arg(&file)
         .arg("-o")
         .arg(&exe)
         .output()
@@ -46,6 +47,11 @@ fn run_on(pes: usize) {
         "oshcc: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    (dir, exe)
+}
+
+fn run_on(pes: usize) {
+    let (dir, exe) = build(&format!("shmem-{pes}"), "s", PROGRAM);
     let np = pes.to_string();
     let (trace, _) = common::gaspard_run(
         &dir,
@@ -183,22 +189,7 @@ int main(void) {
 
 #[test]
 fn element_by_element_puts_are_found() {
-    let dir = common::tmpdir("shmem-storm");
-    let src = dir.join("storm.c");
-    std::fs::write(&src, STORM).unwrap();
-    let exe = dir.join("storm");
-    let out = Command::new("oshcc")
-        .arg("-g")
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .expect("oshcc");
-    assert!(
-        out.status.success(),
-        "oshcc: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (dir, exe) = build("shmem-storm", "storm", STORM);
     let (trace, _) = common::gaspard_run(
         &dir,
         &[
