@@ -139,8 +139,9 @@ fn thread_name(s: &Stream) -> String {
     format!("{} stream {}", s.process, s.stream)
 }
 
-/// The findings about barriers, most severe first.
-pub fn findings(t: &Trace) -> Vec<Finding> {
+/// A thread's barriers in order: a CAF image's `sync all`, not the MPI
+/// barrier below it.
+pub fn barriers(s: &Stream) -> Vec<Interval> {
     let barrier_kinds: Vec<u16> = BARRIERS
         .iter()
         .filter_map(|n| kinds::kind_by_name(n))
@@ -148,6 +149,15 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         .collect();
     let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
+    let all = intervals(s);
+    let has_caf = all.iter().any(|iv| Some(iv.kind) == caf_sync);
+    all.into_iter()
+        .filter(|iv| barrier_kinds.contains(&iv.kind) && !(has_caf && Some(iv.kind) == mpi_barrier))
+        .collect()
+}
+
+/// The findings about barriers, most severe first.
+pub fn findings(t: &Trace) -> Vec<Finding> {
     // Groups of threads that meet at the same barriers: the OpenMP threads of a
     // process; otherwise all the processes of a model.
     let mut groups: HashMap<(u32, String), Vec<usize>> = HashMap::new();
@@ -165,21 +175,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         if members.len() < 2 {
             continue;
         }
-        // Each member's barriers in order (a CAF image's sync all, not the MPI barrier below it).
-        let per: Vec<Vec<Interval>> = members
-            .iter()
-            .map(|&i| {
-                let s = &t.streams[i];
-                let has_caf = intervals(s).iter().any(|iv| Some(iv.kind) == caf_sync);
-                intervals(s)
-                    .into_iter()
-                    .filter(|iv| {
-                        barrier_kinds.contains(&iv.kind)
-                            && !(has_caf && Some(iv.kind) == mpi_barrier)
-                    })
-                    .collect()
-            })
-            .collect();
+        let per: Vec<Vec<Interval>> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
         let epochs = per.iter().map(Vec::len).min().unwrap_or(0);
         if epochs == 0 {
             continue;
@@ -208,11 +204,17 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         let wait_share = waited as f64 / total_time as f64;
         if waited as f64 / group_time as f64 >= 0.05 {
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
+            // Where it waits most: its barrier callsite with the most waiting.
+            let mut at: HashMap<u32, u64> = HashMap::new();
+            for iv in &per[worst] {
+                *at.entry(iv.callsite).or_default() += iv.end.saturating_sub(iv.start);
+            }
+            let site = at.into_iter().max_by_key(|&(s, w)| (w, s)).map(|(s, _)| s);
             out.push(Finding {
                 kind: "barrier_wait".into(),
                 severity: wait_share,
                 threads: names.clone(),
-                location: location(t, per[worst].first().map(|i| i.callsite)),
+                location: location(t, site),
                 message: format!(
                     "{:.1}% of the time of these {n} threads is spent in {epochs} barriers; {} waits most ({:.3} ms). \
                      Fewer synchronizations (split-phase barriers, point-to-point or one-sided signalling) or more work between them would help.",

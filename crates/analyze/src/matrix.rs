@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::intervals::intervals;
 use crate::objects::args_by_name;
-use crate::trace::Trace;
+use crate::trace::{Stream, Trace};
 
 /// The matrices of one model.
 #[derive(Debug, Clone, Serialize)]
@@ -30,42 +30,56 @@ pub struct Matrix {
     pub time_ns: Vec<Vec<u64>>,
 }
 
+/// A process's place in its model: its MPI rank (in MPI_COMM_WORLD) or its
+/// OpenSHMEM PE, from its start-up event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rank {
+    /// `MPI` or `SHMEM`.
+    pub model: &'static str,
+    /// This process's rank or PE.
+    pub me: usize,
+    /// Ranks (PEs) in all.
+    pub size: usize,
+}
+
+/// The rank of the process a stream belongs to, if its start-up was recorded.
+pub fn rank(s: &Stream) -> Option<Rank> {
+    let (model, start_kind, rank_arg, size_arg) = match s.model {
+        3 => (
+            "MPI",
+            ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
+            "rank",
+            "size",
+        ),
+        4 => (
+            "SHMEM",
+            ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
+            "pe",
+            "npes",
+        ),
+        _ => return None,
+    };
+    let init = s.events.iter().find(|e| {
+        e.phase == 1 && kinds::kind(e.kind).is_some_and(|k| start_kind.contains(&k.name))
+    })?;
+    let a = args_by_name(s, init);
+    let (me, size) = (*a.get(rank_arg)? as usize, *a.get(size_arg)? as usize);
+    (me < size).then_some(Rank { model, me, size })
+}
+
 /// The communication matrices of the trace's MPI and OpenSHMEM processes.
 pub fn matrices(t: &Trace) -> Vec<Matrix> {
     let mut by_model: HashMap<&'static str, Vec<(usize, usize, u64, u64)>> = HashMap::new();
     let mut sizes: HashMap<&'static str, usize> = HashMap::new();
     for s in &t.streams {
-        let (model, prefix, start_kind, rank_arg, size_arg) = match s.model {
-            3 => (
-                "MPI",
-                "GASP_MPI_",
-                ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
-                "rank",
-                "size",
-            ),
-            4 => (
-                "SHMEM",
-                "GASP_SHMEM_",
-                ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
-                "pe",
-                "npes",
-            ),
-            _ => continue,
-        };
-        // This process's rank, from its start-up event.
-        let Some(init) = s.events.iter().find(|e| {
-            e.phase == 1 && kinds::kind(e.kind).is_some_and(|k| start_kind.contains(&k.name))
-        }) else {
+        let Some(Rank { model, me, size }) = rank(s) else {
             continue;
         };
-        let a = args_by_name(s, init);
-        let (Some(&me), Some(&size)) = (a.get(rank_arg), a.get(size_arg)) else {
-            continue;
+        let prefix = if model == "MPI" {
+            "GASP_MPI_"
+        } else {
+            "GASP_SHMEM_"
         };
-        let (me, size) = (me as usize, size as usize);
-        if me >= size {
-            continue;
-        }
         let n = sizes.entry(model).or_default();
         *n = (*n).max(size);
         for iv in intervals(s) {

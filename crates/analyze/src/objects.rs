@@ -23,6 +23,10 @@ pub struct Allocation {
     pub to: u64,
     /// The allocating source line, or the allocation's order.
     pub name: String,
+    /// Order among the process's shared objects: symmetric allocations and
+    /// windows are made collectively, in the same order on every process, so
+    /// this names the same object everywhere.
+    pub ordinal: u32,
 }
 
 /// An MPI window.
@@ -34,6 +38,8 @@ pub struct Window {
     pub disp_unit: u64,
     /// Bytes in this process.
     pub size: u64,
+    /// Order among the process's shared objects (see [`Allocation::ordinal`]).
+    pub ordinal: u32,
 }
 
 /// The objects of every process.
@@ -113,6 +119,7 @@ impl Objects {
                                     from: e.t_ns,
                                     to: u64::MAX,
                                     name,
+                                    ordinal: count - 1,
                                 });
                         }
                     }
@@ -130,6 +137,7 @@ impl Objects {
                                 name,
                                 disp_unit: a.get("disp_unit").copied().unwrap_or(1).max(1),
                                 size: a.get("size").copied().unwrap_or(0),
+                                ordinal: count - 1,
                             },
                         );
                     }
@@ -154,11 +162,17 @@ impl Objects {
 
     /// The allocation holding `addr` at time `t` in `process`, and the offset in it.
     pub fn find(&self, process: &str, addr: u64, t: u64) -> Option<(&str, u64)> {
+        self.find_allocation(process, addr, t)
+            .map(|(a, off)| (a.name.as_str(), off))
+    }
+
+    /// The allocation holding `addr` at time `t` in `process`, and the offset in it.
+    pub fn find_allocation(&self, process: &str, addr: u64, t: u64) -> Option<(&Allocation, u64)> {
         self.allocations
             .get(process)?
             .iter()
             .find(|a| a.from <= t && t <= a.to && a.base <= addr && addr < a.base + a.size.max(1))
-            .map(|a| (a.name.as_str(), addr - a.base))
+            .map(|a| (a, addr - a.base))
     }
 
     /// The window `win` of `process`.

@@ -99,6 +99,8 @@ pub struct Report {
     pub findings: Vec<crate::findings::Finding>,
     /// Who talks to whom, per model (MPI, OpenSHMEM).
     pub communication: Vec<crate::matrix::Matrix>,
+    /// Shared objects in blocks: false sharing, producer-consumer.
+    pub blocks: crate::blocks::Blocks,
     /// Problems met while reading.
     pub problems: Vec<String>,
 }
@@ -134,8 +136,13 @@ fn sort(v: &mut [Stats]) {
     });
 }
 
-/// Computes the report.
+/// Computes the report, with blocks of one page.
 pub fn report(t: &Trace) -> Report {
+    report_with(t, crate::blocks::DEFAULT_BLOCK_SIZE)
+}
+
+/// Computes the report, cutting shared objects in blocks of `block_size` bytes.
+pub fn report_with(t: &Trace, block_size: u64) -> Report {
     let mut by_event: HashMap<String, Stats> = HashMap::new();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::new();
     let mut by_thread = Vec::new();
@@ -214,6 +221,12 @@ pub fn report(t: &Trace) -> Report {
             .then(a.stats.name.cmp(&b.stats.name))
             .then(a.line.cmp(&b.line))
     });
+    let breakdown = crate::findings::breakdown(t);
+    let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
+    let blocks = crate::blocks::analyse(t, block_size);
+    let mut findings = crate::findings::findings(t);
+    findings.extend(crate::blocks::findings(t, &blocks, total_time));
+    findings.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     Report {
         trace: t.dir.display().to_string(),
         events: t.events(),
@@ -224,9 +237,10 @@ pub fn report(t: &Trace) -> Report {
         by_event: ev,
         by_callsite: sites,
         by_thread,
-        breakdown: crate::findings::breakdown(t),
-        findings: crate::findings::findings(t),
+        breakdown,
+        findings,
         communication: crate::matrix::matrices(t),
+        blocks,
         problems: t.problems.clone(),
     }
 }
@@ -339,6 +353,7 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
             writeln!(out)?;
         }
     }
+    crate::blocks::to_text(&r.blocks, out)?;
     writeln!(out, "\nBy event\n{header}")?;
     for s in &r.by_event {
         writeln!(out, "{}", row(s))?;

@@ -63,6 +63,28 @@ enum Command {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Bytes per block of shared objects, for the false-sharing and
+        /// producer-consumer analyses (default: a page).
+        #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        block_size: u64,
+    },
+    /// Who read and who wrote each block of each shared object, epoch by
+    /// epoch (epochs are the intervals between barriers).
+    ///
+    /// One line per block and epoch that saw accesses: object, home (rank,
+    /// PE or image from 0), block, epoch, readers, writers (thread numbers as
+    /// in the header). The data behind SVMview's page-state view.
+    Blocks {
+        /// Trace directory.
+        dir: PathBuf,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Bytes per block (default: a page).
+        #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        block_size: u64,
     },
 }
 
@@ -244,14 +266,32 @@ fn main() -> ExitCode {
                     dump::to_text(&t, &mut out)?;
                 }
             }
-            Command::Report { dir, json } => {
+            Command::Report {
+                dir,
+                json,
+                block_size,
+            } => {
                 let t = read(&dir)?;
-                let r = profile::report(&t);
+                let r = profile::report_with(&t, block_size);
                 if json {
                     serde_json::to_writer_pretty(&mut out, &r)?;
                     writeln!(out)?;
                 } else {
                     profile::to_text(&r, &mut out)?;
+                }
+            }
+            Command::Blocks {
+                dir,
+                json,
+                block_size,
+            } => {
+                let t = read(&dir)?;
+                let b = gaspard_analyze::blocks::analyse(&t, block_size);
+                if json {
+                    serde_json::to_writer(&mut out, &gaspard_analyze::blocks::to_json(&b))?;
+                    writeln!(out)?;
+                } else {
+                    gaspard_analyze::blocks::epochs_to_text(&b, &mut out)?;
                 }
             }
         }

@@ -1,0 +1,688 @@
+//! Shared objects and their blocks, epoch by epoch: SVMview's page analyses
+//! carried from DSM pages to the blocks of PGAS shared objects.
+//!
+//! Every one-sided access that names a shared object (an OpenSHMEM put, get
+//! or atomic on a symmetric allocation; an MPI put, get or accumulate on a
+//! window; a coarray put or get) is an access by its initiating thread to the
+//! bytes `[offset, offset + n)` of that object's part on the target (its
+//! *home*). Objects are cut into blocks of `block_size` bytes (a page by
+//! default) and time into *epochs*, the intervals between a thread's
+//! barriers. For each block and epoch the analysis knows who read and who
+//! wrote it, which gives:
+//!
+//! - **false sharing**: a block written by two or more threads in the same
+//!   epoch at non-overlapping offsets (the writers-per-block counts are
+//!   SVMview's false-sharing counters);
+//! - **producer-consumer**: a block written in one epoch and read by many
+//!   other threads in a later one, before it is written again: every reader
+//!   fetches the same data from one home, where a broadcast would send it
+//!   once.
+//!
+//! A local store does not go through the runtime and is not seen: a program
+//! that writes its own part with plain stores shows no writer for it.
+
+use std::collections::{BTreeMap, HashMap};
+
+use gaspard_format::kinds::{self, Class};
+use serde::Serialize;
+
+use crate::findings::{barriers, Finding, Location};
+use crate::intervals::intervals;
+use crate::matrix::rank;
+use crate::objects::args_by_name;
+use crate::trace::{Stream, Trace};
+
+/// Default block size: a page.
+pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
+
+/// One access to a shared object.
+#[derive(Debug, Clone)]
+struct Access {
+    thread: usize,
+    object: u32,
+    home: u32,
+    offset: u64,
+    len: u64,
+    write: bool,
+    read: bool,
+    epoch: u32,
+    time_ns: u64,
+    callsite: u32,
+}
+
+/// A shared object, named by the line that allocated it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ObjectInfo {
+    /// The allocating source line (or the object's order).
+    pub name: String,
+    /// `SHMEM`, `MPI` or `CAF`.
+    pub model: String,
+    /// Bytes of its largest part.
+    pub size: u64,
+}
+
+/// Who read and who wrote one block in one epoch.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BlockEpoch {
+    /// Object index in [`Blocks::objects`].
+    pub object: u32,
+    /// The rank, PE or image (from 0) holding the block.
+    pub home: u32,
+    /// Block number in the home's part.
+    pub block: u64,
+    /// Epoch (barriers passed before the accesses).
+    pub epoch: u32,
+    /// Threads (indices in [`Blocks::threads`]) that read it.
+    pub readers: Vec<usize>,
+    /// Threads that wrote it.
+    pub writers: Vec<usize>,
+}
+
+/// A block written by several threads at disjoint offsets in the same epochs.
+#[derive(Debug, Clone, Serialize)]
+pub struct SharedBlock {
+    /// Object index.
+    pub object: u32,
+    /// Home rank.
+    pub home: u32,
+    /// Block number.
+    pub block: u64,
+    /// Epochs in which it was falsely shared.
+    pub epochs: u32,
+    /// Write accesses per thread in those epochs (a row of the writers-per-block matrix).
+    pub writes: Vec<u64>,
+    /// Time in those writes, ns.
+    pub time_ns: u64,
+    /// Where the writes come from.
+    pub locations: Vec<Location>,
+}
+
+/// A block produced by some threads and consumed by many others.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProducedBlock {
+    /// Object index.
+    pub object: u32,
+    /// Home rank.
+    pub home: u32,
+    /// Block number.
+    pub block: u64,
+    /// Times it was produced then read by many.
+    pub times: u32,
+    /// Most readers in one epoch.
+    pub readers: usize,
+    /// Time in the consuming reads, ns.
+    pub time_ns: u64,
+    /// Where the consuming reads come from.
+    pub locations: Vec<Location>,
+}
+
+/// The block analysis of a trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Blocks {
+    /// Bytes per block.
+    pub block_size: u64,
+    /// Thread names, as findings name them.
+    pub threads: Vec<String>,
+    /// Shared objects accessed.
+    pub objects: Vec<ObjectInfo>,
+    /// Accesses seen.
+    pub accesses: u64,
+    /// Per block and epoch, readers and writers (blocks with accesses only).
+    #[serde(skip)]
+    pub epochs: Vec<BlockEpoch>,
+    /// Falsely shared blocks, most epochs first.
+    pub false_sharing: Vec<SharedBlock>,
+    /// Produced-then-consumed blocks, most times first.
+    pub producer_consumer: Vec<ProducedBlock>,
+}
+
+/// The kinds that read or write a shared object, and where its address is.
+enum Target {
+    /// An address argument in a symmetric allocation.
+    Addr(&'static str),
+    /// An MPI window and displacement.
+    Window,
+    /// A coarray and offset.
+    Coarray,
+}
+
+fn access_kind(name: &str) -> Option<(bool, bool, Target)> {
+    if let Some(rest) = name.strip_prefix("GASP_SHMEM_") {
+        if rest.contains("ATOMIC") {
+            let fetch = rest.contains("FETCH") || rest.contains("SWAP");
+            return Some((
+                !rest.ends_with("ATOMIC_FETCH"),
+                fetch,
+                Target::Addr("target"),
+            ));
+        }
+        if rest.contains("PUT") || rest.ends_with("_P") {
+            return Some((true, false, Target::Addr("dest")));
+        }
+        if rest.contains("GET") || rest.ends_with("_G") {
+            return Some((false, true, Target::Addr("source")));
+        }
+        return None;
+    }
+    match name {
+        "GASP_MPI_PUT" | "GASP_MPI_RPUT" | "GASP_MPI_ACCUMULATE" | "GASP_MPI_RACCUMULATE" => {
+            Some((true, false, Target::Window))
+        }
+        "GASP_MPI_GET" | "GASP_MPI_RGET" => Some((false, true, Target::Window)),
+        "GASP_MPI_GET_ACCUMULATE"
+        | "GASP_MPI_RGET_ACCUMULATE"
+        | "GASP_MPI_FETCH_AND_OP"
+        | "GASP_MPI_COMPARE_AND_SWAP" => Some((true, true, Target::Window)),
+        "GASP_CAF_PUT" => Some((true, false, Target::Coarray)),
+        "GASP_CAF_GET" => Some((false, true, Target::Coarray)),
+        _ => None,
+    }
+}
+
+/// The accesses of one stream, with their objects registered in `objects`.
+fn stream_accesses(
+    t: &Trace,
+    si: usize,
+    objects: &mut Vec<ObjectInfo>,
+    ids: &mut HashMap<(&'static str, u32), u32>,
+) -> Vec<Access> {
+    let s: &Stream = &t.streams[si];
+    let caf = s
+        .events
+        .iter()
+        .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
+    let model: &'static str = if caf {
+        "CAF"
+    } else {
+        match rank(s) {
+            Some(r) => r.model,
+            None => return Vec::new(),
+        }
+    };
+    let ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+    let mut out = Vec::new();
+    for iv in intervals(s) {
+        let Some(k) = kinds::kind(iv.kind) else {
+            continue;
+        };
+        if k.class != Class::Comm || (caf != k.name.starts_with("GASP_CAF_")) {
+            continue;
+        }
+        let Some((write, read, target)) = access_kind(k.name) else {
+            continue;
+        };
+        let a = args_by_name(s, &s.events[iv.start_event]);
+        let len = a.get("nbytes").copied().unwrap_or(0);
+        let (home, ordinal, name, size, offset) = match target {
+            Target::Addr(arg) => {
+                let (Some(&pe), Some(&addr)) = (a.get("pe"), a.get(arg)) else {
+                    continue;
+                };
+                let Some((alloc, off)) = t.objects.find_allocation(&s.process, addr, iv.start)
+                else {
+                    continue;
+                };
+                (pe, alloc.ordinal, &alloc.name, alloc.size, off)
+            }
+            Target::Window | Target::Coarray => {
+                let (home, win, disp) = if caf {
+                    let image = a.get("image").copied().unwrap_or(0);
+                    (
+                        image.wrapping_sub(1),
+                        a.get("coarray").copied().unwrap_or(0),
+                        a.get("offset").copied().unwrap_or(0),
+                    )
+                } else {
+                    (
+                        a.get("target").copied().unwrap_or(u64::MAX),
+                        a.get("win").copied().unwrap_or(0),
+                        a.get("disp").copied().unwrap_or(0),
+                    )
+                };
+                let Some(w) = t.objects.window(&s.process, win) else {
+                    continue;
+                };
+                let unit = if caf { 1 } else { w.disp_unit };
+                (home, w.ordinal, &w.name, w.size, disp.saturating_mul(unit))
+            }
+        };
+        if home > u32::MAX as u64 {
+            continue;
+        }
+        let next = objects.len() as u32;
+        let object = *ids.entry((model, ordinal)).or_insert_with(|| {
+            objects.push(ObjectInfo {
+                name: name.clone(),
+                model: model.to_string(),
+                size,
+            });
+            next
+        });
+        let o = &mut objects[object as usize];
+        o.size = o.size.max(size);
+        out.push(Access {
+            thread: si,
+            object,
+            home: home as u32,
+            offset,
+            len: len.max(1),
+            write,
+            read,
+            epoch: ends.partition_point(|&e| e <= iv.start) as u32,
+            time_ns: iv.end.saturating_sub(iv.start),
+            callsite: iv.callsite,
+        });
+    }
+    out
+}
+
+/// How many of the other threads must read a produced block for it to count
+/// as consumed by many: at least two, and at least half of the others.
+fn many(readers: usize, threads: usize) -> bool {
+    readers >= 2 && 2 * readers >= threads.saturating_sub(1)
+}
+
+/// Analyses the shared objects of `t` in blocks of `block_size` bytes.
+pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
+    let block_size = block_size.max(1);
+    let mut objects = Vec::new();
+    let mut ids = HashMap::new();
+    let mut accesses = Vec::new();
+    for si in 0..t.streams.len() {
+        accesses.extend(stream_accesses(t, si, &mut objects, &mut ids));
+    }
+    let threads: Vec<String> = t
+        .streams
+        .iter()
+        .map(|s| format!("{} stream {}", s.process, s.stream))
+        .collect();
+    // Per (object, home, block), per epoch, the accesses touching it.
+    type Key = (u32, u32, u64);
+    let mut by_block: BTreeMap<Key, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
+    for (i, a) in accesses.iter().enumerate() {
+        let first = a.offset / block_size;
+        let last = (a.offset + a.len - 1) / block_size;
+        for b in first..=last.min(first + (1 << 20)) {
+            by_block
+                .entry((a.object, a.home, b))
+                .or_default()
+                .entry(a.epoch)
+                .or_default()
+                .push(i);
+        }
+    }
+    // The model's thread count, for "many readers".
+    let group = |object: u32| -> usize {
+        let model = &objects[object as usize].model;
+        let mut seen: Vec<usize> = accesses
+            .iter()
+            .filter(|a| objects[a.object as usize].model == *model)
+            .map(|a| a.thread)
+            .collect();
+        seen.sort_unstable();
+        seen.dedup();
+        seen.len()
+    };
+    let groups: Vec<usize> = (0..objects.len() as u32).map(group).collect();
+    let loc = |site: u32| -> Option<Location> {
+        let c = t.callsites.get(site as usize)?;
+        Some(Location {
+            file: c.file.clone()?,
+            line: c.line,
+        })
+    };
+    let mut epochs_out = Vec::new();
+    let mut false_sharing = Vec::new();
+    let mut producer_consumer = Vec::new();
+    for (&(object, home, block), per_epoch) in &by_block {
+        let lo = block * block_size;
+        let hi = lo + block_size;
+        let mut shared = SharedBlock {
+            object,
+            home,
+            block,
+            epochs: 0,
+            writes: vec![0; t.streams.len()],
+            time_ns: 0,
+            locations: Vec::new(),
+        };
+        let mut produced = ProducedBlock {
+            object,
+            home,
+            block,
+            times: 0,
+            readers: 0,
+            time_ns: 0,
+            locations: Vec::new(),
+        };
+        // The writers of the last epoch that wrote the block, until it is consumed.
+        let mut pending: Option<Vec<usize>> = None;
+        for (&epoch, list) in per_epoch {
+            let mut readers: Vec<usize> = Vec::new();
+            let mut writers: Vec<usize> = Vec::new();
+            // Per writer, the byte ranges it wrote in this block.
+            let mut ranges: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
+            for &i in list {
+                let a = &accesses[i];
+                if a.read && !readers.contains(&a.thread) {
+                    readers.push(a.thread);
+                }
+                if a.write {
+                    if !writers.contains(&a.thread) {
+                        writers.push(a.thread);
+                    }
+                    let r = (a.offset.max(lo), (a.offset + a.len).min(hi));
+                    ranges.entry(a.thread).or_default().push(r);
+                }
+            }
+            readers.sort_unstable();
+            writers.sort_unstable();
+            // False sharing: at least two writers whose bytes do not overlap
+            // another writer's.
+            let overlaps = |w: usize| {
+                ranges[&w].iter().any(|&(a0, a1)| {
+                    ranges
+                        .iter()
+                        .filter(|(&o, _)| o != w)
+                        .flat_map(|(_, v)| v)
+                        .any(|&(b0, b1)| a0 < b1 && b0 < a1)
+                })
+            };
+            let disjoint: Vec<usize> = writers.iter().copied().filter(|&w| !overlaps(w)).collect();
+            if disjoint.len() >= 2 {
+                shared.epochs += 1;
+                for &i in list {
+                    let a = &accesses[i];
+                    if a.write && disjoint.contains(&a.thread) {
+                        shared.writes[a.thread] += 1;
+                        shared.time_ns += a.time_ns;
+                        if let Some(l) = loc(a.callsite) {
+                            if !shared.locations.contains(&l) {
+                                shared.locations.push(l);
+                            }
+                        }
+                    }
+                }
+            }
+            // Producer-consumer: read by many others after being written.
+            if let Some(producers) = &pending {
+                let consumers: Vec<usize> = readers
+                    .iter()
+                    .copied()
+                    .filter(|r| !producers.contains(r) && !writers.contains(r))
+                    .collect();
+                if many(consumers.len(), groups[object as usize]) {
+                    produced.times += 1;
+                    produced.readers = produced.readers.max(consumers.len());
+                    for &i in list {
+                        let a = &accesses[i];
+                        if a.read && consumers.contains(&a.thread) {
+                            produced.time_ns += a.time_ns;
+                            if let Some(l) = loc(a.callsite) {
+                                if !produced.locations.contains(&l) {
+                                    produced.locations.push(l);
+                                }
+                            }
+                        }
+                    }
+                    pending = None;
+                }
+            }
+            if !writers.is_empty() {
+                pending = Some(writers.clone());
+            }
+            epochs_out.push(BlockEpoch {
+                object,
+                home,
+                block,
+                epoch,
+                readers,
+                writers,
+            });
+        }
+        if shared.epochs > 0 {
+            false_sharing.push(shared);
+        }
+        if produced.times > 0 {
+            producer_consumer.push(produced);
+        }
+    }
+    false_sharing.sort_by(|a, b| b.epochs.cmp(&a.epochs).then(b.time_ns.cmp(&a.time_ns)));
+    producer_consumer.sort_by(|a, b| b.times.cmp(&a.times).then(b.time_ns.cmp(&a.time_ns)));
+    Blocks {
+        block_size,
+        threads,
+        objects,
+        accesses: accesses.len() as u64,
+        epochs: epochs_out,
+        false_sharing,
+        producer_consumer,
+    }
+}
+
+/// False sharing is reported when it happens in at least this many block-epochs...
+const FS_MIN: u32 = 4;
+/// ...making at least this share of the object's written block-epochs.
+const FS_SHARE: f64 = 0.10;
+/// Producer-consumer is reported for at least this many produced-then-consumed
+/// blocks (its severity is the time of the consuming reads).
+const PC_MIN: u32 = 4;
+
+fn broadcast_advice(model: &str) -> &'static str {
+    match model {
+        "SHMEM" => "shmem_broadcast (or a put to each reader)",
+        "CAF" => "co_broadcast",
+        "MPI" => "MPI_Bcast",
+        _ => "upc_all_broadcast",
+    }
+}
+
+/// The `false_sharing` and `producer_consumer` findings, one per object.
+pub fn findings(t: &Trace, b: &Blocks, total_time: u64) -> Vec<Finding> {
+    let total_time = total_time.max(1);
+    let mut out = Vec::new();
+    let thread_time = |ts: &[usize]| -> u64 {
+        ts.iter()
+            .map(|&i| crate::findings::active_span(&t.streams[i]))
+            .sum::<u64>()
+            .max(1)
+    };
+    for (oi, o) in b.objects.iter().enumerate() {
+        let oi = oi as u32;
+        // False sharing.
+        let fs: Vec<&SharedBlock> = b.false_sharing.iter().filter(|s| s.object == oi).collect();
+        let fs_epochs: u32 = fs.iter().map(|s| s.epochs).sum();
+        let written = b
+            .epochs
+            .iter()
+            .filter(|e| e.object == oi && !e.writers.is_empty())
+            .count()
+            .max(1);
+        if fs_epochs >= FS_MIN && fs_epochs as f64 / written as f64 >= FS_SHARE {
+            let mut writers: Vec<usize> = (0..t.streams.len())
+                .filter(|&w| fs.iter().any(|s| s.writes[w] > 0))
+                .collect();
+            writers.sort_unstable();
+            let time: u64 = fs.iter().map(|s| s.time_ns).sum();
+            let top: Vec<String> = fs
+                .iter()
+                .take(3)
+                .map(|s| {
+                    format!(
+                        "block {} of its part on {} ({} epochs)",
+                        s.block, s.home, s.epochs
+                    )
+                })
+                .collect();
+            out.push(Finding {
+                kind: "false_sharing".into(),
+                severity: time as f64 / total_time as f64,
+                threads: writers.iter().map(|&w| b.threads[w].clone()).collect(),
+                location: fs.iter().find_map(|s| s.locations.first().cloned()),
+                message: format!(
+                    "{} of {} blocks of {} bytes of {} are written by two or more threads at disjoint offsets in the same epoch \
+                     ({fs_epochs} times; {:.3} ms of writes; e.g. {}). Pad each thread's data to a multiple of {} bytes, \
+                     or distribute the object so that each block has one writer.",
+                    fs.len(),
+                    b.epochs
+                        .iter()
+                        .filter(|e| e.object == oi)
+                        .map(|e| (e.home, e.block))
+                        .collect::<std::collections::BTreeSet<_>>()
+                        .len(),
+                    b.block_size,
+                    o.name,
+                    time as f64 / 1e6,
+                    top.join(", "),
+                    b.block_size
+                ),
+            });
+        }
+        // Producer-consumer.
+        let pc: Vec<&ProducedBlock> = b
+            .producer_consumer
+            .iter()
+            .filter(|p| p.object == oi)
+            .collect();
+        let times: u32 = pc.iter().map(|p| p.times).sum();
+        if times < PC_MIN {
+            continue;
+        }
+        let time: u64 = pc.iter().map(|p| p.time_ns).sum();
+        let mut readers: Vec<usize> = b
+            .epochs
+            .iter()
+            .filter(|e| e.object == oi)
+            .flat_map(|e| e.readers.iter().copied())
+            .collect();
+        readers.sort_unstable();
+        readers.dedup();
+        let share = time as f64 / thread_time(&readers) as f64;
+        let most = pc.iter().map(|p| p.readers).max().unwrap_or(0);
+        out.push(Finding {
+            kind: "producer_consumer".into(),
+            severity: time as f64 / total_time as f64,
+            threads: readers.iter().map(|&r| b.threads[r].clone()).collect(),
+            location: pc.iter().find_map(|p| p.locations.first().cloned()),
+            message: format!(
+                "{times} times a block of {} written in one epoch is read by up to {most} other threads in a later one \
+                 ({} blocks; the reads take {:.1}% of the readers' time, {:.3} ms): every reader fetches the same data from \
+                 one home. Broadcast it once it is produced ({}), and let readers use their copy.",
+                o.name,
+                pc.len(),
+                100.0 * share,
+                time as f64 / 1e6,
+                broadcast_advice(&o.model)
+            ),
+        });
+    }
+    out
+}
+
+/// The shared objects section of the text report: per object, its accesses,
+/// then the falsely shared blocks with their writers-per-block counts and the
+/// produced-then-consumed blocks.
+pub fn to_text(b: &Blocks, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if b.objects.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "\nShared objects ({} accesses, blocks of {} bytes)",
+        b.accesses, b.block_size
+    )?;
+    for (oi, o) in b.objects.iter().enumerate() {
+        let oi = oi as u32;
+        let mine = b.epochs.iter().filter(|e| e.object == oi);
+        let blocks = mine
+            .clone()
+            .map(|e| (e.home, e.block))
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        let fs: Vec<&SharedBlock> = b.false_sharing.iter().filter(|s| s.object == oi).collect();
+        let pc = b
+            .producer_consumer
+            .iter()
+            .filter(|p| p.object == oi)
+            .count();
+        writeln!(
+            out,
+            "  {} ({}, {} bytes per part): {} blocks accessed, {} falsely shared, {} produced then read by many",
+            o.name, o.model, o.size, blocks, fs.len(), pc
+        )?;
+        if fs.is_empty() {
+            continue;
+        }
+        let writers: Vec<usize> = (0..b.threads.len())
+            .filter(|&w| fs.iter().any(|s| s.writes[w] > 0))
+            .collect();
+        writeln!(
+            out,
+            "    writes per falsely shared block (home:block, epochs; then per writer):"
+        )?;
+        for s in fs.iter().take(10) {
+            let row: Vec<String> = writers
+                .iter()
+                .map(|&w| format!("{}={}", b.threads[w], s.writes[w]))
+                .collect();
+            writeln!(
+                out,
+                "    {}:{} ({} epochs): {}",
+                s.home,
+                s.block,
+                s.epochs,
+                row.join(", ")
+            )?;
+        }
+        if fs.len() > 10 {
+            writeln!(out, "    ... {} more in the JSON report", fs.len() - 10)?;
+        }
+    }
+    Ok(())
+}
+
+/// Everything, per-epoch detail included, as JSON.
+pub fn to_json(b: &Blocks) -> serde_json::Value {
+    let mut v = serde_json::to_value(b).unwrap_or_default();
+    v["epochs"] = serde_json::to_value(&b.epochs).unwrap_or_default();
+    v
+}
+
+/// Per block and epoch, readers and writers, as text.
+pub fn epochs_to_text(b: &Blocks, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(out, "blocks of {} bytes; threads:", b.block_size)?;
+    for (i, t) in b.threads.iter().enumerate() {
+        writeln!(out, "  {i}: {t}")?;
+    }
+    for (i, o) in b.objects.iter().enumerate() {
+        writeln!(
+            out,
+            "object {i}: {} ({}, {} bytes per part)",
+            o.name, o.model, o.size
+        )?;
+    }
+    writeln!(out, "object home block epoch readers writers")?;
+    let list = |v: &[usize]| {
+        if v.is_empty() {
+            "-".to_string()
+        } else {
+            v.iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        }
+    };
+    for e in &b.epochs {
+        writeln!(
+            out,
+            "{} {} {} {} {} {}",
+            e.object,
+            e.home,
+            e.block,
+            e.epoch,
+            list(&e.readers),
+            list(&e.writers)
+        )?;
+    }
+    Ok(())
+}
