@@ -50,7 +50,7 @@ struct Access {
     callsite: u32,
 }
 
-/// A shared object, named by the line that allocated it.
+/// A shared object, named by the line that allocated it, with its traffic.
 #[derive(Debug, Clone, Serialize)]
 pub struct ObjectInfo {
     /// The allocating source line (or the object's order).
@@ -59,6 +59,18 @@ pub struct ObjectInfo {
     pub model: String,
     /// Bytes of its largest part.
     pub size: u64,
+    /// Ranks (PEs, images from 0) of the matrices.
+    pub ranks: usize,
+    /// Accesses from row (initiator's rank) to column (home): operations.
+    pub ops: Vec<Vec<u64>>,
+    /// Bytes.
+    pub bytes: Vec<Vec<u64>>,
+    /// Time in the accesses, ns.
+    pub time_ns: Vec<Vec<u64>>,
+    /// Accesses to the initiator's own part (the diagonal).
+    pub local_ops: u64,
+    /// Accesses to another's part.
+    pub remote_ops: u64,
 }
 
 /// Who read and who wrote one block in one epoch.
@@ -255,6 +267,12 @@ fn stream_accesses(
                 name: name.clone(),
                 model: model.to_string(),
                 size,
+                ranks: 0,
+                ops: Vec::new(),
+                bytes: Vec::new(),
+                time_ns: Vec::new(),
+                local_ops: 0,
+                remote_ops: 0,
             });
             next
         });
@@ -296,6 +314,34 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         .iter()
         .map(|s| format!("{} stream {}", s.process, s.stream))
         .collect();
+    // Each object's rank x rank traffic.
+    let ranks: Vec<Option<crate::matrix::Rank>> = t.streams.iter().map(rank).collect();
+    for (oi, o) in objects.iter_mut().enumerate() {
+        let mine = || accesses.iter().filter(|a| a.object == oi as u32);
+        let n = mine()
+            .filter_map(|a| ranks[a.thread].map(|r| r.size))
+            .max()
+            .unwrap_or(0);
+        o.ranks = n;
+        o.ops = vec![vec![0; n]; n];
+        o.bytes = vec![vec![0; n]; n];
+        o.time_ns = vec![vec![0; n]; n];
+        for a in mine() {
+            let Some(r) = ranks[a.thread] else { continue };
+            let (from, to) = (r.me, a.home as usize);
+            if to >= n {
+                continue;
+            }
+            o.ops[from][to] += 1;
+            o.bytes[from][to] += a.len;
+            o.time_ns[from][to] += a.time_ns;
+            if from == to {
+                o.local_ops += 1;
+            } else {
+                o.remote_ops += 1;
+            }
+        }
+    }
     // Per (object, home, block), per epoch, the accesses touching it.
     type Key = (u32, u32, u64);
     let mut by_block: BTreeMap<Key, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
@@ -468,6 +514,66 @@ const FS_SHARE: f64 = 0.10;
 /// blocks (its severity is the time of the consuming reads).
 const PC_MIN: u32 = 4;
 
+/// A home is a remote hot spot when the remote accesses to its part take at
+/// least this many times the mean of the other homes'...
+const HOT_FACTOR: f64 = 3.0;
+/// ...and at least this share of the initiators' time.
+const HOT_SHARE: f64 = 0.05;
+
+/// `remote_hotspot`: one home of an object serving most of its remote
+/// accesses, from several threads.
+fn hotspot(t: &Trace, o: &ObjectInfo, total_time: u64) -> Option<Finding> {
+    let n = o.ranks;
+    if n < 3 {
+        return None;
+    }
+    let remote = |c: usize| -> u64 { (0..n).filter(|&r| r != c).map(|r| o.time_ns[r][c]).sum() };
+    let cols: Vec<u64> = (0..n).map(remote).collect();
+    let hot = (0..n).max_by_key(|&c| cols[c])?;
+    let others = (cols.iter().sum::<u64>() - cols[hot]) as f64 / (n - 1) as f64;
+    let initiators: Vec<usize> = (0..n).filter(|&r| r != hot && o.ops[r][hot] > 0).collect();
+    let streams: Vec<usize> = t
+        .streams
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| rank(s).is_some_and(|r| initiators.contains(&r.me)))
+        .map(|(i, _)| i)
+        .collect();
+    let their_time: u64 = streams
+        .iter()
+        .map(|&i| crate::findings::active_span(&t.streams[i]))
+        .sum::<u64>()
+        .max(1);
+    let share = cols[hot] as f64 / their_time as f64;
+    if initiators.len() < 2
+        || (cols[hot] as f64) < HOT_FACTOR * others.max(1.0)
+        || share < HOT_SHARE
+    {
+        return None;
+    }
+    let ops: u64 = initiators.iter().map(|&r| o.ops[r][hot]).sum();
+    Some(Finding {
+        kind: "remote_hotspot".into(),
+        severity: cols[hot] as f64 / total_time.max(1) as f64,
+        threads: streams
+            .iter()
+            .map(|&i| format!("{} stream {}", t.streams[i].process, t.streams[i].stream))
+            .collect(),
+        location: None,
+        message: format!(
+            "{} threads access the part of {} held by {} {hot} remotely {ops} times, {:.1}% of their time ({:.3} ms), \
+             {:.1}x the traffic to any other home: that one process serves them all. Spread the data \
+             (another distribution), or fetch it once and share a copy (a broadcast).",
+            initiators.len(),
+            o.name,
+            if o.model == "CAF" { "image (from 0)" } else if o.model == "SHMEM" { "PE" } else { "rank" },
+            100.0 * share,
+            cols[hot] as f64 / 1e6,
+            cols[hot] as f64 / others.max(1.0)
+        ),
+    })
+}
+
 fn broadcast_advice(model: &str) -> &'static str {
     match model {
         "SHMEM" => "shmem_broadcast (or a put to each reader)",
@@ -488,6 +594,7 @@ pub fn findings(t: &Trace, b: &Blocks, total_time: u64) -> Vec<Finding> {
             .max(1)
     };
     for (oi, o) in b.objects.iter().enumerate() {
+        out.extend(hotspot(t, o, total_time));
         let oi = oi as u32;
         // False sharing.
         let fs: Vec<&SharedBlock> = b.false_sharing.iter().filter(|s| s.object == oi).collect();

@@ -55,6 +55,21 @@ fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
     )
 }
 
+/// A balanced program with regular neighbour exchanges: none of the
+/// imbalance, false-sharing or producer-consumer findings, and `accesses`
+/// accesses to its shared objects.
+fn assert_balanced(r: &Value, accesses: u64) {
+    let kinds = finding_kinds(r);
+    for k in ["load_imbalance", "false_sharing", "producer_consumer"] {
+        assert!(
+            !kinds.contains(&k.to_string()),
+            "{k} in {:#}",
+            r["findings"]
+        );
+    }
+    assert_eq!(r["blocks"]["accesses"], accesses, "{:#}", r["blocks"]);
+}
+
 fn count(evs: &[Value], kind: &str, phase: &str) -> usize {
     evs.iter()
         .filter(|e| e["kind"] == kind && e["phase"] == phase)
@@ -64,7 +79,7 @@ fn count(evs: &[Value], kind: &str, phase: &str) -> usize {
 #[test]
 fn shmem_heat() {
     let (dir, exe) = build("heat", &["oshcc", "-g"], "shmem/heat.c");
-    let (v, out) = run(
+    let (v, out, r) = run_report(
         &dir,
         &[
             "oshrun",
@@ -79,6 +94,7 @@ fn shmem_heat() {
         ],
     );
     assert!(out.contains("heat: 10 steps on 2 PEs"), "{out}");
+    assert_balanced(&r, 20);
     for evs in events(&v) {
         assert_eq!(
             count(&evs, "GASP_SHMEM_DOUBLE_PUT", "START"),
@@ -104,7 +120,7 @@ fn shmem_heat() {
 #[test]
 fn mpi_rma_halo() {
     let (dir, exe) = build("rma_halo", &["mpicc", "-g"], "mpi/rma_halo.c");
-    let (v, out) = run(
+    let (v, out, r) = run_report(
         &dir,
         &[
             "mpirun",
@@ -116,6 +132,7 @@ fn mpi_rma_halo() {
         ],
     );
     assert!(out.contains("rma_halo: 20 steps on 2 ranks"), "{out}");
+    assert_balanced(&r, 40);
     for evs in events(&v) {
         assert_eq!(count(&evs, "GASP_MPI_PUT", "START"), 20);
         assert_eq!(count(&evs, "GASP_MPI_WIN_FENCE", "START"), 40);
@@ -126,7 +143,7 @@ fn mpi_rma_halo() {
 #[test]
 fn caf_jacobi() {
     let (dir, exe) = build("jacobi", &["caf", "-g"], "caf/jacobi.f90");
-    let (v, out) = run(
+    let (v, out, r) = run_report(
         &dir,
         &[
             "cafrun",
@@ -137,6 +154,7 @@ fn caf_jacobi() {
         ],
     );
     assert!(out.contains("jacobi: 50 steps on 2 images"), "{out}");
+    assert_balanced(&r, 100);
     for evs in events(&v) {
         assert_eq!(count(&evs, "GASP_CAF_SYNC_ALL", "START"), 101);
         assert_eq!(
