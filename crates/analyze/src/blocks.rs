@@ -309,11 +309,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
     for si in 0..t.streams.len() {
         accesses.extend(stream_accesses(t, si, &mut objects, &mut ids));
     }
-    let threads: Vec<String> = t
-        .streams
-        .iter()
-        .map(|s| format!("{} stream {}", s.process, s.stream))
-        .collect();
+    let threads: Vec<String> = t.streams.iter().map(crate::findings::thread_name).collect();
     // Each object's rank x rank traffic.
     let ranks: Vec<Option<crate::matrix::Rank>> = t.streams.iter().map(rank).collect();
     for (oi, o) in objects.iter_mut().enumerate() {
@@ -557,7 +553,7 @@ fn hotspot(t: &Trace, o: &ObjectInfo, total_time: u64) -> Option<Finding> {
         severity: cols[hot] as f64 / total_time.max(1) as f64,
         threads: streams
             .iter()
-            .map(|&i| format!("{} stream {}", t.streams[i].process, t.streams[i].stream))
+            .map(|&i| crate::findings::thread_name(&t.streams[i]))
             .collect(),
         location: None,
         message: format!(

@@ -26,6 +26,10 @@ pub struct Breakdown {
     pub sync_ns: u64,
     /// Time in gets, puts, messages, collectives.
     pub comm_ns: u64,
+    /// Time inside parallel constructs: for an OpenMP thread, inside its
+    /// implicit tasks (parallel regions); a process of an SPMD model (UPC,
+    /// SHMEM, MPI, CAF) runs in parallel all along.
+    pub parallel_ns: u64,
 }
 
 /// A source position.
@@ -106,9 +110,25 @@ pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
                 }
                 covered_until = i.end;
             }
+            let parallel = if s.model == 5 {
+                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
+                let mut until = 0u64;
+                let mut inside = 0u64;
+                for i in intervals(s).iter().filter(|i| Some(i.kind) == task) {
+                    let from = i.start.max(until);
+                    if i.end > from {
+                        inside += i.end - from;
+                        until = i.end;
+                    }
+                }
+                inside.min(span)
+            } else {
+                span
+            };
             Breakdown {
                 process: s.process.clone(),
                 stream: s.stream,
+                parallel_ns: parallel,
                 span_ns: span,
                 compute_ns: span.saturating_sub(sync + comm),
                 sync_ns: sync,
@@ -135,8 +155,19 @@ const BARRIERS: [&str; 8] = [
 /// between barriers.
 const IMBALANCE_THRESHOLD: f64 = 0.20;
 
-fn thread_name(s: &Stream) -> String {
-    format!("{} stream {}", s.process, s.stream)
+/// How findings name a thread: `PE 2 (host-pid stream 0)`, `rank 1 (...)`,
+/// or `host-pid stream N` where the model has no ranks.
+pub fn thread_name(s: &Stream) -> String {
+    match crate::matrix::rank(s) {
+        Some(r) => format!(
+            "{} {} ({} stream {})",
+            if r.model == "SHMEM" { "PE" } else { "rank" },
+            r.me,
+            s.process,
+            s.stream
+        ),
+        None => format!("{} stream {}", s.process, s.stream),
+    }
 }
 
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI
@@ -156,11 +187,10 @@ pub fn barriers(s: &Stream) -> Vec<Interval> {
         .collect()
 }
 
-/// The findings about barriers, most severe first.
-pub fn findings(t: &Trace) -> Vec<Finding> {
-    // Groups of threads that meet at the same barriers: the OpenMP threads of a
-    // process; otherwise all the processes of a model.
-    let mut groups: HashMap<(u32, String), Vec<usize>> = HashMap::new();
+/// Groups of threads that meet at the same barriers: the OpenMP threads of a
+/// process; otherwise all the processes of a model. Streams in order.
+pub fn barrier_groups(t: &Trace) -> Vec<Vec<usize>> {
+    let mut groups: std::collections::BTreeMap<(u32, String), Vec<usize>> = Default::default();
     for (i, s) in t.streams.iter().enumerate() {
         let key = if s.model == 5 {
             s.process.clone()
@@ -169,9 +199,15 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         };
         groups.entry((s.model, key)).or_default().push(i);
     }
+    groups.into_values().collect()
+}
+
+/// The findings about barriers, most severe first.
+pub fn findings(t: &Trace) -> Vec<Finding> {
+    let groups = barrier_groups(t);
     let total_time: u64 = breakdown(t).iter().map(|b| b.span_ns).sum::<u64>().max(1);
     let mut out = Vec::new();
-    for members in groups.values() {
+    for members in &groups {
         if members.len() < 2 {
             continue;
         }
@@ -384,7 +420,7 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
     out
 }
 
-fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
+pub(crate) fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
     let c = t.callsites.get(callsite? as usize)?;
     Some(Location {
         file: c.file.clone()?,

@@ -6,6 +6,7 @@
 //! per-thread report.
 #![warn(missing_docs, missing_debug_implementations)]
 
+pub mod balance;
 pub mod blocks;
 pub mod caf;
 pub mod dump;

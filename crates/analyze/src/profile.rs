@@ -101,6 +101,8 @@ pub struct Report {
     pub communication: Vec<crate::matrix::Matrix>,
     /// Shared objects in blocks: false sharing, producer-consumer.
     pub blocks: crate::blocks::Blocks,
+    /// Load balance: barrier arrival spreads, imbalance per construct and region.
+    pub balance: crate::balance::Balance,
     /// Problems met while reading.
     pub problems: Vec<String>,
 }
@@ -241,6 +243,7 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         findings,
         communication: crate::matrix::matrices(t),
         blocks,
+        balance: crate::balance::balance(t),
         problems: t.problems.clone(),
     }
 }
@@ -297,13 +300,15 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         let pct = |x: u64| 100.0 * x as f64 / b.span_ns.max(1) as f64;
         writeln!(
             out,
-            "  {} stream {}: {} = {:.1}% compute, {:.1}% sync, {:.1}% comm",
+            "  {} stream {}: {} = {:.1}% compute, {:.1}% sync, {:.1}% comm; {:.1}% parallel, {:.1}% sequential",
             b.process,
             b.stream,
             fmt_ns(b.span_ns as f64),
             pct(b.compute_ns),
             pct(b.sync_ns),
-            pct(b.comm_ns)
+            pct(b.comm_ns),
+            pct(b.parallel_ns),
+            100.0 - pct(b.parallel_ns)
         )?;
     }
     let header = format!(
@@ -353,6 +358,7 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
             writeln!(out)?;
         }
     }
+    crate::balance::to_text(&r.balance, out)?;
     crate::blocks::to_text(&r.blocks, out)?;
     writeln!(out, "\nBy event\n{header}")?;
     for s in &r.by_event {

@@ -183,6 +183,18 @@ fn openmp_cg() {
     );
     let threads = events(&v);
     assert!(threads.len() >= 2);
+    // The initial thread runs sequential parts too; every thread is in
+    // parallel regions part of its time.
+    let b = r["breakdown"].as_array().unwrap();
+    let share = |x: &Value| x["parallel_ns"].as_f64().unwrap() / x["span_ns"].as_f64().unwrap();
+    assert!(b.iter().all(|x| share(x) > 0.0 && share(x) <= 1.0), "{b:?}");
+    let loops = r["balance"]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["name"] == "GASP_OMP_LOOP")
+        .count();
+    assert!(loops >= 1, "{:#}", r["balance"]);
     for evs in &threads {
         assert_eq!(count(evs, "GASP_OMP_BARRIER", "START"), 5);
         assert_eq!(count(evs, "GASP_OMP_CRITICAL", "START"), 5);
@@ -270,8 +282,41 @@ fn gasp_heat_has_a_late_thread() {
     assert_eq!(f["threads"], serde_json::json!([name]));
     assert!(f["location"]["file"].as_str().unwrap().ends_with("heat.c"));
     assert!(f["severity"].as_f64().unwrap() > 0.05);
+    // Load balance: the heavy thread arrives last at most barriers, and the
+    // forall loop's time is spread unevenly, the heavy thread slowest.
+    let g = &r["balance"]["barriers"][0];
+    assert_eq!(g["threads"].as_array().unwrap().len(), 4);
+    let last: Vec<u64> = g["last_arrivals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect();
+    let stream_of = |n: &str| g["threads"].as_array().unwrap().iter().position(|t| t == n);
+    let h = stream_of(&name).unwrap();
+    assert!(
+        last[h] * 2 > g["epochs"].as_u64().unwrap(),
+        "{last:?} of {}",
+        g["epochs"]
+    );
+    assert_eq!(g["widest"][0]["last"], name.as_str());
+    let forall = r["balance"]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "GASP_UPC_FORALL")
+        .expect("forall region");
+    assert_eq!(forall["threads"], 4);
+    assert_eq!(forall["slowest"], name.as_str());
+    assert!(forall["imbalance"].as_f64().unwrap() > 0.3, "{forall}");
     // The breakdown: the heavy thread computes most, the others wait most.
     let b = r["breakdown"].as_array().unwrap();
+    for x in b {
+        assert_eq!(
+            x["parallel_ns"], x["span_ns"],
+            "SPMD threads run in parallel all along"
+        );
+    }
     let compute =
         |i: usize| b[i]["compute_ns"].as_f64().unwrap() / b[i]["span_ns"].as_f64().unwrap();
     for i in 0..b.len() {

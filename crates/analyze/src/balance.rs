@@ -1,0 +1,263 @@
+//! Load balance, as numbers: per group of threads that meet at barriers, the
+//! spread of arrival times at each barrier and who arrives last from where;
+//! per work-sharing construct or user region, how unevenly the threads'
+//! time in it is spread.
+
+use std::collections::HashMap;
+
+use gaspard_format::kinds::{self, Class};
+use serde::Serialize;
+
+use crate::dump::event_name;
+use crate::findings::{barrier_groups, barriers, location, thread_name, Location};
+use crate::intervals::intervals;
+use crate::trace::Trace;
+
+/// One barrier epoch: the barrier that ends it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Epoch {
+    /// Barrier number in the group (from 0).
+    pub epoch: usize,
+    /// Last arrival less first arrival, ns.
+    pub spread_ns: u64,
+    /// The thread that arrived last.
+    pub last: String,
+    /// The thread that arrived first (and waited longest).
+    pub first: String,
+    /// Where the last thread's barrier is.
+    pub location: Option<Location>,
+}
+
+/// The barriers of one group of threads.
+#[derive(Debug, Clone, Serialize)]
+pub struct BarrierGroup {
+    /// The threads.
+    pub threads: Vec<String>,
+    /// Barriers every thread passed.
+    pub epochs: usize,
+    /// Mean spread of arrivals, ns.
+    pub mean_spread_ns: f64,
+    /// Largest spread, ns.
+    pub max_spread_ns: u64,
+    /// Per thread, the number of barriers it arrived at last.
+    pub last_arrivals: Vec<u64>,
+    /// Per thread, time waiting in barriers, ns.
+    pub wait_ns: Vec<u64>,
+    /// The epochs with the widest spread (up to 20), widest first.
+    pub widest: Vec<Epoch>,
+}
+
+/// How one construct or region is shared among threads.
+#[derive(Debug, Clone, Serialize)]
+pub struct Region {
+    /// Event name (`GASP_OMP_LOOP`, a user event, ...).
+    pub name: String,
+    /// Where it starts.
+    pub location: Option<Location>,
+    /// Threads that ran it.
+    pub threads: usize,
+    /// Mean per-thread time in it, ns.
+    pub mean_ns: f64,
+    /// Largest per-thread time, ns.
+    pub max_ns: u64,
+    /// The thread with the largest time.
+    pub slowest: String,
+    /// (max - mean) / max: 0 when balanced, towards 1 when one thread does it all.
+    pub imbalance: f64,
+}
+
+/// The load balance of a trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Balance {
+    /// Per group of threads meeting at barriers.
+    pub barriers: Vec<BarrierGroup>,
+    /// Work-sharing constructs and user regions run by two or more threads,
+    /// most imbalanced time first.
+    pub regions: Vec<Region>,
+}
+
+/// Computes the load balance of `t`.
+pub fn balance(t: &Trace) -> Balance {
+    let mut groups = Vec::new();
+    for members in barrier_groups(t) {
+        if members.len() < 2 {
+            continue;
+        }
+        let per: Vec<_> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
+        let epochs = per.iter().map(Vec::len).min().unwrap_or(0);
+        if epochs == 0 {
+            continue;
+        }
+        let n = members.len();
+        let mut last_arrivals = vec![0u64; n];
+        let mut wait_ns = vec![0u64; n];
+        let mut all = Vec::with_capacity(epochs);
+        for k in 0..epochs {
+            let first = (0..n).min_by_key(|&m| per[m][k].start).unwrap_or(0);
+            let last = (0..n).max_by_key(|&m| per[m][k].start).unwrap_or(0);
+            last_arrivals[last] += 1;
+            for m in 0..n {
+                wait_ns[m] += per[m][k].end.saturating_sub(per[m][k].start);
+            }
+            all.push((k, per[last][k].start - per[first][k].start, first, last));
+        }
+        let total: u64 = all.iter().map(|e| e.1).sum();
+        let max = all.iter().map(|e| e.1).max().unwrap_or(0);
+        all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let name = |m: usize| thread_name(&t.streams[members[m]]);
+        groups.push(BarrierGroup {
+            threads: (0..n).map(name).collect(),
+            epochs,
+            mean_spread_ns: total as f64 / epochs as f64,
+            max_spread_ns: max,
+            last_arrivals,
+            wait_ns,
+            widest: all
+                .iter()
+                .take(20)
+                .map(|&(k, spread, first, last)| Epoch {
+                    epoch: k,
+                    spread_ns: spread,
+                    last: name(last),
+                    first: name(first),
+                    location: location(t, Some(per[last][k].callsite)),
+                })
+                .collect(),
+        });
+    }
+    Balance {
+        barriers: groups,
+        regions: regions(t),
+    }
+}
+
+/// Work-sharing constructs (OpenMP loops, sections, ..., UPC forall) and user
+/// regions, per name and callsite: each thread's total time in them.
+fn regions(t: &Trace) -> Vec<Region> {
+    // (name, callsite) -> per stream total
+    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::new();
+    let skip = [
+        "GASP_OMP_PARALLEL",
+        "GASP_OMP_IMPLICIT_TASK",
+        "GASP_OMP_TASK_SCHEDULE",
+    ];
+    for (si, s) in t.streams.iter().enumerate() {
+        for iv in intervals(s) {
+            let e = &s.events[iv.start_event];
+            let keep = e.user.is_some()
+                || kinds::kind(iv.kind)
+                    .is_some_and(|k| k.class == Class::Work && !skip.contains(&k.name));
+            if !keep {
+                continue;
+            }
+            *per.entry((event_name(t, e), iv.callsite))
+                .or_default()
+                .entry(si)
+                .or_default() += iv.end.saturating_sub(iv.start);
+        }
+    }
+    let mut out: Vec<Region> = per
+        .into_iter()
+        .filter(|(_, m)| m.len() >= 2)
+        .map(|((name, site), m)| {
+            let (&slow, &max) = m
+                .iter()
+                .max_by_key(|(s, d)| (**d, std::cmp::Reverse(**s)))
+                .unwrap();
+            let mean = m.values().sum::<u64>() as f64 / m.len() as f64;
+            Region {
+                name,
+                location: location(t, Some(site)),
+                threads: m.len(),
+                mean_ns: mean,
+                max_ns: max,
+                slowest: thread_name(&t.streams[slow]),
+                imbalance: if max == 0 {
+                    0.0
+                } else {
+                    (max as f64 - mean) / max as f64
+                },
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        let ka = a.max_ns as f64 - a.mean_ns;
+        let kb = b.max_ns as f64 - b.mean_ns;
+        kb.total_cmp(&ka).then(a.name.cmp(&b.name))
+    });
+    out
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.3} ms", ns / 1e6)
+}
+
+/// The load balance section of the text report.
+pub fn to_text(b: &Balance, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    if b.barriers.is_empty() && b.regions.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\nLoad balance")?;
+    for g in &b.barriers {
+        writeln!(
+            out,
+            "  {} threads, {} barriers: arrivals spread {} on average, {} at most",
+            g.threads.len(),
+            g.epochs,
+            ms(g.mean_spread_ns),
+            ms(g.max_spread_ns as f64)
+        )?;
+        if g.threads.len() <= 16 {
+            for (i, th) in g.threads.iter().enumerate() {
+                writeln!(
+                    out,
+                    "    {th}: last at {} barriers, waits {}",
+                    g.last_arrivals[i],
+                    ms(g.wait_ns[i] as f64)
+                )?;
+            }
+        }
+        for e in g.widest.iter().take(3) {
+            let at = e
+                .location
+                .as_ref()
+                .map(|l| format!(" at {}:{}", l.file, l.line))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "    barrier {}: spread {}, {} last{at}, {} first",
+                e.epoch,
+                ms(e.spread_ns as f64),
+                e.last,
+                e.first
+            )?;
+        }
+    }
+    let uneven: Vec<&Region> = b
+        .regions
+        .iter()
+        .filter(|r| r.imbalance >= 0.1)
+        .take(10)
+        .collect();
+    if !uneven.is_empty() {
+        writeln!(out, "  Uneven constructs and regions ((max - mean) / max):")?;
+        for r in uneven {
+            let at = r
+                .location
+                .as_ref()
+                .map(|l| format!(" at {}:{}", l.file, l.line))
+                .unwrap_or_default();
+            writeln!(
+                out,
+                "    {}{at}: {:.0}% over {} threads, mean {}, max {} ({})",
+                r.name,
+                100.0 * r.imbalance,
+                r.threads,
+                ms(r.mean_ns),
+                ms(r.max_ns as f64),
+                r.slowest
+            )?;
+        }
+    }
+    Ok(())
+}
