@@ -96,8 +96,8 @@ pub fn balance(t: &Trace) -> Balance {
             let first = (0..n).min_by_key(|&m| per[m][k].start).unwrap_or(0);
             let last = (0..n).max_by_key(|&m| per[m][k].start).unwrap_or(0);
             last_arrivals[last] += 1;
-            for m in 0..n {
-                wait_ns[m] += per[m][k].end.saturating_sub(per[m][k].start);
+            for (w, v) in wait_ns.iter_mut().zip(&per) {
+                *w += v[k].end.saturating_sub(v[k].start);
             }
             all.push((k, per[last][k].start - per[first][k].start, first, last));
         }
