@@ -211,7 +211,18 @@ fn stream_accesses(
             None => return Vec::new(),
         }
     };
-    let ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+    // Epochs end at barriers and at MPI fences.
+    let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id);
+    let mut ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+    if !caf {
+        ends.extend(
+            intervals(s)
+                .iter()
+                .filter(|i| Some(i.kind) == fence)
+                .map(|i| i.end),
+        );
+        ends.sort_unstable();
+    }
     let mut out = Vec::new();
     for iv in intervals(s) {
         let Some(k) = kinds::kind(iv.kind) else {
