@@ -7,6 +7,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 
 pub mod caf;
+pub mod compare;
 pub mod dump;
 pub mod findings;
 pub mod intervals;
