@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use gaspard_analyze::{dump, profile, trace};
 
 mod cc;
+mod compare;
 
 /// gaspard records what each thread of a parallel program does (through the
 /// GASP interface and the runtimes' own tool interfaces) and tells you why
@@ -63,6 +64,24 @@ enum Command {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
+    },
+    /// Compare runs of one program (e.g. at 2, 4, 8 processes): scaling of the
+    /// program, of each region and of each finding.
+    #[command(long_about = compare::HELP)]
+    Compare {
+        /// Trace directories, two or more.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Regions of each kind (event, callsite) shown in the text output.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+        /// Keep the runs in the order given (the first is the baseline)
+        /// instead of sorting them by process count, then thread count.
+        #[arg(long)]
+        keep_order: bool,
     },
 }
 
@@ -254,6 +273,12 @@ fn main() -> ExitCode {
                     profile::to_text(&r, &mut out)?;
                 }
             }
+            Command::Compare {
+                dirs,
+                json,
+                top,
+                keep_order,
+            } => compare::run(&dirs, json, top, keep_order, &mut out)?,
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
