@@ -67,7 +67,7 @@ pub struct Region {
 }
 
 /// The load balance of a trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Balance {
     /// Per group of threads meeting at barriers.
     pub barriers: Vec<BarrierGroup>,

@@ -129,7 +129,7 @@ pub struct ProducedBlock {
 }
 
 /// The block analysis of a trace.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Blocks {
     /// Bytes per block.
     pub block_size: u64,

@@ -9,6 +9,7 @@ use clap::{Parser, Subcommand};
 use gaspard_analyze::{dump, profile, trace};
 
 mod cc;
+mod compare;
 
 /// gaspard records what each thread of a parallel program does (through the
 /// GASP interface and the runtimes' own tool interfaces) and tells you why
@@ -85,6 +86,24 @@ enum Command {
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
+    },
+    /// Compare runs of one program (e.g. at 2, 4, 8 processes): scaling of the
+    /// program, of each region and of each finding.
+    #[command(long_about = compare::HELP)]
+    Compare {
+        /// Trace directories, two or more.
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
+        /// JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Regions of each kind (event, callsite) shown in the text output.
+        #[arg(long, default_value_t = 15)]
+        top: usize,
+        /// Keep the runs in the order given (the first is the baseline)
+        /// instead of sorting them by process count, then thread count.
+        #[arg(long)]
+        keep_order: bool,
     },
 }
 
@@ -294,6 +313,12 @@ fn main() -> ExitCode {
                     gaspard_analyze::blocks::epochs_to_text(&b, &mut out)?;
                 }
             }
+            Command::Compare {
+                dirs,
+                json,
+                top,
+                keep_order,
+            } => compare::run(&dirs, json, top, keep_order, &mut out)?,
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
