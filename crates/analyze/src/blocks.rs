@@ -737,6 +737,7 @@ pub fn to_text(b: &Blocks, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         for s in fs.iter().take(10) {
             let row: Vec<String> = writers
                 .iter()
+                .filter(|&&w| s.writes[w] > 0)
                 .map(|&w| format!("{}={}", b.threads[w], s.writes[w]))
                 .collect();
             writeln!(
