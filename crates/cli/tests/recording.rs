@@ -306,3 +306,73 @@ int main(int argc, char **argv) {
         assert_eq!(e["values"].as_array().unwrap(), &want, "event {i}");
     }
 }
+
+/// A small tmpfs mounted for the test, unmounted when dropped.
+struct Tmpfs(PathBuf);
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn full_disk_loses_only_what_did_not_fit_and_says_so() {
+    let uid = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
+        eprintln!("full_disk: mounting a tmpfs needs root; not run");
+        return;
+    }
+    let exe = compile("pressure_disk", PRESSURE);
+    let mnt = tmp("full-disk");
+    let st = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&mnt)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cannot mount a tmpfs on {}", mnt.display());
+    let guard = Tmpfs(mnt.clone());
+    let dir = mnt.join("trace");
+    let per_thread: u64 = 20_000;
+    let sent = 2 * (1 + 2 * per_thread);
+    let out = Command::new(&exe)
+        .arg(per_thread.to_string())
+        .env("GASPARD_DIR", &dir)
+        .env("GASPARD_BUFFER_KB", "64")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "the program finishes normally");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("No space left on device"), "{err}");
+    let v = dump(&dir);
+    let (recorded, _, _) = tally(&v);
+    let lost = v["lost_events"].as_u64().unwrap();
+    assert!(
+        lost > 0 && recorded + lost == sent,
+        "{recorded} + {lost} != {sent}"
+    );
+    assert_eq!(
+        v["processes"][0]["status"], "complete",
+        "the manifest is written from the space set aside"
+    );
+    let r = common::report(&dir);
+    assert_eq!(r["lost_events"], lost);
+    assert!(
+        r["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("No space left on device")),
+        "{:#}",
+        r["problems"]
+    );
+    assert!(
+        !std::fs::read_dir(&dir).unwrap().any(|e| e
+            .unwrap()
+            .file_name()
+            .to_string_lossy()
+            .ends_with(".reserve")),
+        "the reserve is given back"
+    );
+    drop(guard);
+}

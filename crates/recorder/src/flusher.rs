@@ -167,7 +167,28 @@ fn fail(p: &Process, out: &mut StreamOut, events: u64, why: String) {
     p.lost.fetch_add(events, Ordering::Relaxed);
 }
 
+/// Bytes set aside at start-up, so that the manifest and the memory map can
+/// still be written when the disk fills up.
+const RESERVE_BYTES: usize = 64 * 1024;
+
+fn reserve_path(p: &Process) -> std::path::PathBuf {
+    p.dir.join(format!(".{}.reserve", p.prefix))
+}
+
+/// Sets disk space aside for the final manifest (see [`RESERVE_BYTES`]).
+pub(crate) fn make_reserve(p: &Process) {
+    let _ = std::fs::write(reserve_path(p), vec![0u8; RESERVE_BYTES]);
+}
+
+/// Gives the space set aside back, for the manifest.
+fn release_reserve(p: &Process) {
+    let _ = std::fs::remove_file(reserve_path(p));
+}
+
 pub(crate) fn write_manifest(p: &Process, status: &str) {
+    if status != "running" {
+        release_reserve(p);
+    }
     let mut unknown = 0;
     for i in 0..p.contexts() {
         // SAFETY: a published slot; a racy read of a counter is fine here.
@@ -194,8 +215,15 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
     write_maps(p);
     let path = p.dir.join(format!("{}.manifest", p.prefix));
     let tmp = p.dir.join(format!(".{}.manifest.tmp", p.prefix));
-    let r = std::fs::write(&tmp, m.to_text()).and_then(|_| std::fs::rename(&tmp, &path));
+    let text = m.to_text();
+    let write = || std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, &path));
+    // A full disk: use the space set aside at start-up.
+    let r = write().or_else(|_| {
+        release_reserve(p);
+        write()
+    });
     if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
         eprintln!("gaspard: cannot write manifest {}: {e}", path.display());
     }
 }
@@ -221,10 +249,15 @@ fn write_maps(p: &Process) {
         .collect();
     let path = p.dir.join(format!("{}.maps", p.prefix));
     let tmp = p.dir.join(format!(".{}.maps.tmp", p.prefix));
-    if std::fs::write(&tmp, keep)
-        .and_then(|_| std::fs::rename(&tmp, &path))
+    let write = || std::fs::write(&tmp, &keep).and_then(|_| std::fs::rename(&tmp, &path));
+    if write()
+        .or_else(|_| {
+            release_reserve(p);
+            write()
+        })
         .is_err()
     {
+        let _ = std::fs::remove_file(&tmp);
         p.note("cannot write the process's memory map: code addresses stay unresolved".into());
     }
 }

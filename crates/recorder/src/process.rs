@@ -323,6 +323,7 @@ impl Process {
         if !started {
             return;
         }
+        flusher::make_reserve(self);
         flusher::write_manifest(self, "running");
         extern "C" fn at_exit() {
             crate::finish();
