@@ -305,6 +305,45 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     }
     t.callsites = site_list;
     decoded.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    // Where the record of a process that did not end normally, or of a
+    // damaged stream, stops.
+    for st in &decoded {
+        let ended = t
+            .processes
+            .iter()
+            .find(|p| p.name == st.process)
+            .and_then(|p| p.manifest.as_ref())
+            .is_some_and(|m| m.status == "complete");
+        if ended && !st.damaged {
+            continue;
+        }
+        match st.events.last() {
+            Some(e) => t.problems.push(format!(
+                "process {} stream {}: the record stops at {:.3} ms (last event: {} {})",
+                st.process,
+                st.stream,
+                e.t_ns as f64 / 1e6,
+                gaspard_format::kinds::kind(e.kind).map_or("user event", |k| k.name),
+                ["START", "END", "ATOMIC"]
+                    .get(e.phase as usize)
+                    .unwrap_or(&"?")
+            )),
+            None => t.problems.push(format!(
+                "process {} stream {}: nothing recorded",
+                st.process, st.stream
+            )),
+        }
+    }
+    for p in &t.processes {
+        let killed = p.manifest.as_ref().is_some_and(|m| m.status == "running");
+        if killed && !decoded.iter().any(|st| st.process == p.name) {
+            t.problems.push(format!(
+                "process {}: nothing it recorded reached the disk (a process killed outright, by SIGKILL, \
+                 cannot write the events it still held in memory)",
+                p.name
+            ));
+        }
+    }
     t.streams = decoded;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     Ok(t)
