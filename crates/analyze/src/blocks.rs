@@ -118,6 +118,9 @@ pub struct ProducedBlock {
     pub home: u32,
     /// Block number.
     pub block: u64,
+    /// Produced by its owner with stores the runtime does not see (no
+    /// visible write, read by many others all of a sudden).
+    pub by_owner: bool,
     /// Times it was produced then read by many.
     pub times: u32,
     /// Most readers in one epoch.
@@ -377,6 +380,18 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         seen.len()
     };
     let groups: Vec<usize> = (0..objects.len() as u32).map(group).collect();
+    // The thread holding each rank's part, per model.
+    let mut home_thread: HashMap<(&str, u32), usize> = HashMap::new();
+    for (i, s) in t.streams.iter().enumerate() {
+        if let Some(r) = rank(s) {
+            let caf = s
+                .events
+                .iter()
+                .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
+            let model = if caf { "CAF" } else { r.model };
+            home_thread.entry((model, r.me as u32)).or_insert(i);
+        }
+    }
     let loc = |site: u32| -> Option<Location> {
         let c = t.callsites.get(site as usize)?;
         Some(Location {
@@ -403,6 +418,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
             object,
             home,
             block,
+            by_owner: false,
             times: 0,
             readers: 0,
             time_ns: 0,
@@ -410,6 +426,15 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         };
         // The writers of the last epoch that wrote the block, until it is consumed.
         let mut pending: Option<Vec<usize>> = None;
+        // A block nobody writes through the runtime may still be written by
+        // its owner with plain stores: then it counts as produced when many
+        // others start reading it, at most twice (data read by many all
+        // along is not told apart from a read-only table).
+        let owner = home_thread
+            .get(&(objects[object as usize].model.as_str(), home))
+            .copied();
+        let unwritten = per_epoch.values().flatten().all(|&i| !accesses[i].write);
+        let mut owner_hot: Vec<(u32, Vec<usize>, &Vec<usize>)> = Vec::new();
         for (&epoch, list) in per_epoch {
             let mut readers: Vec<usize> = Vec::new();
             let mut writers: Vec<usize> = Vec::new();
@@ -484,6 +509,16 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
             if !writers.is_empty() {
                 pending = Some(writers.clone());
             }
+            if unwritten {
+                let consumers: Vec<usize> = readers
+                    .iter()
+                    .copied()
+                    .filter(|&r| Some(r) != owner)
+                    .collect();
+                if owner.is_some() && many(consumers.len(), groups[object as usize]) {
+                    owner_hot.push((epoch, consumers, list));
+                }
+            }
             epochs_out.push(BlockEpoch {
                 object,
                 home,
@@ -492,6 +527,27 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
                 readers,
                 writers,
             });
+        }
+        if owner_hot.len() <= 2 {
+            for (k, (epoch, consumers, list)) in owner_hot.iter().enumerate() {
+                if k > 0 && owner_hot[k - 1].0 + 1 == *epoch {
+                    continue;
+                }
+                produced.times += 1;
+                produced.by_owner = true;
+                produced.readers = produced.readers.max(consumers.len());
+                for &i in list.iter() {
+                    let a = &accesses[i];
+                    if a.read && consumers.contains(&a.thread) {
+                        produced.time_ns += a.time_ns;
+                        if let Some(l) = loc(a.callsite) {
+                            if !produced.locations.contains(&l) {
+                                produced.locations.push(l);
+                            }
+                        }
+                    }
+                }
+            }
         }
         if shared.epochs > 0 {
             false_sharing.push(shared);
@@ -679,10 +735,15 @@ pub fn findings(t: &Trace, b: &Blocks, total_time: u64) -> Vec<Finding> {
             threads: readers.iter().map(|&r| b.threads[r].clone()).collect(),
             location: pc.iter().find_map(|p| p.locations.first().cloned()),
             message: format!(
-                "{times} times a block of {} written in one epoch is read by up to {most} other threads in a later one \
+                "{times} times a block of {} written in one epoch{} is read by up to {most} other threads in a later one \
                  ({} blocks; the reads take {:.1}% of the readers' time, {:.3} ms): every reader fetches the same data from \
                  one home. Broadcast it once it is produced ({}), and let readers use their copy.",
                 o.name,
+                if pc.iter().all(|p| p.by_owner) {
+                    " (by its owner, with stores the runtime does not see)"
+                } else {
+                    ""
+                },
                 pc.len(),
                 100.0 * share,
                 time as f64 / 1e6,

@@ -125,16 +125,24 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Event> {
         .iter()
         .position(|c| c.name == "GASP_MPI_WIN_FREE")
         .unwrap_or(calls.len());
+    // That is one barrier at most, with the sync images messages before it:
+    // the program's own `sync all`s before them stay.
     let mut ending = first_free;
+    let mut barriers = 0;
     while ending > 0 {
         let d = &calls[ending - 1];
-        let sync = d.name == "GASP_MPI_BARRIER"
+        let barrier = d.name == "GASP_MPI_BARRIER";
+        if barrier && barriers == 1 {
+            break;
+        }
+        let sync = barrier
             || d.name.starts_with("GASP_MPI_WAIT")
             || (matches!(d.name, "GASP_MPI_SEND" | "GASP_MPI_IRECV")
                 && arg(d, "tag") == SYNC_IMAGES_TAG);
         if !sync {
             break;
         }
+        barriers += usize::from(barrier);
         ending -= 1;
     }
     let mut i = 0;

@@ -187,6 +187,50 @@ pub fn barriers(s: &Stream) -> Vec<Interval> {
         .collect()
 }
 
+/// A thread's outermost synchronization and communication intervals, to
+/// tell how much of a window it spent in them.
+struct Busy {
+    spans: Vec<(u64, u64)>,
+    /// `prefix[i]`: total length of `spans[..i]`.
+    prefix: Vec<u64>,
+}
+
+impl Busy {
+    fn new(s: &Stream) -> Busy {
+        let mut spans: Vec<(u64, u64)> = Vec::new();
+        for i in intervals(s) {
+            if !matches!(class_of(i.kind), Some(Class::Sync | Class::Comm)) {
+                continue;
+            }
+            match spans.last_mut() {
+                Some(last) if i.start < last.1 => last.1 = last.1.max(i.end),
+                _ => spans.push((i.start, i.end)),
+            }
+        }
+        let mut prefix = Vec::with_capacity(spans.len() + 1);
+        prefix.push(0);
+        for &(a, b) in &spans {
+            prefix.push(prefix.last().unwrap() + (b - a));
+        }
+        Busy { spans, prefix }
+    }
+
+    /// Time in the intervals within `[from, to]`.
+    fn within(&self, from: u64, to: u64) -> u64 {
+        let first = self.spans.partition_point(|&(_, b)| b <= from);
+        let last = self.spans.partition_point(|&(a, _)| a < to);
+        if first >= last {
+            return 0;
+        }
+        let mut total = self.prefix[last] - self.prefix[first];
+        let (a0, _) = self.spans[first];
+        total -= from.saturating_sub(a0).min(total);
+        let (_, b1) = self.spans[last - 1];
+        total -= b1.saturating_sub(to).min(total);
+        total
+    }
+}
+
 /// Groups of threads that meet at the same barriers: the OpenMP threads of a
 /// process; otherwise all the processes of a model. Streams in order.
 pub fn barrier_groups(t: &Trace) -> Vec<Vec<usize>> {
@@ -282,13 +326,21 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
                     .collect()
             })
             .collect();
+        // Computation between barriers: waiting inside communication (a
+        // target slow to answer, a broadcast's root not there yet) is not
+        // work, and is left out.
+        let busy: Vec<Busy> = members.iter().map(|&i| Busy::new(&t.streams[i])).collect();
         let mut lateness = vec![0f64; n];
         let mut late_epochs = vec![0usize; n];
         let mut used = 0usize;
         for k in 1..epochs {
             let work: Vec<f64> = per
                 .iter()
-                .map(|v| v[k].start.saturating_sub(v[k - 1].end) as f64)
+                .zip(&busy)
+                .map(|(v, b)| {
+                    let (from, to) = (v[k - 1].end, v[k].start);
+                    to.saturating_sub(from).saturating_sub(b.within(from, to)) as f64
+                })
                 .collect();
             let new_region = (0..n).any(|m| {
                 region_starts[m]
@@ -542,4 +594,23 @@ fn lock_contention(t: &Trace, total_time: u64) -> Vec<Finding> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Busy;
+
+    #[test]
+    fn busy_time_within_a_window() {
+        let b = Busy {
+            spans: vec![(10, 20), (30, 40), (50, 100)],
+            prefix: vec![0, 10, 20, 70],
+        };
+        assert_eq!(b.within(0, 5), 0);
+        assert_eq!(b.within(0, 200), 70);
+        assert_eq!(b.within(15, 35), 10, "half of each of the first two");
+        assert_eq!(b.within(20, 30), 0, "between two spans");
+        assert_eq!(b.within(60, 70), 10, "inside one span");
+        assert_eq!(b.within(35, 55), 10);
+    }
 }
