@@ -213,4 +213,6 @@ done
 python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
 say "== runtime adapters"
 bash bench/adapters.sh >>"$OUT"
+say "== whole programs"
+bash bench/programs.sh >>"$OUT"
 say "== wrote $OUT"

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Whole programs: wall time of each bundled example with gaspard recording
+# (`gaspard run`, default settings) and without, in one run: REPEATS
+# interleaved runs, medians. Prints a Markdown section; bench/run.sh appends
+# it to BENCHMARKS.md.
+#
+#   bash bench/programs.sh            # REPEATS=7 by default
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+REPEATS=${REPEATS:-7}
+BIN="$ROOT/target/bench/programs"
+REL="$ROOT/target/release"
+G="$REL/gaspard"
+mkdir -p "$BIN"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+cargo build --release -q --workspace
+INC="$ROOT/crates/gasp/include"
+# The GASP example needs a tool: without gaspard it runs on one that records nothing.
+cc -O2 -fPIC -shared -I "$INC" bench/noop_tool.c -o "$BIN/libnoop_gasp.so"
+cc -O2 -pthread -I "$INC" examples/gasp/heat.c -L "$REL" -Wl,-rpath,"$REL" -lgaspard -o "$BIN/heat_gasp"
+oshcc -O2 -g examples/shmem/heat.c -o "$BIN/heat_shmem"
+oshcc -O2 -g examples/mgs/mgs_shmem.c -o "$BIN/mgs_shmem" -lm
+mpicc -O2 -g examples/mpi/rma_halo.c -o "$BIN/rma_halo"
+(cd "$BIN" && caf -O2 -g "$ROOT/examples/caf/jacobi.f90" -o "$BIN/jacobi")
+clang -O2 -g -fopenmp examples/openmp/cg.c -o "$BIN/cg"
+cc -O2 -g -I "$INC" examples/c/sort.c -o "$BIN/sort_plain"
+"$G" cc --profile -- cc -O2 -g examples/c/sort.c -o "$BIN/sort_profiled"
+
+SHMEM="oshrun -np 4 --oversubscribe --mca osc ^rdma"
+# name | command without gaspard | command with gaspard (after `gaspard run -o DIR --`)
+PROGRAMS=(
+  "GASP heat (4 threads, 3000 iterations)|env LD_PRELOAD=$BIN/libnoop_gasp.so $BIN/heat_gasp 3000|$BIN/heat_gasp 3000"
+  "OpenSHMEM 1-D heat (4 PEs, 3000 steps)|$SHMEM $BIN/heat_shmem 3000|$SHMEM $BIN/heat_shmem 3000"
+  "OpenSHMEM MGS v3 (4 PEs, m=128)|$SHMEM $BIN/mgs_shmem 3|$SHMEM $BIN/mgs_shmem 3"
+  "MPI one-sided halo (4 ranks, 3000 steps)|mpirun -np 4 --oversubscribe $BIN/rma_halo 3000|mpirun -np 4 --oversubscribe $BIN/rma_halo 3000"
+  "Coarray Fortran Jacobi (4 images)|cafrun -np 4 --oversubscribe $BIN/jacobi|cafrun -np 4 --oversubscribe $BIN/jacobi"
+  "OpenMP CG (2 threads, 400 iterations)|env OMP_NUM_THREADS=2 $BIN/cg 400|env OMP_NUM_THREADS=2 $BIN/cg 400"
+  "C sort, functions and malloc (2^20 keys)|$BIN/sort_plain 1048576|$BIN/sort_profiled 1048576"
+)
+
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+now() { date +%s%N; }
+declare -A R
+for rep in $(seq "$REPEATS"); do
+  for i in "${!PROGRAMS[@]}"; do
+    IFS='|' read -r name without with <<<"${PROGRAMS[$i]}"
+    t0=$(now)
+    (cd "$TMP" && env -u GASPARD_DIR $without >/dev/null 2>&1)
+    t1=$(now)
+    rm -rf "$TMP/trace"
+    (cd "$TMP" && "$G" run -o "$TMP/trace" -- $with >/dev/null 2>&1)
+    t2=$(now)
+    R[$i:none]="${R[$i:none]:-} $(((t1 - t0) / 1000000))"
+    R[$i:gaspard]="${R[$i:gaspard]:-} $(((t2 - t1) / 1000000))"
+  done
+done
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+echo
+echo "## Whole programs: wall time with and without gaspard"
+echo
+echo "Produced by \`bash bench/programs.sh\` (also run by \`bash bench/run.sh\`): $REPEATS interleaved runs"
+echo "of each bundled example, medians, default settings; *with* is \`gaspard run -o DIR -- ...\`"
+echo "(launch, recording, and writing the trace), *without* the same command alone. Target: at most 3 %."
+echo "Runs of 4 processes share the machine's $(nproc) cores."
+echo
+echo "| program | without (ms) | with gaspard (ms) | overhead | within 3 % |"
+echo "|---|---:|---:|---:|---|"
+for i in "${!PROGRAMS[@]}"; do
+  IFS='|' read -r name _ _ <<<"${PROGRAMS[$i]}"
+  a=$(echo "${R[$i:none]}" | median)
+  b=$(echo "${R[$i:gaspard]}" | median)
+  awk -v n="$name" -v a="$a" -v b="$b" 'BEGIN {
+    o = (b - a) / a * 100; printf "| %s | %.0f | %.0f | %+.1f %% | %s |\n", n, a, b, o, (o <= 3 ? "yes" : "**no**") }'
+done
+echo
+echo "Raw runs (ms):"
+for i in "${!PROGRAMS[@]}"; do
+  IFS='|' read -r name _ _ <<<"${PROGRAMS[$i]}"
+  echo "- $name: without [${R[$i:none]# }], with [${R[$i:gaspard]# }]"
+done
