@@ -30,12 +30,12 @@ cc -O2 -g -I "$INC" examples/c/sort.c -o "$BIN/sort_plain"
 SHMEM="oshrun -np 4 --oversubscribe --mca osc ^rdma"
 # name | command without gaspard | command with gaspard (after `gaspard run -o DIR --`)
 PROGRAMS=(
-  "GASP heat (4 threads, 3000 iterations)|env LD_PRELOAD=$BIN/libnoop_gasp.so $BIN/heat_gasp 3000|$BIN/heat_gasp 3000"
+  "GASP heat (4 threads, 20000 iterations)|env LD_PRELOAD=$BIN/libnoop_gasp.so $BIN/heat_gasp 20000|$BIN/heat_gasp 20000"
   "OpenSHMEM 1-D heat (4 PEs, 3000 steps)|$SHMEM $BIN/heat_shmem 3000|$SHMEM $BIN/heat_shmem 3000"
   "OpenSHMEM MGS v3 (4 PEs, m=128)|$SHMEM $BIN/mgs_shmem 3|$SHMEM $BIN/mgs_shmem 3"
   "MPI one-sided halo (4 ranks, 3000 steps)|mpirun -np 4 --oversubscribe $BIN/rma_halo 3000|mpirun -np 4 --oversubscribe $BIN/rma_halo 3000"
   "Coarray Fortran Jacobi (4 images)|cafrun -np 4 --oversubscribe $BIN/jacobi|cafrun -np 4 --oversubscribe $BIN/jacobi"
-  "OpenMP CG (2 threads, 400 iterations)|env OMP_NUM_THREADS=2 $BIN/cg 400|env OMP_NUM_THREADS=2 $BIN/cg 400"
+  "OpenMP CG (2 threads, 4000 iterations)|env OMP_NUM_THREADS=2 $BIN/cg 4000|env OMP_NUM_THREADS=2 $BIN/cg 4000"
   "C sort, functions and malloc (2^20 keys)|$BIN/sort_plain 1048576|$BIN/sort_profiled 1048576"
 )
 
