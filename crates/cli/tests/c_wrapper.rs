@@ -255,3 +255,94 @@ fn multi_call_name_acts_as_the_wrapper() {
         .unwrap();
     assert!(st.success());
 }
+
+const THROTTLED: &str = r#"
+#include <stdlib.h>
+__attribute__((noinline)) int tiny(int x) { return x * 3 + 1; }
+__attribute__((noinline)) double slow(int n) {
+  volatile double s = 0;
+  for (int i = 0; i < n; i++) s += i * 0.5;
+  return s;
+}
+int main(int argc, char **argv) {
+  long calls = atol(argv[1]);
+  int sum = 0;
+  for (long i = 0; i < calls; i++) sum += tiny((int)i);
+  for (int i = 0; i < 50; i++) slow(200000);
+  return sum == 12345;
+}
+"#;
+
+/// Counts START and END events of the GASP_C_FUNC events of `name`.
+fn function_events(v: &Value, name: &str) -> (usize, usize) {
+    let mut n = (0, 0);
+    for evs in events(v) {
+        for e in evs
+            .iter()
+            .filter(|e| e["kind"] == "GASP_C_FUNC" && e["args"]["funcsig"].as_str() == Some(name))
+        {
+            match e["phase"].as_str().unwrap() {
+                "START" => n.0 += 1,
+                "END" => n.1 += 1,
+                _ => {}
+            }
+        }
+    }
+    n
+}
+
+#[test]
+fn very_frequent_short_functions_are_throttled() {
+    let dir = tmp("throttle");
+    let src = dir.join("t.c");
+    std::fs::write(&src, THROTTLED).unwrap();
+    let exe = dir.join("t");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args(["cc", "--profile", "--", "cc", "-O1"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = |throttle: &str, name: &str| {
+        let trace = dir.join(name);
+        let mut cmd = Command::new(&exe);
+        cmd.arg("30000")
+            .env("GASPARD_DIR", &trace)
+            .env_remove("GASPARD_THROTTLE")
+            .env_remove("LD_LIBRARY_PATH");
+        if !throttle.is_empty() {
+            cmd.env("GASPARD_THROTTLE", throttle);
+        }
+        let st = cmd.status().unwrap();
+        assert!(st.success());
+        dump(&trace)
+    };
+    // tiny: 1000 calls recorded, then no more; slow (far above 10 us a call) stays.
+    let v = run("1000,10", "on");
+    assert_eq!(function_events(&v, "tiny"), (1000, 1000));
+    assert_eq!(function_events(&v, "slow"), (50, 50));
+    assert_eq!(function_events(&v, "main"), (1, 1));
+    let notes = v["problems"].as_array().unwrap();
+    assert!(
+        notes.iter().any(|p| {
+            let p = p.as_str().unwrap();
+            p.contains("function tiny: no longer recorded") && p.contains("after 1000 calls")
+        }),
+        "{notes:#?}"
+    );
+    assert!(!notes
+        .iter()
+        .any(|p| p.as_str().unwrap().contains("function slow")));
+    // Off: every call.
+    let v = run("off", "off");
+    assert_eq!(function_events(&v, "tiny"), (30000, 30000));
+    // The default (100000 calls) does not reach 30000.
+    let v = run("", "default");
+    assert_eq!(function_events(&v, "tiny"), (30000, 30000));
+}

@@ -518,7 +518,7 @@ fn assert_crash_is_recorded(mode: &str, signal: i32, status: &str) {
         run.stderr()
     );
     assert_eq!(run.dump["processes"][0]["status"], status);
-    assert_recorded_exactly(&run, &[status]);
+    assert_recorded_exactly(&run, &[status, "the record stops at"]);
 }
 
 #[test]

@@ -79,23 +79,115 @@ static NO_INSTRUMENT const char *name_of(void *fn) {
   return name;
 }
 
-static NO_INSTRUMENT void func_event(void *fn, unsigned phase) {
-  gaspard_ctx *c = enter();
-  if (!c) return;
-  uint64_t ts = gaspard_now();
-  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
-  gaspard_emit(c, ts, K_C_FUNC, phase, 0, NULL, 0, 0, 0, NULL, a, 1);
-  leave();
+/* Throttling (GASPARD_THROTTLE, as TAU does): per thread, a function called
+ * more than thr_calls times for less than thr_ticks on average is no longer
+ * recorded; the manifest notes it. Each thread keeps its functions' counts
+ * in a small open-addressing table and, for each active call, whether its
+ * START was recorded, so that END follows the same decision. */
+#define FN_SLOTS 2048 /* functions per thread; more are recorded unthrottled */
+#define FN_DEPTH 1024 /* nesting tracked per thread; deeper calls are recorded */
+typedef struct {
+  void *fn;
+  uint64_t calls;
+  uint64_t ticks;
+  int throttled;
+} fn_stat;
+typedef struct {
+  uint64_t start; /* UINT64_MAX: not recorded */
+  fn_stat *st;
+} fn_frame;
+static __thread fn_stat *fn_stats __attribute__((tls_model("initial-exec")));
+static __thread fn_frame *fn_stack __attribute__((tls_model("initial-exec")));
+static __thread unsigned fn_depth __attribute__((tls_model("initial-exec")));
+static int thr_state; /* 0 not read yet, 1 on, 2 off */
+static uint64_t thr_calls, thr_ticks, thr_us;
+
+int gaspard_throttle(uint64_t *calls, uint64_t *ticks, uint64_t *us);
+void gaspard_note(const char *msg);
+
+static NO_INSTRUMENT fn_stat *stat_of(void *fn) {
+  int state = __atomic_load_n(&thr_state, __ATOMIC_ACQUIRE);
+  if (state == 0) {
+    uint64_t c = 0, t = 0, us = 0;
+    if (gaspard_throttle(&c, &t, &us)) {
+      thr_calls = c;
+      thr_ticks = t;
+      thr_us = us;
+      state = 1;
+    } else {
+      state = 2;
+    }
+    __atomic_store_n(&thr_state, state, __ATOMIC_RELEASE);
+  }
+  if (state != 1) return NULL;
+  if (!fn_stats) {
+    fn_stats = calloc(FN_SLOTS, sizeof *fn_stats);
+    fn_stack = calloc(FN_DEPTH, sizeof *fn_stack);
+    if (!fn_stats || !fn_stack) return NULL;
+  }
+  unsigned h = (unsigned)(((uintptr_t)fn >> 4) % FN_SLOTS);
+  for (unsigned probe = 0; probe < 16; probe++) {
+    fn_stat *st = &fn_stats[(h + probe) % FN_SLOTS];
+    if (st->fn == fn) return st;
+    if (!st->fn) {
+      st->fn = fn;
+      return st;
+    }
+  }
+  return NULL;
 }
 
 EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   (void)call_site;
-  func_event(fn, GASP_START);
+  if (busy) return;
+  fn_stat *st = stat_of(fn);
+  fn_frame *fr = fn_stack && fn_depth < FN_DEPTH ? &fn_stack[fn_depth] : NULL;
+  if (fn_stack) fn_depth++;
+  gaspard_ctx *c = st && st->throttled ? NULL : enter();
+  if (fr) {
+    fr->start = UINT64_MAX; /* until recorded */
+    fr->st = st;
+  }
+  if (!c) return;
+  uint64_t ts = gaspard_now();
+  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  gaspard_emit(c, ts, K_C_FUNC, GASP_START, 0, NULL, 0, 0, 0, NULL, a, 1);
+  if (fr) fr->start = ts;
+  leave();
 }
 
 EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   (void)call_site;
-  func_event(fn, GASP_END);
+  if (busy) return;
+  fn_frame *fr = NULL;
+  if (fn_stack && fn_depth > 0) {
+    fn_depth--;
+    if (fn_depth < FN_DEPTH) fr = &fn_stack[fn_depth];
+  }
+  /* Its START was not recorded (throttled, or measurement off): no END. */
+  if (fr && fr->start == UINT64_MAX) return;
+  gaspard_ctx *c = enter();
+  if (!c) return;
+  uint64_t ts = gaspard_now();
+  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
+  fn_stat *st = fr ? fr->st : NULL;
+  if (st && st->fn == fn) {
+    st->calls++;
+    st->ticks += ts - fr->start;
+    if (st->calls >= thr_calls && st->ticks < thr_ticks * st->calls) {
+      st->throttled = 1;
+      char msg[512];
+      snprintf(msg, sizeof msg,
+               "function %s: no longer recorded on one thread after %llu calls of %.3f us on "
+               "average (GASPARD_THROTTLE=%llu,%llu)",
+               name_of(fn), (unsigned long long)st->calls,
+               (double)st->ticks / (double)st->calls * (double)thr_us / (double)thr_ticks,
+               (unsigned long long)thr_calls, (unsigned long long)thr_us);
+      gaspard_note(msg);
+    }
+  }
+  leave();
 }
 
 static inline NO_INSTRUMENT void mem_event(gaspard_ctx *c, unsigned kind, unsigned phase,

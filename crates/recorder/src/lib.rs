@@ -231,6 +231,50 @@ pub extern "C" fn gaspard_refill(c: *mut Ctx) -> *mut u8 {
     .unwrap_or(std::ptr::null_mut())
 }
 
+/// The throttling of instrumented functions: writes the call count and the
+/// mean duration (in clock ticks and in microseconds) below which a function
+/// stops being recorded, and returns 1; returns 0 when throttling is off.
+///
+/// # Safety
+/// `calls`, `ticks` and `us` point to writable `u64`s.
+#[no_mangle]
+pub unsafe extern "C" fn gaspard_throttle(calls: *mut u64, ticks: *mut u64, us: *mut u64) -> i32 {
+    std::panic::catch_unwind(|| {
+        let Some((n, us_limit)) = process::get().and_then(|p| p.throttle) else {
+            return 0;
+        };
+        let t = (us_limit as f64 * clock::ticks_per_us()).max(1.0) as u64;
+        // SAFETY: the C caller passes writable pointers.
+        unsafe {
+            *calls = n;
+            *ticks = t;
+            *us = us_limit;
+        }
+        1
+    })
+    .unwrap_or(0)
+}
+
+/// Adds `msg` (a NUL-terminated string) to the process's manifest notes.
+///
+/// # Safety
+/// `msg` is null or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn gaspard_note(msg: *const std::ffi::c_char) {
+    if msg.is_null() {
+        return;
+    }
+    // SAFETY: the C caller passes a NUL-terminated string.
+    let s = unsafe { std::ffi::CStr::from_ptr(msg) }
+        .to_string_lossy()
+        .into_owned();
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(p) = process::get() {
+            p.note(s);
+        }
+    });
+}
+
 /// Writes the definition of user event `id` at `p`, at most `cap` bytes.
 ///
 /// # Safety

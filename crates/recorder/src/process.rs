@@ -46,6 +46,10 @@ pub struct Options {
     /// Milliseconds the flusher waits before each write (`GASPARD_FLUSH_DELAY_MS`):
     /// a slow disk on purpose, to test back-pressure and the memory cap.
     pub flush_delay_ms: u64,
+    /// Throttling of instrumented C functions (`GASPARD_THROTTLE=CALLS,US` or
+    /// `off`): a function called more than CALLS times for less than US
+    /// microseconds on average is no longer recorded on that thread.
+    pub throttle: Option<(u64, u64)>,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -71,6 +75,7 @@ impl Default for Options {
             on_full: OnFull::Wait,
             clock: None,
             flush_delay_ms: 0,
+            throttle: Some((100_000, 10)),
             command,
             warnings: Vec::new(),
         };
@@ -121,6 +126,21 @@ impl Options {
                     .warnings
                     .push(format!("gaspard: ignoring flush-delay-ms={v}")),
             },
+            "throttle" => {
+                let parsed = v.split_once(',').and_then(|(c, us)| {
+                    Some((
+                        c.trim().parse::<u64>().ok()?,
+                        us.trim().parse::<u64>().ok()?,
+                    ))
+                });
+                match (v, parsed) {
+                    ("off" | "0", _) => self.throttle = None,
+                    (_, Some((c, us))) if c > 0 && us > 0 => self.throttle = Some((c, us)),
+                    _ => self.warnings.push(format!(
+                        "gaspard: ignoring throttle={v}: expected CALLS,MICROSECONDS (e.g. 100000,10) or off"
+                    )),
+                }
+            }
             "clock" => match v {
                 "tsc" | "monotonic" => self.clock = Some(v.to_string()),
                 _ => self.warnings.push(format!(
@@ -188,6 +208,7 @@ pub(crate) struct Process {
     max_buffers: usize,
     on_full: OnFull,
     pub(crate) flush_delay_ms: u64,
+    pub(crate) throttle: Option<(u64, u64)>,
     pub(crate) queue: AtomicPtr<Buffer>,
     free: Mutex<Vec<usize>>,
     allocated: AtomicUsize,
@@ -286,6 +307,7 @@ impl Process {
             max_buffers: (opts.max_mb * 1024 / opts.buffer_kb).max(2),
             on_full: opts.on_full,
             flush_delay_ms: opts.flush_delay_ms,
+            throttle: opts.throttle,
             queue: AtomicPtr::new(std::ptr::null_mut()),
             free: Mutex::new(Vec::new()),
             allocated: AtomicUsize::new(0),
@@ -428,7 +450,8 @@ impl Process {
             })
     }
 
-    pub(crate) fn note(&self, s: String) {
+    /// Adds a line to the manifest's notes (once).
+    pub fn note(&self, s: String) {
         let mut n = self.notes.lock().unwrap_or_else(|e| e.into_inner());
         if !n.contains(&s) {
             n.push(s);
