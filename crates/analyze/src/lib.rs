@@ -10,6 +10,7 @@ pub mod caf;
 pub mod dump;
 pub mod findings;
 pub mod intervals;
+pub mod locks;
 pub mod matrix;
 pub mod objects;
 pub mod profile;
