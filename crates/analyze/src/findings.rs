@@ -307,6 +307,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
     }
     out.extend(small_messages(t, total_time));
     out.extend(crate::locks::contention(t, total_time));
+    out.extend(crate::waitstates::findings(t, total_time));
     out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     out
 }

@@ -16,3 +16,4 @@ pub mod objects;
 pub mod profile;
 pub mod symbolize;
 pub mod trace;
+pub mod waitstates;
