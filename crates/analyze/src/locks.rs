@@ -233,7 +233,7 @@ fn stats(t: &Trace, mut l: Lock) -> LockStats {
     }
 }
 
-/// `lock_contention`: a lock whose waiting takes at least [`LOCK_SHARE`] of
+/// `lock_contention`: a lock whose waiting takes at least `LOCK_SHARE` (5%) of
 /// the working time of the threads using it, with at least two threads
 /// taking it and one of them waiting for another.
 pub fn contention(t: &Trace, total_time: u64) -> Vec<Finding> {

@@ -9,8 +9,12 @@
 //! process's `MPI_Init`; the communicator is not recorded, so messages on
 //! different communicators between the same ranks with the same tag are taken
 //! for one stream of messages. A wildcard source or tag is resolved from the
-//! status the receive completes with (`MPI_Recv`, `MPI_Wait`); the tag of
-//! `MPI_Sendrecv`'s receive is not recorded and taken as a wildcard.
+//! status the receive completes with (`MPI_Recv`, `MPI_Wait`; `MPI_Wait`'s
+//! status gives the source's rank in the receive's communicator, the world
+//! rank on `MPI_COMM_WORLD`); an unresolved wildcard takes the earliest sent
+//! message it can match. The tag of `MPI_Sendrecv`'s receive is not recorded
+//! and taken as a wildcard. Receives from and sends to `MPI_PROC_NULL` are
+//! left out.
 //!
 //! A non-blocking request completes at the `MPI_Wait` given its handle, or at
 //! an `MPI_Waitall` of `count` requests, taken to be the thread's `count` most
@@ -29,7 +33,8 @@
 //!   did not end before the receiver posted its receive (a synchronous send,
 //!   or a large message under rendezvous): the time from its start to the
 //!   posting of the receive. A send that ended before the receive was posted
-//!   (buffered, eager) waited for nobody.
+//!   (buffered, eager) waited for nobody. The send of `MPI_Sendrecv` is not
+//!   measured (its call is the receive's).
 //!
 //! A call completing several requests waits once: the larger of its waits is
 //! kept. The waits are summed per blocking call's source line; a line is a
@@ -42,16 +47,18 @@
 //! in the order they are created (the same windows on every process, as the
 //! collective creation makes them); a window on which the processes do not
 //! call the same number of fences is left out. Their waiting is a
-//! `barrier_wait` finding at the same threshold as barriers, naming the rank
-//! that arrives last most often. The time in the other one-sided completion
-//! and synchronization calls (`MPI_Win_lock`/`unlock`/`flush*`/`start`/
-//! `complete`/`wait`, `shmem_quiet`, `shmem_fence`, `shmem_*_wait_until`) is
-//! reported per source line in the report's `waits` section, not as a
-//! finding: it mixes the completion of the thread's own operations with
-//! waiting for others.
+//! `barrier_wait` finding at the same threshold as barriers, at the fence
+//! line where the rank waiting most waits most, naming the rank whose late
+//! arrivals make the others wait longest. The time in the other one-sided
+//! completion and synchronization calls (`MPI_Win_lock`/`unlock`/`flush*`/
+//! `start`/`complete`/`wait`, `shmem_quiet`, `shmem_fence`,
+//! `shmem_*_wait_until`) is reported per source line in the report's `waits`
+//! section, not as a finding: it mixes the completion of the thread's own
+//! operations with waiting for others.
 //!
 //! [`waits`] gives every wait-state source line (pattern, call, location,
-//! calls, waits, wait, longest wait, threads, share of their time, partners).
+//! calls, waits, wait, longest wait, the threads that waited, their share of
+//! time, partners). A finding's threads are the threads that waited there.
 
 use std::collections::{HashMap, VecDeque};
 
