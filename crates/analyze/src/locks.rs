@@ -9,7 +9,14 @@
 //! | coarray lock (`lock`) | the acquiring call | not known (no unlock event) |
 //!
 //! An OpenMP lock is named by its wait id and belongs to its process; the
-//! other locks are named by their address (the same on every process). A
+//! other locks are shared by the processes and named the same way on every
+//! process: a lock in a symmetric allocation by the allocation's source line
+//! and the offset in it (`app.c:12+0x0`); a global or static variable
+//! (`static long lock;` of an OpenSHMEM program), whose address differs from
+//! process to process in a position-independent program, by its binary and
+//! its offset in it (`app+0x4048`), for an address just above one of the
+//! process's executable mappings (`<process>.maps`, within [`IMAGE_SPAN`] of
+//! the start of its binary); any other by its address. A
 //! thread *waited* for a lock when another thread held it while it was
 //! acquiring it: that acquisition is contended and the thread counts among the
 //! lock's waiters.
@@ -27,7 +34,7 @@ use crate::trace::Trace;
 /// One lock's numbers.
 #[derive(Debug, Clone, Serialize)]
 pub struct LockStats {
-    /// The lock: its id or address, in hex.
+    /// The lock: its id or address in hex, or `binary+offset`.
     pub lock: String,
     /// Where it is taken (the first acquisition's source line).
     pub location: Option<Location>,
@@ -49,6 +56,66 @@ pub struct LockStats {
 /// working time of the threads using it.
 const LOCK_SHARE: f64 = 0.05;
 
+/// How far past the start of a binary's first mapping its data (and so a
+/// global lock) may lie.
+pub const IMAGE_SPAN: u64 = 256 << 20;
+
+/// Each process's binaries: (base address, first executable mapping's start, name).
+type Images = HashMap<String, Vec<(u64, u64, String)>>;
+
+fn images(t: &Trace) -> Images {
+    let mut out: Images = HashMap::new();
+    for p in &t.processes {
+        let Ok(text) = std::fs::read_to_string(t.dir.join(format!("{}.maps", p.name))) else {
+            continue;
+        };
+        let mut v: Vec<(u64, u64, String)> = Vec::new();
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let (Some(range), Some(offset), Some(path)) = (f.first(), f.get(2), f.get(5)) else {
+                continue;
+            };
+            let (Some(start), Some(offset)) = (
+                range
+                    .split_once('-')
+                    .and_then(|(a, _)| u64::from_str_radix(a, 16).ok()),
+                u64::from_str_radix(offset, 16).ok(),
+            ) else {
+                continue;
+            };
+            let name = path.rsplit('/').next().unwrap_or(path).to_string();
+            let base = start.saturating_sub(offset);
+            match v.iter_mut().find(|i| i.2 == name) {
+                Some(i) => {
+                    i.0 = i.0.min(base);
+                    i.1 = i.1.min(start);
+                }
+                None => v.push((base, start, name)),
+            }
+        }
+        out.insert(p.name.clone(), v);
+    }
+    out
+}
+
+/// A shared lock's key: (object, offset) for an address in a symmetric
+/// allocation, (binary, offset) for an address in a binary's image, else
+/// ("", address).
+fn shared_lock(t: &Trace, images: &Images, process: &str, addr: u64, time: u64) -> (String, u64) {
+    if let Some((object, offset)) = t.objects.find(process, addr, time) {
+        return (object.to_string(), offset);
+    }
+    let image = images.get(process).and_then(|v| {
+        v.iter()
+            .filter(|i| i.1 <= addr && addr - i.0 < IMAGE_SPAN)
+            .max_by_key(|i| i.1)
+    });
+    match image {
+        Some((base, _, name)) => (name.clone(), addr - base),
+        None => (String::new(), addr),
+    }
+}
+
 /// One acquisition: thread, acquiring from, acquired at.
 struct Acquire {
     thread: usize,
@@ -65,7 +132,7 @@ struct Hold {
 
 #[derive(Default)]
 struct Lock {
-    id: u64,
+    name: String,
     site: u32,
     acquires: Vec<Acquire>,
     holds: Vec<Hold>,
@@ -79,10 +146,15 @@ fn ids(names: &[&str]) -> Vec<u16> {
         .collect()
 }
 
-fn lock_of(locks: &mut HashMap<(String, u64), Lock>, key: (String, u64), site: u32) -> &mut Lock {
-    let id = key.1;
+/// The lock of `key`, named `name` when first met.
+fn lock_of(
+    locks: &mut HashMap<(String, u64), Lock>,
+    key: (String, u64),
+    name: String,
+    site: u32,
+) -> &mut Lock {
     locks.entry(key).or_insert_with(|| Lock {
-        id,
+        name,
         site,
         ..Lock::default()
     })
@@ -101,6 +173,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
     let attempt = kinds::kind_by_name("GASP_UPC_LOCK_ATTEMPT").map(|k| k.id);
     let releasing = ids(&["GASP_UPC_UNLOCK", "GASP_SHMEM_CLEAR_LOCK"]);
     let mut locks: HashMap<(String, u64), Lock> = HashMap::new();
+    let images = images(t);
     for (si, s) in t.streams.iter().enumerate() {
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
         let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
@@ -113,7 +186,8 @@ fn collect(t: &Trace) -> Vec<Lock> {
                 let id = wait_id();
                 if let Some(i) = acquiring_omp.iter().rposition(|p| p.0 == id) {
                     let (_, start, site) = acquiring_omp.remove(i);
-                    let l = lock_of(&mut locks, (s.process.clone(), id), site);
+                    let key = (s.process.clone(), id);
+                    let l = lock_of(&mut locks, key, format!("{id:#x}"), site);
                     l.releases_known = true;
                     l.acquires.push(Acquire {
                         thread: si,
@@ -138,13 +212,12 @@ fn collect(t: &Trace) -> Vec<Lock> {
         }
         // Locks taken by a call (the call is the wait) and released by another.
         // Locks of other processes are the same lock when the model shares them.
-        let key = |id: u64| {
-            let p = if s.model == 5 {
-                s.process.clone()
+        let key = |id: u64, time: u64| {
+            if s.model == 5 {
+                (s.process.clone(), id)
             } else {
-                String::new()
-            };
-            (p, id)
+                shared_lock(t, &images, &s.process, id, time)
+            }
         };
         let lock_arg = |ev: usize| {
             let a = args_by_name(s, &s.events[ev]);
@@ -161,7 +234,13 @@ fn collect(t: &Trace) -> Vec<Lock> {
                 || (Some(iv.kind) == attempt
                     && args_by_name(s, &s.events[iv.end_event]).get("result") == Some(&1));
             if taken {
-                let l = lock_of(&mut locks, key(id), iv.callsite);
+                let (object, off) = key(id, iv.start);
+                let name = if object.is_empty() || s.model == 5 {
+                    format!("{id:#x}")
+                } else {
+                    format!("{object}+{off:#x}")
+                };
+                let l = lock_of(&mut locks, (object, off), name, iv.callsite);
                 l.acquires.push(Acquire {
                     thread: si,
                     from: iv.start,
@@ -171,7 +250,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
             } else if releasing.contains(&iv.kind) {
                 if let Some(i) = held.iter().rposition(|h| h.0 == id) {
                     let (_, from) = held.remove(i);
-                    if let Some(l) = locks.get_mut(&key(id)) {
+                    if let Some(l) = locks.get_mut(&key(id, iv.start)) {
                         l.releases_known = true;
                         l.holds.push(Hold {
                             thread: si,
@@ -217,7 +296,7 @@ fn stats(t: &Trace, mut l: Lock) -> LockStats {
     threads.sort_unstable();
     threads.dedup();
     LockStats {
-        lock: format!("{:#x}", l.id),
+        lock: l.name,
         location: location(t, Some(l.site)),
         acquisitions: l.acquires.len() as u64,
         contended,

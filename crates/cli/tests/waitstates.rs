@@ -418,3 +418,90 @@ fn a_lock_held_long_reports_its_hold_time() {
         assert_eq!(found[0]["threads"], l["threads"]);
     });
 }
+
+const SHMEM_LOCK: &str = r#"
+#include <shmem.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long lock = 0;  /* a global: its address differs from PE to PE */
+
+int main(void) {
+  shmem_init();
+  volatile double x = 0;
+  shmem_barrier_all();
+  for (int i = 0; i < 4; i++) {
+    shmem_set_lock(&lock); /* SET */
+    double end = now() + 0.020;  /* 20 ms of work holding the lock */
+    while (now() < end) x += 1;
+    shmem_clear_lock(&lock);
+  }
+  shmem_barrier_all();
+  shmem_finalize();
+  return 0;
+}
+"#;
+
+#[test]
+fn an_openshmem_global_lock_is_one_lock_on_every_pe() {
+    retried(|| {
+        let dir = common::tmpdir("waits-shmem-lock");
+        let src = dir.join("shlock.c");
+        std::fs::write(&src, SHMEM_LOCK).unwrap();
+        let exe = dir.join("shlock");
+        let out = Command::new("oshcc")
+            .arg("-g")
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (trace, _) = {
+            let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+            let cmd = [
+                "oshrun",
+                "-np",
+                "2",
+                "--oversubscribe",
+                "--mca",
+                "osc",
+                "^rdma",
+                exe.to_str().unwrap(),
+            ];
+            common::gaspard_run(&dir, &cmd)
+        };
+        let r = report(&trace);
+        let locks = r["locks"].as_array().unwrap();
+        assert_eq!(locks.len(), 1, "one lock for both PEs: {}", r["locks"]);
+        let l = &locks[0];
+        assert!(
+            l["lock"].as_str().unwrap().starts_with("shlock+0x"),
+            "named by the binary and its offset: {l}"
+        );
+        assert_eq!(l["acquisitions"], 8);
+        assert_eq!(l["threads"].as_array().unwrap().len(), 2);
+        let hold = l["hold_ns"].as_f64().unwrap();
+        assert!(hold > 0.5 * 8.0 * 20e6, "{l}");
+        assert!(l["waiters"].as_u64().unwrap() >= 1, "{l}");
+        let set_line = SHMEM_LOCK
+            .lines()
+            .position(|l| l.contains("/* SET */"))
+            .unwrap() as u64
+            + 1;
+        let found = findings_of(&r, "lock_contention");
+        assert_eq!(found.len(), 1, "{}", r["findings"]);
+        assert_eq!(found[0]["location"]["line"], set_line);
+        assert_eq!(found[0]["threads"], l["threads"]);
+    });
+}
