@@ -1,7 +1,8 @@
 //! Wait states of real programs under `mpirun -np 2`: a late sender, a late
 //! receiver, a balanced exchange, a late sender seen through MPI_Irecv and
-//! MPI_Wait, ranks waiting at MPI_Win_fence for a late one; and a lock held
-//! long by each OpenMP thread.
+//! MPI_Wait, MPI_Waitall and MPI_Sendrecv, ranks waiting at MPI_Win_fence for
+//! a late one; and a lock held long by each OpenMP thread, and by each of two
+//! OpenSHMEM PEs.
 
 use std::path::PathBuf;
 use std::process::Command;
