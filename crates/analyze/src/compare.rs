@@ -614,6 +614,8 @@ mod tests {
             communication: Vec::new(),
             blocks: Default::default(),
             balance: Default::default(),
+            waits: Vec::new(),
+            locks: Vec::new(),
             problems: Vec::new(),
         }
     }

@@ -396,7 +396,8 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         }
     }
     out.extend(small_messages(t, total_time));
-    out.extend(lock_contention(t, total_time));
+    out.extend(crate::locks::contention(t, total_time));
+    out.extend(crate::waitstates::findings(t, total_time));
     out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     out
 }
@@ -478,122 +479,6 @@ pub(crate) fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
         file: c.file.clone()?,
         line: c.line,
     })
-}
-
-/// A lock is contended when its waiting takes at least this share of the
-/// working time of the threads using it.
-const LOCK_SHARE: f64 = 0.05;
-
-/// `lock_contention`: per lock, the time threads wait to acquire it.
-///
-/// OpenMP locks and critical sections (acquire to acquired), UPC locks
-/// (`upc_lock`), OpenSHMEM locks (`shmem_set_lock`) and coarray locks: the
-/// wait is the acquiring call; the lock is named by its id or address.
-fn lock_contention(t: &Trace, total_time: u64) -> Vec<Finding> {
-    let acquired = kinds::kind_by_name("GASP_OMP_MUTEX_ACQUIRED").map(|k| k.id);
-    let omp_mutex: Vec<u16> = [
-        "GASP_OMP_LOCK",
-        "GASP_OMP_NEST_LOCK",
-        "GASP_OMP_CRITICAL",
-        "GASP_OMP_ORDERED",
-    ]
-    .iter()
-    .filter_map(|n| kinds::kind_by_name(n).map(|k| k.id))
-    .collect();
-    let acquiring: Vec<u16> = ["GASP_UPC_LOCK", "GASP_SHMEM_SET_LOCK", "GASP_CAF_LOCK"]
-        .iter()
-        .filter_map(|n| kinds::kind_by_name(n).map(|k| k.id))
-        .collect();
-    // lock -> (acquisitions, wait ns, threads, a callsite)
-    type Tally = (u64, u64, Vec<usize>, u32);
-    let mut locks: HashMap<(String, u64), Tally> = HashMap::new();
-    fn add(
-        locks: &mut HashMap<(String, u64), Tally>,
-        key: (String, u64),
-        site: u32,
-        wait: u64,
-        thread: usize,
-    ) {
-        let entry = locks.entry(key).or_insert((0, 0, Vec::new(), site));
-        entry.0 += 1;
-        entry.1 += wait;
-        if !entry.2.contains(&thread) {
-            entry.2.push(thread);
-        }
-    }
-    for (si, s) in t.streams.iter().enumerate() {
-        let mut pending: Vec<(u64, u64, u32)> = Vec::new(); // OpenMP: (wait id, acquire time, callsite)
-        for e in &s.events {
-            let a = || crate::objects::args_by_name(s, e);
-            if omp_mutex.contains(&e.kind) && e.phase == 0 {
-                pending.push((a().get("wait_id").copied().unwrap_or(0), e.t_ns, e.callsite));
-            } else if Some(e.kind) == acquired {
-                let id = a().get("wait_id").copied().unwrap_or(0);
-                if let Some(i) = pending.iter().rposition(|p| p.0 == id) {
-                    let (_, start, site) = pending.remove(i);
-                    add(
-                        &mut locks,
-                        (s.process.clone(), id),
-                        site,
-                        e.t_ns.saturating_sub(start),
-                        si,
-                    );
-                }
-            }
-        }
-        // Locks acquired by a blocking call: the call is the wait.
-        for iv in intervals(s)
-            .into_iter()
-            .filter(|iv| acquiring.contains(&iv.kind))
-        {
-            let args = crate::objects::args_by_name(s, &s.events[iv.start_event]);
-            let id = args
-                .get("lock")
-                .or(args.get("lck"))
-                .or(args.get("coarray"))
-                .copied()
-                .unwrap_or(0);
-            // Locks of other processes are the same lock when the model shares them.
-            let key = if s.model == 5 {
-                s.process.clone()
-            } else {
-                String::new()
-            };
-            add(
-                &mut locks,
-                (key, id),
-                iv.callsite,
-                iv.end.saturating_sub(iv.start),
-                si,
-            );
-        }
-    }
-    let mut out = Vec::new();
-    for ((_, id), (count, wait, threads, site)) in locks {
-        let their_time: u64 = threads
-            .iter()
-            .map(|&i| active_span(&t.streams[i]))
-            .sum::<u64>()
-            .max(1);
-        let share = wait as f64 / their_time as f64;
-        if threads.len() < 2 || share < LOCK_SHARE {
-            continue;
-        }
-        out.push(Finding {
-            kind: "lock_contention".into(),
-            severity: wait as f64 / total_time as f64,
-            threads: threads.iter().map(|&i| thread_name(&t.streams[i])).collect(),
-            location: location(t, Some(site)),
-            message: format!(
-                "{} threads wait {:.1}% of their time ({:.3} ms over {count} acquisitions) for lock {id:#x}; hold it \
-                 for less time (move work out of the critical section), split it, or use atomics or reductions instead.",
-                threads.len(),
-                100.0 * share,
-                wait as f64 / 1e6
-            ),
-        });
-    }
-    out
 }
 
 #[cfg(test)]

@@ -103,6 +103,11 @@ pub struct Report {
     pub blocks: crate::blocks::Blocks,
     /// Load balance: barrier arrival spreads, imbalance per construct and region.
     pub balance: crate::balance::Balance,
+    /// Where threads wait for one another (late senders and receivers,
+    /// fences, one-sided synchronization), most waiting first.
+    pub waits: Vec<crate::waitstates::WaitSite>,
+    /// Per lock: acquisitions, waiting, holding, threads, most waiting first.
+    pub locks: Vec<crate::locks::LockStats>,
     /// Problems met while reading.
     pub problems: Vec<String>,
 }
@@ -244,6 +249,8 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         communication: crate::matrix::matrices(t),
         blocks,
         balance: crate::balance::balance(t),
+        waits: crate::waitstates::waits(t),
+        locks: crate::locks::locks(t),
         problems: t.problems.clone(),
     }
 }
@@ -292,6 +299,7 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
             f.message
         )?;
     }
+    waits_and_locks_text(r, out)?;
     writeln!(
         out,
         "\nTime per thread (computation / synchronization / communication)"
@@ -386,6 +394,51 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         for s in th.by_event.iter().take(10) {
             writeln!(out, "  {}", row(s))?;
         }
+    }
+    Ok(())
+}
+
+/// The report's waits (top 10) and locks (top 10) as text.
+fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let at = |l: &Option<crate::findings::Location>| match l {
+        Some(l) => format!("{}:{}", l.file, l.line),
+        None => "-".into(),
+    };
+    let waits: Vec<_> = r.waits.iter().filter(|w| w.wait_ns > 0).collect();
+    if !waits.is_empty() {
+        writeln!(out, "\nWaits (top 10): pattern, call, where, time waited")?;
+    }
+    for w in waits.iter().take(10) {
+        writeln!(
+            out,
+            "  {} {} at {}: {} in {} of {} calls ({:.1}% of {} thread(s)' time)",
+            w.pattern,
+            w.call,
+            at(&w.location),
+            fmt_ns(w.wait_ns as f64),
+            w.waits,
+            w.calls,
+            100.0 * w.share,
+            w.threads.len()
+        )?;
+    }
+    if !r.locks.is_empty() {
+        writeln!(out, "\nLocks (top 10)")?;
+    }
+    for l in r.locks.iter().take(10) {
+        let hold = l.hold_ns.map_or("?".into(), |h| fmt_ns(h as f64));
+        writeln!(
+            out,
+            "  {} at {}: {} acquisitions ({} contended), waiting {}, held {}, {} thread(s), {} waiter(s)",
+            l.lock,
+            at(&l.location),
+            l.acquisitions,
+            l.contended,
+            fmt_ns(l.wait_ns as f64),
+            hold,
+            l.threads.len(),
+            l.waiters
+        )?;
     }
     Ok(())
 }

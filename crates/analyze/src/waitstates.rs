@@ -1,0 +1,812 @@
+//! Wait states: time a thread loses in a communication or synchronization
+//! call because another thread is not there yet.
+//!
+//! **Two-sided MPI.** Every send (`MPI_Send`, `MPI_Ssend`, `MPI_Bsend`,
+//! `MPI_Rsend`, their `MPI_I*` forms, the send of `MPI_Sendrecv`) is matched
+//! to its receive (`MPI_Recv`, `MPI_Irecv`, the receive of `MPI_Sendrecv`) by
+//! (source rank, destination rank, tag), in order, as MPI's non-overtaking
+//! rule matches them. Ranks are those of `MPI_COMM_WORLD`, as recorded by each
+//! process's `MPI_Init`; the communicator is not recorded, so messages on
+//! different communicators between the same ranks with the same tag are taken
+//! for one stream of messages. A wildcard source or tag is resolved from the
+//! status the receive completes with (`MPI_Recv`, `MPI_Wait`; `MPI_Wait`'s
+//! status gives the source's rank in the receive's communicator, the world
+//! rank on `MPI_COMM_WORLD`); an unresolved wildcard takes the earliest sent
+//! message it can match. The tag of `MPI_Sendrecv`'s receive is not recorded
+//! and taken as a wildcard. Receives from and sends to `MPI_PROC_NULL` are
+//! left out.
+//!
+//! A non-blocking request completes at the `MPI_Wait` given its handle, or at
+//! an `MPI_Waitall` of `count` requests, taken to be the thread's `count` most
+//! recently started requests not yet completed (`MPI_Waitall` does not record
+//! which); `MPI_Test`/`MPI_Testall` returning true complete requests without
+//! waiting; the requests of `MPI_Waitany`/`MPI_Waitsome` are not known, so
+//! their receives are matched but their waiting is not measured.
+//!
+//! - `late_sender`: a receive blocked because the matching send started later:
+//!   in the blocking call (`MPI_Recv`, `MPI_Sendrecv`, or the `MPI_Wait` /
+//!   `MPI_Waitall` completing an `MPI_Irecv`), the time from its start to the
+//!   send's start (or to its own end, if sooner). The finding is at the
+//!   blocking call's line: for `MPI_Irecv` + `MPI_Wait`, the `MPI_Wait`.
+//! - `late_receiver`: a blocking send (`MPI_Send`, `MPI_Ssend`, or the
+//!   `MPI_Wait` / `MPI_Waitall` completing an `MPI_Isend` / `MPI_Issend`) that
+//!   did not end before the receiver posted its receive (a synchronous send,
+//!   or a large message under rendezvous): the time from its start to the
+//!   posting of the receive. A send that ended before the receive was posted
+//!   (buffered, eager) waited for nobody. The send of `MPI_Sendrecv` is not
+//!   measured (its call is the receive's).
+//!
+//! A call completing several requests waits once: the larger of its waits is
+//! kept. The waits are summed per blocking call's source line; a line is a
+//! finding when its wait is at least [`WAIT_SHARE`] of the time of the
+//! threads waiting there.
+//!
+//! **One-sided.** `MPI_Win_fence` is a barrier over a window: per fence epoch,
+//! each rank waits from its arrival until the last one arrives. Fences are
+//! grouped across processes by window, windows being numbered in each process
+//! in the order they are created (the same windows on every process, as the
+//! collective creation makes them); a window on which the processes do not
+//! call the same number of fences is left out. Their waiting is a
+//! `barrier_wait` finding at the same threshold as barriers, at the fence
+//! line where the rank waiting most waits most, naming the rank whose late
+//! arrivals make the others wait longest. The time in the other one-sided
+//! completion and synchronization calls (`MPI_Win_lock`/`unlock`/`flush*`/
+//! `start`/`complete`/`wait`, `shmem_quiet`, `shmem_fence`,
+//! `shmem_*_wait_until`) is reported per source line in the report's `waits`
+//! section, not as a finding: it mixes the completion of the thread's own
+//! operations with waiting for others.
+//!
+//! [`waits`] gives every wait-state source line (pattern, call, location,
+//! calls, waits, wait, longest wait, the threads that waited, their share of
+//! time, partners). A finding's threads are the threads that waited there.
+
+use std::collections::{HashMap, VecDeque};
+
+use gaspard_format::kinds;
+use serde::Serialize;
+
+use crate::findings::{active_span, location, thread_name, Finding, Location};
+use crate::intervals::intervals;
+use crate::objects::args_by_name;
+use crate::trace::Trace;
+
+/// A line is a finding when its waiting takes at least this share of the
+/// working time of the threads waiting there (as barrier waiting and lock
+/// contention).
+pub const WAIT_SHARE: f64 = 0.05;
+
+/// One source line where threads wait.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitSite {
+    /// `late_sender`, `late_receiver`, `fence` (waiting at `MPI_Win_fence`
+    /// for the last rank) or `synchronization` (time in a one-sided
+    /// completion or synchronization call).
+    pub pattern: String,
+    /// The waiting call (`GASP_MPI_RECV`, `GASP_MPI_WAIT`, ...).
+    pub call: String,
+    /// Its source line.
+    pub location: Option<Location>,
+    /// Calls at this line (for the two-sided patterns: those completing a
+    /// matched receive, or a matched blocking send).
+    pub calls: u64,
+    /// Calls that waited.
+    pub waits: u64,
+    /// Time waited, ns.
+    pub wait_ns: u64,
+    /// Longest single wait, ns.
+    pub max_ns: u64,
+    /// The threads that waited here.
+    pub threads: Vec<String>,
+    /// `wait_ns` over the working time of these threads.
+    pub share: f64,
+    /// Who they wait for, most waited for first: the senders (`late_sender`),
+    /// the receivers (`late_receiver`), the ranks arriving last (`fence`).
+    pub partners: Vec<String>,
+}
+
+/// The wait-state findings: `late_sender`, `late_receiver`, and fence
+/// waiting as `barrier_wait`. `total_time` is all threads' working time.
+pub fn findings(t: &Trace, total_time: u64) -> Vec<Finding> {
+    let a = Analysis::run(t);
+    let mut out = Vec::new();
+    for site in &a.sites {
+        let Some(f) = a.finding(t, site, total_time) else {
+            continue;
+        };
+        out.push(f);
+    }
+    out.extend(a.fence_findings(t, total_time));
+    out
+}
+
+/// Every source line where threads wait, most waiting first.
+pub fn waits(t: &Trace) -> Vec<WaitSite> {
+    let a = Analysis::run(t);
+    let mut out: Vec<WaitSite> = a.sites.iter().map(|s| a.site(t, s)).collect();
+    out.sort_by(|a, b| {
+        b.wait_ns
+            .cmp(&a.wait_ns)
+            .then(a.pattern.cmp(&b.pattern))
+            .then(a.call.cmp(&b.call))
+    });
+    out
+}
+
+/// A blocking call.
+struct Call {
+    stream: usize,
+    kind: u16,
+    site: u32,
+    from: u64,
+    to: u64,
+}
+
+/// A message, from its send.
+struct Msg {
+    src: i64,
+    dst: i64,
+    tag: i64,
+    start: u64,
+    stream: usize,
+    site: u32,
+    /// The call the sender blocks in until the message is received, if any.
+    call: Option<usize>,
+}
+
+/// A receive.
+struct Recv {
+    dst: i64,
+    /// Negative: any source.
+    src: i64,
+    /// Negative: any tag.
+    tag: i64,
+    post: u64,
+    stream: usize,
+    site: u32,
+    /// The call the receiver blocks in until the message is there, if known.
+    call: Option<usize>,
+}
+
+/// A request not yet completed.
+enum Pending {
+    Send(usize, bool),
+    Recv(usize),
+}
+
+/// One waiting source line, in the making.
+struct Site {
+    pattern: &'static str,
+    kind: u16,
+    site: u32,
+    calls: u64,
+    waits: u64,
+    wait_ns: u64,
+    max_ns: u64,
+    /// Threads that waited.
+    threads: Vec<usize>,
+    /// Partner thread -> time waited for it.
+    partners: HashMap<usize, u64>,
+    /// Partner's source line -> time waited for it.
+    partner_sites: HashMap<u32, u64>,
+}
+
+/// One fence: from, to, callsite.
+type Fence = (u64, u64, u32);
+
+/// One rank's fences on a window: its stream, then each fence in order.
+type Member = (usize, Vec<Fence>);
+
+/// A fence epoch group: one window's fences on each of its ranks.
+struct FenceGroup {
+    members: Vec<Member>,
+    window: String,
+}
+
+struct Analysis {
+    ranks: HashMap<String, i64>,
+    sites: Vec<Site>,
+    fences: Vec<FenceGroup>,
+}
+
+fn kind_name(k: u16) -> &'static str {
+    kinds::kind(k).map_or("?", |k| k.name)
+}
+
+/// A recorded `Int` argument as a signed number.
+fn int(a: &HashMap<&'static str, u64>, name: &str) -> Option<i64> {
+    a.get(name).map(|&v| v as i64)
+}
+
+/// Each MPI process's rank in `MPI_COMM_WORLD`, from its `MPI_Init` END.
+pub(crate) fn mpi_ranks(t: &Trace) -> HashMap<String, i64> {
+    let mut out = HashMap::new();
+    for s in t.streams.iter().filter(|s| s.model == 3) {
+        let init = s.events.iter().find(|e| {
+            e.phase == 1
+                && matches!(
+                    kinds::kind(e.kind).map(|k| k.name),
+                    Some("GASP_MPI_INIT" | "GASP_MPI_INIT_THREAD")
+                )
+        });
+        if let Some(rank) = init.and_then(|e| int(&args_by_name(s, e), "rank")) {
+            if rank >= 0 {
+                out.insert(s.process.clone(), rank);
+            }
+        }
+    }
+    out
+}
+
+/// The one-sided calls whose time is listed as `synchronization`.
+fn is_one_sided_sync(name: &str) -> bool {
+    matches!(
+        name,
+        "GASP_MPI_WIN_LOCK"
+            | "GASP_MPI_WIN_LOCK_ALL"
+            | "GASP_MPI_WIN_UNLOCK"
+            | "GASP_MPI_WIN_UNLOCK_ALL"
+            | "GASP_MPI_WIN_FLUSH"
+            | "GASP_MPI_WIN_FLUSH_ALL"
+            | "GASP_MPI_WIN_FLUSH_LOCAL"
+            | "GASP_MPI_WIN_FLUSH_LOCAL_ALL"
+            | "GASP_MPI_WIN_START"
+            | "GASP_MPI_WIN_COMPLETE"
+            | "GASP_MPI_WIN_WAIT"
+            | "GASP_SHMEM_QUIET"
+            | "GASP_SHMEM_FENCE"
+    ) || (name.starts_with("GASP_SHMEM_") && name.ends_with("_WAIT_UNTIL"))
+}
+
+impl Analysis {
+    fn run(t: &Trace) -> Analysis {
+        let ranks = mpi_ranks(t);
+        let mut calls: Vec<Call> = Vec::new();
+        let mut msgs: Vec<Msg> = Vec::new();
+        let mut recvs: Vec<Recv> = Vec::new();
+        let mut sites: Vec<Site> = Vec::new();
+        let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::new();
+        // Fences per (window order, stream).
+        let mut fences: HashMap<usize, Vec<Member>> = HashMap::new();
+        let mut window_names: HashMap<usize, String> = HashMap::new();
+        for (si, s) in t.streams.iter().enumerate() {
+            let me = ranks.get(&s.process).copied();
+            let mut pending: Vec<(u64, Pending)> = Vec::new();
+            let mut windows: HashMap<u64, usize> = HashMap::new();
+            let mut created = 0usize;
+            for iv in intervals(s) {
+                let name = kind_name(iv.kind);
+                if is_one_sided_sync(name) {
+                    let i = *sync_sites.entry((iv.kind, iv.callsite)).or_insert_with(|| {
+                        sites.push(Site::new("synchronization", iv.kind, iv.callsite));
+                        sites.len() - 1
+                    });
+                    sites[i].add(si, iv.end.saturating_sub(iv.start));
+                    continue;
+                }
+                let Some(me) = me else { continue };
+                let sa = args_by_name(s, &s.events[iv.start_event]);
+                let ea = args_by_name(s, &s.events[iv.end_event]);
+                let mut call = || {
+                    calls.push(Call {
+                        stream: si,
+                        kind: iv.kind,
+                        site: iv.callsite,
+                        from: iv.start,
+                        to: iv.end,
+                    });
+                    calls.len() - 1
+                };
+                let msg = |call: Option<usize>| Msg {
+                    src: me,
+                    dst: int(&sa, "peer").unwrap_or(-1),
+                    tag: int(&sa, "tag").unwrap_or(-1),
+                    start: iv.start,
+                    stream: si,
+                    site: iv.callsite,
+                    call,
+                };
+                let recv = |src: i64, tag: i64, call: Option<usize>| Recv {
+                    dst: me,
+                    src,
+                    tag,
+                    post: iv.start,
+                    stream: si,
+                    site: iv.callsite,
+                    call,
+                };
+                match name {
+                    "GASP_MPI_SEND" | "GASP_MPI_SSEND" => {
+                        let c = call();
+                        msgs.push(msg(Some(c)));
+                    }
+                    "GASP_MPI_BSEND" | "GASP_MPI_RSEND" => msgs.push(msg(None)),
+                    "GASP_MPI_ISEND" | "GASP_MPI_ISSEND" | "GASP_MPI_IBSEND"
+                    | "GASP_MPI_IRSEND" => {
+                        msgs.push(msg(None));
+                        let may_block = matches!(name, "GASP_MPI_ISEND" | "GASP_MPI_ISSEND");
+                        if let Some(&req) = ea.get("request") {
+                            pending.push((req, Pending::Send(msgs.len() - 1, may_block)));
+                        }
+                    }
+                    "GASP_MPI_RECV" => {
+                        // The END carries the actual source and tag.
+                        let src = int(&ea, "peer").unwrap_or(-2);
+                        if src >= 0 {
+                            let c = call();
+                            recvs.push(recv(src, int(&ea, "tag").unwrap_or(-1), Some(c)));
+                        }
+                    }
+                    "GASP_MPI_IRECV" => {
+                        let src = int(&sa, "peer").unwrap_or(-2);
+                        recvs.push(recv(src, int(&sa, "tag").unwrap_or(-1), None));
+                        if let Some(&req) = ea.get("request") {
+                            pending.push((req, Pending::Recv(recvs.len() - 1)));
+                        }
+                    }
+                    "GASP_MPI_SENDRECV" => {
+                        let c = call();
+                        msgs.push(msg(None));
+                        recvs.push(recv(int(&sa, "source").unwrap_or(-2), -1, Some(c)));
+                    }
+                    "GASP_MPI_WAIT" => {
+                        let Some(&req) = sa.get("request") else {
+                            continue;
+                        };
+                        if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
+                            let (_, p) = pending.remove(i);
+                            let c = call();
+                            let status = (int(&ea, "source"), int(&ea, "tag"));
+                            complete(&mut msgs, &mut recvs, p, Some(c), status);
+                        }
+                    }
+                    "GASP_MPI_WAITALL" | "GASP_MPI_TESTALL" => {
+                        let done = name == "GASP_MPI_WAITALL" || int(&ea, "flag") == Some(1);
+                        let n = int(&sa, "count").unwrap_or(0).max(0) as usize;
+                        if done && n > 0 {
+                            let c = (name == "GASP_MPI_WAITALL").then(&mut call);
+                            let from = pending.len().saturating_sub(n);
+                            for (_, p) in pending.drain(from..) {
+                                complete(&mut msgs, &mut recvs, p, c, (None, None));
+                            }
+                        }
+                    }
+                    "GASP_MPI_TEST" if int(&ea, "flag") == Some(1) => {
+                        if let Some(&req) = sa.get("request") {
+                            if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
+                                let (_, p) = pending.remove(i);
+                                complete(&mut msgs, &mut recvs, p, None, (None, None));
+                            }
+                        }
+                    }
+                    "GASP_MPI_WIN_CREATE"
+                    | "GASP_MPI_WIN_ALLOCATE"
+                    | "GASP_MPI_WIN_CREATE_DYNAMIC" => {
+                        if let Some(&w) = ea.get("win") {
+                            windows.insert(w, created);
+                            window_names.entry(created).or_insert_with(|| {
+                                t.objects
+                                    .window(&s.process, w)
+                                    .map_or(format!("window {}", created + 1), |w| w.name.clone())
+                            });
+                            created += 1;
+                        }
+                    }
+                    "GASP_MPI_WIN_FENCE" => {
+                        let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
+                            continue;
+                        };
+                        let group = fences.entry(w).or_default();
+                        let fence = (iv.start, iv.end, iv.callsite);
+                        match group.iter_mut().find(|m| m.0 == si) {
+                            Some(m) => m.1.push(fence),
+                            None => group.push((si, vec![fence])),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut a = Analysis {
+            ranks,
+            sites,
+            fences: Vec::new(),
+        };
+        a.two_sided(&calls, &msgs, &recvs);
+        let mut groups: Vec<(usize, Vec<Member>)> = fences.into_iter().collect();
+        groups.sort_by_key(|g| g.0);
+        for (w, members) in groups {
+            a.fence_group(FenceGroup {
+                members,
+                window: window_names
+                    .get(&w)
+                    .cloned()
+                    .unwrap_or_else(|| format!("window {}", w + 1)),
+            });
+        }
+        a
+    }
+
+    /// Matches sends to receives and measures the waits of both sides.
+    fn two_sided(&mut self, calls: &[Call], msgs: &[Msg], recvs: &[Recv]) {
+        // Messages per (source, destination, tag), in the order they are sent.
+        let mut order: Vec<usize> = (0..msgs.len()).filter(|&m| msgs[m].dst >= 0).collect();
+        order.sort_by_key(|&m| (msgs[m].start, msgs[m].stream));
+        let mut queues: HashMap<(i64, i64, i64), VecDeque<usize>> = HashMap::new();
+        let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        for m in order {
+            let key = (msgs[m].src, msgs[m].dst, msgs[m].tag);
+            let q = queues.entry(key).or_default();
+            if q.is_empty()
+                && !keys_to
+                    .get(&key.1)
+                    .is_some_and(|k| k.contains(&(key.0, key.2)))
+            {
+                keys_to.entry(key.1).or_default().push((key.0, key.2));
+            }
+            q.push_back(m);
+        }
+        // Receives in the order they are posted, each taking the first
+        // message it can match.
+        let mut rorder: Vec<usize> = (0..recvs.len()).filter(|&r| recvs[r].src >= -1).collect();
+        rorder.sort_by_key(|&r| (recvs[r].dst, recvs[r].post, recvs[r].stream));
+        // Per blocking call: the largest late-sender and late-receiver waits.
+        let mut ls: HashMap<usize, (u64, usize)> = HashMap::new(); // call -> (wait, msg)
+        let mut lr: HashMap<usize, (u64, usize)> = HashMap::new(); // call -> (wait, recv)
+        for r in rorder {
+            let rv = &recvs[r];
+            let key = if rv.src >= 0 && rv.tag >= 0 {
+                Some((rv.src, rv.dst, rv.tag))
+            } else {
+                keys_to
+                    .get(&rv.dst)
+                    .into_iter()
+                    .flatten()
+                    .filter(|(s, tg)| (rv.src < 0 || *s == rv.src) && (rv.tag < 0 || *tg == rv.tag))
+                    .map(|&(s, tg)| (s, rv.dst, tg))
+                    .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msgs[m].start)?, k)))
+                    .min()
+                    .map(|(_, k)| k)
+            };
+            let Some(m) = key.and_then(|k| queues.get_mut(&k)?.pop_front()) else {
+                continue;
+            };
+            let msg = &msgs[m];
+            if let Some(c) = rv.call {
+                let call = &calls[c];
+                let w = msg.start.min(call.to).saturating_sub(call.from);
+                let e = ls.entry(c).or_insert((0, m));
+                if w > e.0 {
+                    *e = (w, m);
+                }
+            }
+            if let Some(c) = msg.call {
+                let call = &calls[c];
+                let w = if rv.post > call.from && call.to >= rv.post {
+                    rv.post - call.from
+                } else {
+                    0
+                };
+                let e = lr.entry(c).or_insert((0, r));
+                if w > e.0 {
+                    *e = (w, r);
+                }
+            }
+        }
+        let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::new();
+        let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Call| {
+            *at.entry((pattern, call.kind, call.site))
+                .or_insert_with(|| {
+                    sites.push(Site::new(pattern, call.kind, call.site));
+                    sites.len() - 1
+                })
+        };
+        let mut keys: Vec<usize> = ls.keys().chain(lr.keys()).copied().collect();
+        keys.sort_unstable();
+        keys.dedup();
+        for c in keys {
+            let call = &calls[c];
+            let s = ls.get(&c).copied();
+            let r = lr.get(&c).copied();
+            // One wait per call: the larger of the two.
+            let sender_late = match (s, r) {
+                (Some(s), Some(r)) => s.0 >= r.0,
+                (Some(_), None) => true,
+                _ => false,
+            };
+            if sender_late {
+                let (w, m) = s.unwrap_or_default();
+                let i = site_of(&mut self.sites, "late_sender", call);
+                self.sites[i].add_call(call.stream, w, msgs[m].stream, msgs[m].site);
+            } else if let Some((w, rv)) = r {
+                let i = site_of(&mut self.sites, "late_receiver", call);
+                self.sites[i].add_call(call.stream, w, recvs[rv].stream, recvs[rv].site);
+            }
+        }
+    }
+
+    /// A fence group's epochs: each member waits from its arrival to the last arrival.
+    fn fence_group(&mut self, g: FenceGroup) {
+        let n = g.members.len();
+        let epochs = g.members.first().map_or(0, |m| m.1.len());
+        if n < 2 || epochs == 0 || g.members.iter().any(|m| m.1.len() != epochs) {
+            return;
+        }
+        let mut at: HashMap<u32, usize> = HashMap::new();
+        for k in 0..epochs {
+            let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
+            let latest = g.members[last].1[k].0;
+            for (stream, f) in &g.members {
+                let (from, to, site) = f[k];
+                let i = *at.entry(site).or_insert_with(|| {
+                    let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id);
+                    self.sites.push(Site::new("fence", fence, site));
+                    self.sites.len() - 1
+                });
+                let w = latest.min(to).saturating_sub(from);
+                let (ls, lsite) = (g.members[last].0, g.members[last].1[k].2);
+                self.sites[i].add_call(*stream, w, ls, lsite);
+            }
+        }
+        self.fences.push(g);
+    }
+
+    fn rank_name(&self, t: &Trace, stream: usize) -> String {
+        let s = &t.streams[stream];
+        match self.ranks.get(&s.process) {
+            Some(r) => format!("rank {r} ({})", thread_name(s)),
+            None => thread_name(s),
+        }
+    }
+
+    fn site(&self, t: &Trace, s: &Site) -> WaitSite {
+        let their_time: u64 = s
+            .threads
+            .iter()
+            .map(|&i| active_span(&t.streams[i]))
+            .sum::<u64>()
+            .max(1);
+        let mut partners: Vec<(usize, u64)> = s.partners.iter().map(|(&k, &v)| (k, v)).collect();
+        partners.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        WaitSite {
+            pattern: s.pattern.to_string(),
+            call: kind_name(s.kind).to_string(),
+            location: location(t, Some(s.site)),
+            calls: s.calls,
+            waits: s.waits,
+            wait_ns: s.wait_ns,
+            max_ns: s.max_ns,
+            threads: s
+                .threads
+                .iter()
+                .map(|&i| thread_name(&t.streams[i]))
+                .collect(),
+            share: s.wait_ns as f64 / their_time as f64,
+            partners: partners
+                .iter()
+                .map(|&(p, _)| self.rank_name(t, p))
+                .collect(),
+        }
+    }
+
+    /// A `late_sender` or `late_receiver` finding for a line, when its waiting is worth it.
+    fn finding(&self, t: &Trace, s: &Site, total_time: u64) -> Option<Finding> {
+        if !matches!(s.pattern, "late_sender" | "late_receiver") {
+            return None;
+        }
+        let w = self.site(t, s);
+        if w.share < WAIT_SHARE || w.wait_ns == 0 {
+            return None;
+        }
+        let waiting = match s.threads.as_slice() {
+            [one] => format!(
+                "{} waits {:.1}% of its time",
+                self.rank_name(t, *one),
+                100.0 * w.share
+            ),
+            many => format!(
+                "{} threads wait {:.1}% of their time",
+                many.len(),
+                100.0 * w.share
+            ),
+        };
+        let partner = match w.partners.as_slice() {
+            [] => "?".to_string(),
+            [one] => one.clone(),
+            [first, rest @ ..] => format!("{first} (and {} others)", rest.len()),
+        };
+        let partner_site = s
+            .partner_sites
+            .iter()
+            .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
+            .and_then(|(&site, _)| location(t, Some(site)))
+            .map(|l| format!(" at {}:{}", l.file, l.line))
+            .unwrap_or_default();
+        let call = w.call.trim_start_matches("GASP_");
+        let call = call_name(call);
+        let (what, advice) = if s.pattern == "late_sender" {
+            (
+                format!("for messages that {partner} sends late{partner_site}"),
+                "Post the receive early (MPI_Irecv) and do other work until it is needed, move the send earlier \
+                 on the sender, or balance the work so that the sender reaches its send sooner.",
+            )
+        } else {
+            (
+                format!("until {partner} posts the matching receive{partner_site}"),
+                "Post the receive earlier (MPI_Irecv before the receiver's computation), send without waiting \
+                 (MPI_Isend, then MPI_Wait after other work; MPI_Send rather than MPI_Ssend), or balance the \
+                 work so that the receiver gets there sooner.",
+            )
+        };
+        Some(Finding {
+            kind: s.pattern.to_string(),
+            severity: s.wait_ns as f64 / total_time.max(1) as f64,
+            threads: w.threads.clone(),
+            location: w.location.clone(),
+            message: format!(
+                "{waiting} ({:.3} ms, longest {:.3} ms) in {} of {} {call} here {what}. {advice}",
+                w.wait_ns as f64 / 1e6,
+                w.max_ns as f64 / 1e6,
+                w.waits,
+                w.calls,
+            ),
+        })
+    }
+
+    /// `barrier_wait` findings for fence groups whose waiting is worth it.
+    fn fence_findings(&self, t: &Trace, total_time: u64) -> Vec<Finding> {
+        let mut out = Vec::new();
+        for g in &self.fences {
+            let n = g.members.len();
+            let epochs = g.members[0].1.len();
+            let mut wait = vec![0u64; n];
+            let mut last_count = vec![0usize; n];
+            // Per member: the waiting it causes by arriving last.
+            let mut caused = vec![0u64; n];
+            // Per member: its wait at each of its fence lines.
+            let mut lines: Vec<HashMap<u32, u64>> = vec![HashMap::new(); n];
+            for k in 0..epochs {
+                let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
+                let latest = g.members[last].1[k].0;
+                last_count[last] += 1;
+                for (m, (_, f)) in g.members.iter().enumerate() {
+                    let w = latest.min(f[k].1).saturating_sub(f[k].0);
+                    wait[m] += w;
+                    caused[last] += w;
+                    *lines[m].entry(f[k].2).or_default() += w;
+                }
+            }
+            let waited: u64 = wait.iter().sum();
+            let their_time: u64 = g
+                .members
+                .iter()
+                .map(|m| active_span(&t.streams[m.0]))
+                .sum::<u64>()
+                .max(1);
+            let share = waited as f64 / their_time as f64;
+            if share < WAIT_SHARE || waited == 0 {
+                continue;
+            }
+            let worst = (0..n).max_by_key(|&m| wait[m]).unwrap_or(0);
+            let late = (0..n).max_by_key(|&m| caused[m]).unwrap_or(0);
+            // The fence line where the worst waiter waits most.
+            let line = std::mem::take(&mut lines[worst])
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
+                .map(|l| l.0);
+            out.push(Finding {
+                kind: "barrier_wait".into(),
+                severity: waited as f64 / total_time.max(1) as f64,
+                threads: g.members.iter().map(|m| thread_name(&t.streams[m.0])).collect(),
+                location: location(t, line),
+                message: format!(
+                    "{:.1}% of the time of these {n} ranks is spent in {epochs} MPI_Win_fence of window {} waiting \
+                     for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
+                     most ({:.3} ms). Balance the \
+                     work between fences, or synchronize only the ranks that communicate (MPI_Win_post/start/\
+                     complete/wait, or passive target: MPI_Win_lock_all and MPI_Win_flush).",
+                    100.0 * share,
+                    g.window,
+                    self.rank_name(t, g.members[late].0),
+                    last_count[late],
+                    caused[late] as f64 / 1e6,
+                    self.rank_name(t, g.members[worst].0),
+                    wait[worst] as f64 / 1e6
+                ),
+            });
+        }
+        out
+    }
+}
+
+/// `MPI_RECV` -> `MPI_Recv`.
+fn call_name(upper: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in upper.split('_').enumerate() {
+        match i {
+            0 => out.push_str(part),
+            1 => {
+                out.push('_');
+                let mut c = part.chars();
+                if let Some(f) = c.next() {
+                    out.push(f);
+                    out.push_str(&c.as_str().to_lowercase());
+                }
+            }
+            _ => {
+                out.push('_');
+                out.push_str(&part.to_lowercase());
+            }
+        }
+    }
+    out
+}
+
+/// Completes a request: a receive learns its actual source and tag from the
+/// status, when there is one; the waiting call becomes the blocking call.
+fn complete(
+    msgs: &mut [Msg],
+    recvs: &mut [Recv],
+    p: Pending,
+    call: Option<usize>,
+    status: (Option<i64>, Option<i64>),
+) {
+    match p {
+        Pending::Send(m, may_block) => {
+            if may_block {
+                msgs[m].call = call;
+            }
+        }
+        Pending::Recv(r) => {
+            let rv = &mut recvs[r];
+            rv.call = call;
+            if rv.src < 0 {
+                if let Some(s) = status.0 {
+                    // A wildcard resolved, or MPI_PROC_NULL (negative: left out).
+                    rv.src = if s >= 0 { s } else { -2 };
+                }
+            }
+            if rv.tag < 0 {
+                if let Some(tg) = status.1.filter(|&tg| tg >= 0) {
+                    rv.tag = tg;
+                }
+            }
+        }
+    }
+}
+
+impl Site {
+    fn new(pattern: &'static str, kind: u16, site: u32) -> Site {
+        Site {
+            pattern,
+            kind,
+            site,
+            calls: 0,
+            waits: 0,
+            wait_ns: 0,
+            max_ns: 0,
+            threads: Vec::new(),
+            partners: HashMap::new(),
+            partner_sites: HashMap::new(),
+        }
+    }
+
+    fn add(&mut self, thread: usize, wait: u64) {
+        self.calls += 1;
+        if wait > 0 {
+            self.waits += 1;
+        }
+        self.wait_ns += wait;
+        self.max_ns = self.max_ns.max(wait);
+        if wait > 0 && !self.threads.contains(&thread) {
+            self.threads.push(thread);
+        }
+    }
+
+    fn add_call(&mut self, thread: usize, wait: u64, partner: usize, partner_site: u32) {
+        self.add(thread, wait);
+        if wait > 0 {
+            *self.partners.entry(partner).or_default() += wait;
+            *self.partner_sites.entry(partner_site).or_default() += wait;
+        }
+    }
+}
