@@ -12,7 +12,8 @@ use common::{finding_kinds, report};
 /// Three patterns on one symmetric array of 8 pages, 20 epochs each:
 /// 0: every PE writes its own 64-byte slot of the first page of PE 0 (false sharing);
 /// 1: PE it%np writes a page of PE 0, the others read it after the barrier (producer-consumer);
-/// 2: every PE writes its own page of PE 0 (neither).
+/// 2: every PE writes its own page of PE 0 (neither);
+/// 3: every PE but 0 reads PE 0's pages over and over (a remote hot spot, not produced data).
 const PROGRAM: &str = r#"
 #include <shmem.h>
 #include <stdlib.h>
@@ -31,8 +32,10 @@ int main(int argc, char **argv) {
       if (me == it % np) shmem_putmem(&a[512 * (it % 8)], buf, 4096, 0);
       shmem_barrier_all();
       if (me != it % np) shmem_getmem(buf, &a[512 * (it % 8)], 4096, 0);  /* PC_LINE */
-    } else {
+    } else if (mode == 2) {
       shmem_putmem(&a[512 * me], buf, 4096, 0);
+    } else {
+      if (me != 0) for (int k = 0; k < 400; k++) shmem_getmem(buf, &a[512 * (k % 8)], 4096, 0);  /* HOT_LINE */
     }
     volatile double x = 0;
     for (int k = 0; k < 100000; k++) x += k;
@@ -204,6 +207,26 @@ fn false_sharing_producer_consumer_and_neither() {
         .as_array()
         .unwrap()
         .is_empty());
+}
+
+#[test]
+fn one_home_serving_everyone_is_a_remote_hotspot() {
+    let (dir, exe) = build();
+    let t = run_mode(&dir, &exe, 3);
+    let r = report(&t);
+    let f = finding(&r, "remote_hotspot");
+    assert_eq!(f["threads"].as_array().unwrap().len(), 3, "{f:#}");
+    assert!(f["message"].as_str().unwrap().contains("held by PE 0"), "{f:#}");
+    let o = &r["blocks"]["objects"][0];
+    assert_eq!(o["ranks"], 4);
+    for pe in 1..4 {
+        assert_eq!(o["ops"][pe][0], 400 * 20, "gets from PE {pe} to PE 0");
+        assert_eq!(o["bytes"][pe][0], 400 * 20 * 4096);
+    }
+    assert_eq!(o["remote_ops"], 3 * 400 * 20);
+    assert_eq!(o["local_ops"], 0);
+    // Read all along, never written: not produced data.
+    assert!(!finding_kinds(&r).contains(&"producer_consumer".to_string()));
 }
 
 #[test]
