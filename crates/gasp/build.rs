@@ -51,6 +51,8 @@ fn build_adapter(out: &std::path::Path, name: &str, wrapper: &str, header: &str)
     println!("cargo:rerun-if-changed=csrc/{name}_adapter.c");
     let Some(inc) = include_with(wrapper, header) else {
         println!("cargo:warning={header} not found: libgaspard_{name}.so is not built");
+        // Build it as soon as the runtime is installed.
+        println!("cargo:rerun-if-changed=/usr/lib/x86_64-linux-gnu/openmpi/include/{header}");
         return;
     };
     // OUT_DIR is target/<profile>/build/<crate>/out: the library goes to target/<profile>.

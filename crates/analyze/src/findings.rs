@@ -155,6 +155,11 @@ const BARRIERS: [&str; 8] = [
 /// between barriers.
 const IMBALANCE_THRESHOLD: f64 = 0.20;
 
+/// ...and by at least this much time: a few microseconds per epoch is the
+/// scale of scheduling and timer noise (a process sharing its core with
+/// another), not of work a user could move.
+const IMBALANCE_MIN_EPOCH_NS: f64 = 5_000.0;
+
 /// How findings name a thread: `PE 2 (host-pid stream 0)`, `rank 1 (...)`,
 /// or `host-pid stream N` where the model has no ranks.
 pub fn thread_name(s: &Stream) -> String {
@@ -369,6 +374,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         if used >= 4
             && late_epochs[culprit] * 4 >= used * 3
             && per_epoch / epoch_len >= IMBALANCE_THRESHOLD
+            && per_epoch >= IMBALANCE_MIN_EPOCH_NS
             && imbalance_share >= 0.05
         {
             // Where the late thread arrives from: its most frequent barrier callsite.

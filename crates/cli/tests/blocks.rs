@@ -216,7 +216,10 @@ fn one_home_serving_everyone_is_a_remote_hotspot() {
     let r = report(&t);
     let f = finding(&r, "remote_hotspot");
     assert_eq!(f["threads"].as_array().unwrap().len(), 3, "{f:#}");
-    assert!(f["message"].as_str().unwrap().contains("held by PE 0"), "{f:#}");
+    assert!(
+        f["message"].as_str().unwrap().contains("held by PE 0"),
+        "{f:#}"
+    );
     let o = &r["blocks"]["objects"][0];
     assert_eq!(o["ranks"], 4);
     for pe in 1..4 {
