@@ -32,6 +32,19 @@ enum Command {
         /// Trace directory (default: ./gaspard-<program>-<UTC date>).
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
+        /// Leave out these events (GASPARD_EXCLUDE): comma-separated kind names
+        /// (GASP_C_MALLOC) or user event names; a trailing * matches a prefix
+        /// (GASP_SHMEM_LONG_*). They are counted, and the count is in the trace.
+        #[arg(long, value_name = "NAMES")]
+        exclude: Option<String>,
+        /// Record only these events (GASPARD_INCLUDE), named as for --exclude.
+        #[arg(long, value_name = "NAMES")]
+        include: Option<String>,
+        /// Leave out the events made at these source positions
+        /// (GASPARD_EXCLUDE_SITES): comma-separated FILE or FILE:LINE, FILE
+        /// matching the end of a path (heat.c matches /src/heat.c).
+        #[arg(long, value_name = "SITES")]
+        exclude_sites: Option<String>,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         cmd: Vec<String>,
@@ -156,7 +169,11 @@ fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
     found
 }
 
-fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
+fn run(
+    output: Option<PathBuf>,
+    filters: &[(&str, Option<String>)],
+    cmd: Vec<String>,
+) -> Result<ExitCode> {
     let prog = std::path::Path::new(&cmd[0])
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -167,6 +184,11 @@ fn run(output: Option<PathBuf>, cmd: Vec<String>) -> Result<ExitCode> {
     let dir = dir.canonicalize().unwrap_or(dir);
     let mut cmd = cmd;
     let mut env: Vec<(String, String)> = vec![("GASPARD_DIR".into(), dir.display().to_string())];
+    for (k, v) in filters {
+        if let Some(v) = v {
+            env.push((k.to_string(), v.clone()));
+        }
+    }
     if let Ok(inst) = cc::find_install() {
         // OpenMP programs on LLVM's libomp load gaspard as their OMPT tool; other
         // programs ignore the variable.
@@ -251,7 +273,20 @@ fn main() -> ExitCode {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
         match cli.command {
-            Command::Run { output, cmd } => return run(output, cmd),
+            Command::Run {
+                output,
+                exclude,
+                include,
+                exclude_sites,
+                cmd,
+            } => {
+                let filters = [
+                    ("GASPARD_EXCLUDE", exclude),
+                    ("GASPARD_INCLUDE", include),
+                    ("GASPARD_EXCLUDE_SITES", exclude_sites),
+                ];
+                return run(output, &filters, cmd);
+            }
             Command::Cc { args } => {
                 // The wrapper's options come first, then the compiler: `gaspard cc --profile -- cc a.c`.
                 let (ours, rest): (Vec<String>, Vec<String>) = {

@@ -122,12 +122,21 @@ typedef struct gaspard_ctx {
   void *rs;               /* Rust-side state of this context */
   uint64_t unknown_tags;  /* tags ignored, as the spec requires */
   gaspard_enc *enc;       /* encoder state */
-  uint64_t pad;
+  uint64_t filtered;      /* events left out by the filters */
 } gaspard_ctx;
 
 extern gaspard_ctx gaspard_contexts[GASPARD_MAX_CONTEXTS];
 extern __thread char gaspard_tls_marker __attribute__((tls_model("initial-exec")));
 extern int gaspard_clock_is_tsc;
+
+/* Filters by event name and callsite (GASPARD_EXCLUDE, GASPARD_INCLUDE,
+ * GASPARD_EXCLUDE_SITES; crates/recorder/src/filter.rs). Off unless set:
+ * then the hot path pays one load and one branch. */
+#define GASPARD_FILTER_KINDS 4096u
+#define GASPARD_FILTER_USERS 65536u
+extern int gaspard_filtering;
+/* Nonzero when the event is left out (and counted in c->filtered). */
+int gaspard_filtered(gaspard_ctx *c, unsigned kind, uint64_t user, const char *file, int line);
 
 /* Slow paths, in Rust. */
 uint8_t *gaspard_refill(gaspard_ctx *c);
@@ -223,6 +232,7 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
                                 unsigned flags, const char *file, int line, int col,
                                 uint64_t user, const uint64_t *fmask,
                                 const uint64_t *args, unsigned n) {
+  if (__builtin_expect(gaspard_filtering, 0) && gaspard_filtered(c, kind, user, file, line)) return;
   gaspard_enc *e = c->enc;
   uint32_t site = gaspard_site(c, file, line, col);
   int is_user = kind == GASPARD_K_USER;

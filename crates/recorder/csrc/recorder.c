@@ -110,3 +110,76 @@ void gaspard_enc_stats(const gaspard_enc *e, uint32_t *events, uint64_t *base_ts
   *base_ts = e->base_ts;
   *last_ts = e->last_ts;
 }
+
+/* --- Filters ------------------------------------------------------------ */
+
+int gaspard_filtering = 0;
+static uint64_t skip_kind[GASPARD_FILTER_KINDS / 64];
+static uint64_t skip_user[GASPARD_FILTER_USERS / 64];
+static uint32_t user_base = 0x10000u;
+#define GASPARD_SITE_RULES 64
+static struct {
+  char file[256];
+  size_t len;
+  uint32_t line; /* 0: every line */
+} site_rules[GASPARD_SITE_RULES];
+static unsigned nsite_rules;
+/* The last file seen by this thread and the rules whose file it matches. */
+static __thread const char *rule_file;
+static __thread uint64_t rule_mask;
+
+void gaspard_filter_kind(unsigned kind) {
+  if (kind < GASPARD_FILTER_KINDS) skip_kind[kind / 64] |= 1ull << (kind % 64);
+}
+
+void gaspard_filter_user(uint32_t base, uint32_t index) {
+  user_base = base;
+  if (index < GASPARD_FILTER_USERS) __atomic_fetch_or(&skip_user[index / 64], 1ull << (index % 64), __ATOMIC_RELAXED);
+}
+
+/* A rule: files whose path ends with `file` (after a '/' or whole), at
+ * `line` or at every line when it is 0. Returns 0 when there is no room. */
+int gaspard_filter_site(const char *file, uint32_t line) {
+  size_t len = strlen(file);
+  if (nsite_rules == GASPARD_SITE_RULES || len == 0 || len >= sizeof site_rules[0].file) return 0;
+  memcpy(site_rules[nsite_rules].file, file, len + 1);
+  site_rules[nsite_rules].len = len;
+  site_rules[nsite_rules].line = line;
+  nsite_rules++;
+  return 1;
+}
+
+void gaspard_filter_enable(int on) { gaspard_filtering = on; }
+
+static uint64_t rules_of(const char *file) {
+  uint64_t m = 0;
+  size_t len = strnlen(file, GASPARD_MAX_STRING);
+  for (unsigned i = 0; i < nsite_rules; i++) {
+    size_t r = site_rules[i].len;
+    if (r <= len && memcmp(file + len - r, site_rules[i].file, r) == 0 &&
+        (r == len || file[len - r - 1] == '/'))
+      m |= 1ull << i;
+  }
+  return m;
+}
+
+int gaspard_filtered(gaspard_ctx *c, unsigned kind, uint64_t user, const char *file, int line) {
+  int skip = 0;
+  if (kind == GASPARD_K_USER) {
+    uint64_t i = user - user_base;
+    skip = i < GASPARD_FILTER_USERS && (__atomic_load_n(&skip_user[i / 64], __ATOMIC_RELAXED) >> (i % 64) & 1);
+  } else if (kind >= 256 && kind < 512) {
+    return 0; /* gaspard's own events are always kept */
+  } else if (kind < GASPARD_FILTER_KINDS) {
+    skip = skip_kind[kind / 64] >> (kind % 64) & 1;
+  }
+  if (!skip && nsite_rules && file) {
+    if (file != rule_file) rule_file = file, rule_mask = rules_of(file);
+    for (uint64_t m = rule_mask; m && !skip; m &= m - 1) {
+      uint32_t l = site_rules[__builtin_ctzll(m)].line;
+      skip = l == 0 || l == (uint32_t)line;
+    }
+  }
+  if (skip) c->filtered++;
+  return skip;
+}

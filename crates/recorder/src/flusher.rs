@@ -189,13 +189,17 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
     if status != "running" {
         release_reserve(p);
     }
-    let mut unknown = 0;
+    let (mut unknown, mut filtered) = (0, 0);
     for i in 0..p.contexts() {
-        // SAFETY: a published slot; a racy read of a counter is fine here.
-        unknown += unsafe {
-            std::ptr::read_volatile(std::ptr::addr_of!((*crate::ctx_slot(i)).unknown_tags))
-        };
+        // SAFETY: a published slot; racy reads of counters are fine here.
+        unsafe {
+            unknown +=
+                std::ptr::read_volatile(std::ptr::addr_of!((*crate::ctx_slot(i)).unknown_tags));
+            filtered += std::ptr::read_volatile(std::ptr::addr_of!((*crate::ctx_slot(i)).filtered));
+        }
     }
+    let mut notes = p.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    notes.extend(crate::filter::note(filtered));
     let m = Manifest {
         host: p.host.clone(),
         pid: p.pid,
@@ -210,7 +214,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
         events: p.events.load(Ordering::Relaxed),
         lost: p.lost.load(Ordering::Relaxed),
         unknown_tags: unknown,
-        notes: p.notes.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+        notes,
     };
     write_maps(p);
     let path = p.dir.join(format!("{}.manifest", p.prefix));

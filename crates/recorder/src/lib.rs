@@ -11,6 +11,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod clock;
+mod filter;
 mod flusher;
 mod process;
 mod signals;
@@ -34,7 +35,7 @@ pub struct Ctx {
     rs: *mut c_void,
     unknown_tags: u64,
     enc: *mut c_void,
-    pad: u64,
+    filtered: u64,
 }
 
 /// The leading fields of `gaspard_enc`, as Rust reads them.

@@ -262,7 +262,7 @@ fn hostname() -> String {
 
 impl Process {
     fn new(opts: Options) -> Option<Process> {
-        for w in &opts.warnings {
+        for w in opts.warnings.iter().chain(&crate::filter::install()) {
             eprintln!("{w}");
         }
         clock::set_tsc(clock::choose_tsc(opts.clock.as_deref()));
@@ -742,6 +742,7 @@ pub fn create_user_event(
         }
         Some(Err(e)) => (None, Some(e.0)),
     };
+    crate::filter::user_created(name, range.start, id);
     users.push(UserEntry {
         id,
         name: name.to_string(),
