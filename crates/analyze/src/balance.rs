@@ -3,7 +3,7 @@
 //! per work-sharing construct or user region, how unevenly the threads'
 //! time in it is spread.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
@@ -135,7 +135,7 @@ pub fn balance(t: &Trace) -> Balance {
 /// regions, per name and callsite: each thread's total time in them.
 fn regions(t: &Trace) -> Vec<Region> {
     // (name, callsite) -> per stream total
-    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::new();
+    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
     let skip = [
         "GASP_OMP_PARALLEL",
         "GASP_OMP_IMPLICIT_TASK",

@@ -21,7 +21,9 @@
 //! A local store does not go through the runtime and is not seen: a program
 //! that writes its own part with plain stores shows no writer for it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
@@ -318,7 +320,7 @@ fn many(readers: usize, threads: usize) -> bool {
 pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
     let block_size = block_size.max(1);
     let mut objects = Vec::new();
-    let mut ids = HashMap::new();
+    let mut ids = HashMap::default();
     let mut accesses = Vec::new();
     for si in 0..t.streams.len() {
         accesses.extend(stream_accesses(t, si, &mut objects, &mut ids));
@@ -381,7 +383,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
     };
     let groups: Vec<usize> = (0..objects.len() as u32).map(group).collect();
     // The thread holding each rank's part, per model.
-    let mut home_thread: HashMap<(&str, u32), usize> = HashMap::new();
+    let mut home_thread: HashMap<(&str, u32), usize> = HashMap::default();
     for (i, s) in t.streams.iter().enumerate() {
         if let Some(r) = rank(s) {
             let caf = s

@@ -21,7 +21,7 @@
 //! and created OpenCoarrays' dynamic window at start-up. The synchronization
 //! the runtime does itself at the end of the program is left out.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use gaspard_format::kinds::{self, kind_by_name};
@@ -94,6 +94,7 @@ pub fn recognise(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsit
         );
         all.sort_by_key(|(t, order, _)| (*t, *order));
         s.events = all.into_iter().map(|(_, _, e)| e).collect();
+        s.events_changed();
     }
 }
 

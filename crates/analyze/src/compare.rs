@@ -14,7 +14,9 @@
 //! report's breakdown) for the whole program, and the mean time per thread
 //! (`total_ns / threads`) for a region.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
+
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Component, PathBuf};
 
 use serde::Serialize;
@@ -187,7 +189,7 @@ pub fn labels(dirs: &[PathBuf]) -> Vec<String> {
         .find(|&k| distinct(&suffix(k)) == most)
         .unwrap_or(1);
     // The same directory given more than once: number the repeats.
-    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut seen: HashMap<String, usize> = HashMap::default();
     suffix(k)
         .into_iter()
         .map(|l| {

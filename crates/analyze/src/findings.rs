@@ -3,7 +3,7 @@
 //! (time spent waiting at them, and load imbalance: a thread that arrives
 //! last, epoch after epoch).
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
@@ -187,8 +187,9 @@ pub fn barriers(s: &Stream) -> Vec<Interval> {
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let all = intervals(s);
     let has_caf = all.iter().any(|iv| Some(iv.kind) == caf_sync);
-    all.into_iter()
+    all.iter()
         .filter(|iv| barrier_kinds.contains(&iv.kind) && !(has_caf && Some(iv.kind) == mpi_barrier))
+        .copied()
         .collect()
 }
 
@@ -290,7 +291,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         if waited as f64 / group_time as f64 >= 0.05 {
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
             // Where it waits most: its barrier callsite with the most waiting.
-            let mut at: HashMap<u32, u64> = HashMap::new();
+            let mut at: HashMap<u32, u64> = HashMap::default();
             for iv in &per[worst] {
                 *at.entry(iv.callsite).or_default() += iv.end.saturating_sub(iv.start);
             }
@@ -378,7 +379,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
             && imbalance_share >= 0.05
         {
             // Where the late thread arrives from: its most frequent barrier callsite.
-            let mut sites: HashMap<u32, usize> = HashMap::new();
+            let mut sites: HashMap<u32, usize> = HashMap::default();
             for iv in &per[culprit] {
                 *sites.entry(iv.callsite).or_default() += 1;
             }
@@ -432,7 +433,7 @@ fn aggregate_advice(kind: &str) -> &'static str {
 fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
     // (callsite, kind) -> (count, bytes, time, threads' total span, threads)
     type Tally = (u64, u64, u64, Vec<usize>);
-    let mut tally: HashMap<(u32, u16), Tally> = HashMap::new();
+    let mut tally: HashMap<(u32, u16), Tally> = HashMap::default();
     for (si, s) in t.streams.iter().enumerate() {
         for iv in intervals(s) {
             if class_of(iv.kind) != Some(Class::Comm) {

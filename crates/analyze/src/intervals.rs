@@ -1,7 +1,7 @@
 //! START/END pairs of a thread's events, matched the way every analysis
 //! matches them: per kind (and user event), innermost first.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::trace::Stream;
 
@@ -22,29 +22,54 @@ pub struct Interval {
     pub end_event: usize,
 }
 
-/// The thread's intervals, by start time (an enclosing interval before those it holds).
-pub fn intervals(s: &Stream) -> Vec<Interval> {
-    let mut open: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::new();
-    let mut out = Vec::new();
+/// The thread's intervals, by start time (an enclosing interval before those
+/// it holds). Computed once per stream and kept.
+pub fn intervals(s: &Stream) -> &[Interval] {
+    s.intervals.get_or_init(|| compute(s))
+}
+
+fn compute(s: &Stream) -> Vec<Interval> {
+    // Open STARTs per kind (kinds below KINDS directly, user events and
+    // larger kinds in a map); each START takes its place in `out` at once,
+    // so that `out` is in START order, and is filled in by its END.
+    const KINDS: usize = 2048;
+    let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
+    let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
+    let mut slots: Vec<Option<Interval>> = Vec::new();
     for (i, e) in s.events.iter().enumerate() {
-        match e.phase {
-            0 => open.entry((e.kind, e.user)).or_default().push(i),
-            1 => {
-                if let Some(j) = open.get_mut(&(e.kind, e.user)).and_then(|v| v.pop()) {
-                    let st = &s.events[j];
-                    out.push(Interval {
-                        kind: e.kind,
-                        start: st.t_ns,
-                        end: e.t_ns,
-                        callsite: st.callsite,
-                        start_event: j,
-                        end_event: i,
-                    });
-                }
+        if e.phase > 1 {
+            continue;
+        }
+        let stack = if e.user.is_none() && (e.kind as usize) < KINDS {
+            &mut open_kind[e.kind as usize]
+        } else {
+            open_other.entry((e.kind, e.user)).or_default()
+        };
+        if e.phase == 0 {
+            stack.push(slots.len());
+            slots.push(Some(Interval {
+                kind: e.kind,
+                start: e.t_ns,
+                end: u64::MAX,
+                callsite: e.callsite,
+                start_event: i,
+                end_event: usize::MAX,
+            }));
+        } else if let Some(slot) = stack.pop() {
+            if let Some(iv) = slots[slot].as_mut() {
+                iv.end = e.t_ns;
+                iv.end_event = i;
             }
-            _ => {}
         }
     }
-    out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+    let mut out: Vec<Interval> = slots
+        .into_iter()
+        .flatten()
+        .filter(|iv| iv.end_event != usize::MAX)
+        .collect();
+    // Time that went backwards (another core's clock) can break START order.
+    if !out.is_sorted_by_key(|i| i.start) {
+        out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+    }
     out
 }

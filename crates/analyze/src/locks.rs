@@ -21,7 +21,7 @@
 //! acquiring it: that acquisition is contended and the thread counts among the
 //! lock's waiters.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds;
 use serde::Serialize;
@@ -64,7 +64,7 @@ pub const IMAGE_SPAN: u64 = 256 << 20;
 type Images = HashMap<String, Vec<(u64, u64, String)>>;
 
 fn images(t: &Trace) -> Images {
-    let mut out: Images = HashMap::new();
+    let mut out: Images = HashMap::default();
     for p in &t.processes {
         let Ok(text) = std::fs::read_to_string(t.dir.join(format!("{}.maps", p.name))) else {
             continue;
@@ -172,7 +172,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
     let acquiring = ids(&["GASP_UPC_LOCK", "GASP_SHMEM_SET_LOCK", "GASP_CAF_LOCK"]);
     let attempt = kinds::kind_by_name("GASP_UPC_LOCK_ATTEMPT").map(|k| k.id);
     let releasing = ids(&["GASP_UPC_UNLOCK", "GASP_SHMEM_CLEAR_LOCK"]);
-    let mut locks: HashMap<(String, u64), Lock> = HashMap::new();
+    let mut locks: HashMap<(String, u64), Lock> = HashMap::default();
     let images = images(t);
     for (si, s) in t.streams.iter().enumerate() {
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.

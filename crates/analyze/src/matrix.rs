@@ -6,7 +6,7 @@
 //! them. An operation counts at (initiator, other side): the target of a put,
 //! get or atomic, the peer of a message.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
@@ -69,8 +69,8 @@ pub fn rank(s: &Stream) -> Option<Rank> {
 
 /// The communication matrices of the trace's MPI and OpenSHMEM processes.
 pub fn matrices(t: &Trace) -> Vec<Matrix> {
-    let mut by_model: HashMap<&'static str, Vec<(usize, usize, u64, u64)>> = HashMap::new();
-    let mut sizes: HashMap<&'static str, usize> = HashMap::new();
+    let mut by_model: HashMap<&'static str, Vec<(usize, usize, u64, u64)>> = HashMap::default();
+    let mut sizes: HashMap<&'static str, usize> = HashMap::default();
     for s in &t.streams {
         let Some(Rank { model, me, size }) = rank(s) else {
             continue;

@@ -3,7 +3,7 @@
 //! becomes (object, offset). An object is named by the source line that
 //! allocated it.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds;
@@ -51,7 +51,7 @@ pub struct Objects {
 
 /// An event's arguments by name.
 pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     let mut at = 0;
     for (n, _, w) in arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags) {
         if let Some(&v) = e.args.get(at) {

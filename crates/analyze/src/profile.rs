@@ -1,7 +1,7 @@
 //! The profile: per event name, per callsite and per thread, how many, how
 //! long and how many bytes.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds;
@@ -150,11 +150,11 @@ pub fn report(t: &Trace) -> Report {
 
 /// Computes the report, cutting shared objects in blocks of `block_size` bytes.
 pub fn report_with(t: &Trace, block_size: u64) -> Report {
-    let mut by_event: HashMap<String, Stats> = HashMap::new();
-    let mut by_site: HashMap<(String, u32), Stats> = HashMap::new();
+    let mut by_event: HashMap<String, Stats> = HashMap::default();
+    let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
     for s in &t.streams {
-        let mut mine: HashMap<String, Stats> = HashMap::new();
+        let mut mine: HashMap<String, Stats> = HashMap::default();
         let tool_kind = |k: u16| {
             matches!(
                 k,

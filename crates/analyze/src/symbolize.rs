@@ -1,7 +1,7 @@
 //! Code addresses (OpenMP constructs' `codeptr`) to source lines, through the
 //! process's executable mappings (`<process>.maps`) and the binaries' DWARF.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSegment};

@@ -1,6 +1,6 @@
 //! A trace directory, read into memory.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 use gaspard_format::chunk::{self, ChunkHeader, CHUNK_HEADER_LEN, CHUNK_MAGIC};
@@ -80,6 +80,17 @@ pub struct Stream {
     pub chunks: u32,
     /// True when the stream ends early or lost chunks.
     pub damaged: bool,
+    /// Its START/END intervals, computed once when first asked for
+    /// ([`crate::intervals::intervals`]); cleared by [`Stream::events_changed`].
+    pub(crate) intervals: std::sync::OnceLock<Vec<crate::intervals::Interval>>,
+}
+
+impl Stream {
+    /// To be called after changing `events`: what was derived from them is
+    /// computed again when next asked for.
+    pub fn events_changed(&mut self) {
+        self.intervals = std::sync::OnceLock::new();
+    }
 }
 
 /// A process's summary.
@@ -201,7 +212,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         dir: dir.to_path_buf(),
         ..Default::default()
     };
-    let mut refs: HashMap<String, Vec<(u64, u64)>> = HashMap::new();
+    let mut refs: HashMap<String, Vec<(u64, u64)>> = HashMap::default();
     for m in &manifests {
         let name = m
             .file_stem()
@@ -272,8 +283,8 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
                 .and_then(|m| m.clock_refs.first().map(|r| r.1))
         })
         .min();
-    let mut sites: HashMap<Callsite, u32> = HashMap::new();
-    let mut users: HashMap<(String, u64), u32> = HashMap::new();
+    let mut sites: HashMap<Callsite, u32> = HashMap::default();
+    let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut decoded = Vec::new();
     for (mut s, chunks) in raw_streams {
         let clock = &clocks[&s.process];
@@ -344,6 +355,9 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             ));
         }
     }
+    for s in &mut decoded {
+        s.events_changed();
+    }
     t.streams = decoded;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     Ok(t)
@@ -363,7 +377,7 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
         }
         v
     };
-    let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::new();
+    let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::default();
     for s in streams.iter_mut() {
         let pts_words = (s.pts_bytes as usize).div_ceil(8);
         for e in &mut s.events {
@@ -409,7 +423,7 @@ fn convert_chunk(
     users: &mut HashMap<(String, u64), u32>,
     t: &mut Trace,
 ) {
-    let mut local_sites: HashMap<u32, u32> = HashMap::new();
+    let mut local_sites: HashMap<u32, u32> = HashMap::default();
     for e in &c.events {
         let site = *local_sites.entry(e.callsite).or_insert_with(|| {
             let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
@@ -512,6 +526,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         events: Vec::new(),
         chunks: 0,
         damaged: false,
+        intervals: Default::default(),
     };
     let mut chunks = Vec::new();
     let mut pos = header.len;

@@ -60,7 +60,9 @@
 //! calls, waits, wait, longest wait, the threads that waited, their share of
 //! time, partners). A finding's threads are the threads that waited there.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds;
 use serde::Serialize;
@@ -219,7 +221,7 @@ fn int(a: &HashMap<&'static str, u64>, name: &str) -> Option<i64> {
 
 /// Each MPI process's rank in `MPI_COMM_WORLD`, from its `MPI_Init` END.
 pub(crate) fn mpi_ranks(t: &Trace) -> HashMap<String, i64> {
-    let mut out = HashMap::new();
+    let mut out = HashMap::default();
     for s in t.streams.iter().filter(|s| s.model == 3) {
         let init = s.events.iter().find(|e| {
             e.phase == 1
@@ -264,14 +266,14 @@ impl Analysis {
         let mut msgs: Vec<Msg> = Vec::new();
         let mut recvs: Vec<Recv> = Vec::new();
         let mut sites: Vec<Site> = Vec::new();
-        let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::new();
+        let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::default();
         // Fences per (window order, stream).
-        let mut fences: HashMap<usize, Vec<Member>> = HashMap::new();
-        let mut window_names: HashMap<usize, String> = HashMap::new();
+        let mut fences: HashMap<usize, Vec<Member>> = HashMap::default();
+        let mut window_names: HashMap<usize, String> = HashMap::default();
         for (si, s) in t.streams.iter().enumerate() {
             let me = ranks.get(&s.process).copied();
             let mut pending: Vec<(u64, Pending)> = Vec::new();
-            let mut windows: HashMap<u64, usize> = HashMap::new();
+            let mut windows: HashMap<u64, usize> = HashMap::default();
             let mut created = 0usize;
             for iv in intervals(s) {
                 let name = kind_name(iv.kind);
@@ -431,8 +433,8 @@ impl Analysis {
         // Messages per (source, destination, tag), in the order they are sent.
         let mut order: Vec<usize> = (0..msgs.len()).filter(|&m| msgs[m].dst >= 0).collect();
         order.sort_by_key(|&m| (msgs[m].start, msgs[m].stream));
-        let mut queues: HashMap<(i64, i64, i64), VecDeque<usize>> = HashMap::new();
-        let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+        let mut queues: HashMap<(i64, i64, i64), VecDeque<usize>> = HashMap::default();
+        let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
         for m in order {
             let key = (msgs[m].src, msgs[m].dst, msgs[m].tag);
             let q = queues.entry(key).or_default();
@@ -450,8 +452,8 @@ impl Analysis {
         let mut rorder: Vec<usize> = (0..recvs.len()).filter(|&r| recvs[r].src >= -1).collect();
         rorder.sort_by_key(|&r| (recvs[r].dst, recvs[r].post, recvs[r].stream));
         // Per blocking call: the largest late-sender and late-receiver waits.
-        let mut ls: HashMap<usize, (u64, usize)> = HashMap::new(); // call -> (wait, msg)
-        let mut lr: HashMap<usize, (u64, usize)> = HashMap::new(); // call -> (wait, recv)
+        let mut ls: HashMap<usize, (u64, usize)> = HashMap::default(); // call -> (wait, msg)
+        let mut lr: HashMap<usize, (u64, usize)> = HashMap::default(); // call -> (wait, recv)
         for r in rorder {
             let rv = &recvs[r];
             let key = if rv.src >= 0 && rv.tag >= 0 {
@@ -492,7 +494,7 @@ impl Analysis {
                 }
             }
         }
-        let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::new();
+        let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::default();
         let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Call| {
             *at.entry((pattern, call.kind, call.site))
                 .or_insert_with(|| {
@@ -531,7 +533,7 @@ impl Analysis {
         if n < 2 || epochs == 0 || g.members.iter().any(|m| m.1.len() != epochs) {
             return;
         }
-        let mut at: HashMap<u32, usize> = HashMap::new();
+        let mut at: HashMap<u32, usize> = HashMap::default();
         for k in 0..epochs {
             let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
             let latest = g.members[last].1[k].0;
@@ -663,7 +665,7 @@ impl Analysis {
             // Per member: the waiting it causes by arriving last.
             let mut caused = vec![0u64; n];
             // Per member: its wait at each of its fence lines.
-            let mut lines: Vec<HashMap<u32, u64>> = vec![HashMap::new(); n];
+            let mut lines: Vec<HashMap<u32, u64>> = vec![HashMap::default(); n];
             for k in 0..epochs {
                 let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
                 let latest = g.members[last].1[k].0;
@@ -785,8 +787,8 @@ impl Site {
             wait_ns: 0,
             max_ns: 0,
             threads: Vec::new(),
-            partners: HashMap::new(),
-            partner_sites: HashMap::new(),
+            partners: HashMap::default(),
+            partner_sites: HashMap::default(),
         }
     }
 

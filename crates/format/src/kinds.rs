@@ -261,19 +261,34 @@ fn tables() -> [(u16, &'static [KindInfo]); 3] {
     ]
 }
 
+/// Every kind by number, made once: analyses look kinds up per event.
+fn by_id() -> &'static [Option<&'static KindInfo>] {
+    static TABLE: std::sync::OnceLock<Vec<Option<&'static KindInfo>>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let max = all_kinds().map(|k| k.id as usize).max().unwrap_or(0);
+        let mut v = vec![None; max + 1];
+        for (_, table) in tables() {
+            for k in table {
+                v[k.id as usize] = Some(k);
+            }
+        }
+        v
+    })
+}
+
 /// Looks a kind up by its number.
 pub fn kind(id: u16) -> Option<&'static KindInfo> {
-    // Each table is sorted by id: binary search keeps this independent of gaps.
-    let (_, table) = tables().into_iter().rev().find(|(first, _)| id >= *first)?;
-    table
-        .binary_search_by_key(&id, |k| k.id)
-        .ok()
-        .map(|i| &table[i])
+    by_id().get(id as usize).copied().flatten()
 }
 
 /// Looks a kind up by its symbolic name.
 pub fn kind_by_name(name: &str) -> Option<&'static KindInfo> {
-    all_kinds().find(|k| k.name == name)
+    static NAMES: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static KindInfo>> =
+        std::sync::OnceLock::new();
+    NAMES
+        .get_or_init(|| all_kinds().map(|k| (k.name, k)).collect())
+        .get(name)
+        .copied()
 }
 
 /// Every kind: the core ones, then the OpenSHMEM and MPI ones.
