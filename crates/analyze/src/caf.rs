@@ -43,7 +43,7 @@ struct Call {
 
 fn calls(s: &Stream) -> Vec<Call> {
     intervals(s)
-        .into_iter()
+        .iter()
         .filter_map(|iv| {
             let k = kinds::kind(iv.kind)?;
             if !k.name.starts_with("GASP_MPI_") {
