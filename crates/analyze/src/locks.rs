@@ -28,7 +28,7 @@ use serde::Serialize;
 
 use crate::findings::{active_span, location, thread_name, Finding, Location};
 use crate::intervals::intervals;
-use crate::objects::args_by_name;
+use crate::objects::arg;
 use crate::trace::Trace;
 
 /// One lock's numbers.
@@ -179,7 +179,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
         let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
         let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)
         for e in &s.events {
-            let wait_id = || args_by_name(s, e).get("wait_id").copied().unwrap_or(0);
+            let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
             if omp_mutex.contains(&e.kind) && e.phase == 0 {
                 acquiring_omp.push((wait_id(), e.t_ns, e.callsite));
             } else if Some(e.kind) == acquired {
@@ -220,19 +220,24 @@ fn collect(t: &Trace) -> Vec<Lock> {
             }
         };
         let lock_arg = |ev: usize| {
-            let a = args_by_name(s, &s.events[ev]);
-            a.get("lock")
-                .or(a.get("lck"))
-                .or(a.get("coarray"))
-                .copied()
+            let e = &s.events[ev];
+            arg(s, e, "lock")
+                .or_else(|| arg(s, e, "lck"))
+                .or_else(|| arg(s, e, "coarray"))
                 .unwrap_or(0)
         };
         let mut held: Vec<(u64, u64)> = Vec::new(); // (lock, since)
         for iv in intervals(s) {
+            if !acquiring.contains(&iv.kind)
+                && Some(iv.kind) != attempt
+                && !releasing.contains(&iv.kind)
+            {
+                continue;
+            }
             let id = lock_arg(iv.start_event);
             let taken = acquiring.contains(&iv.kind)
                 || (Some(iv.kind) == attempt
-                    && args_by_name(s, &s.events[iv.end_event]).get("result") == Some(&1));
+                    && arg(s, &s.events[iv.end_event], "result") == Some(1));
             if taken {
                 let (object, off) = key(id, iv.start);
                 let name = if object.is_empty() || s.model == 5 {

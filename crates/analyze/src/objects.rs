@@ -62,6 +62,18 @@ pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
     out
 }
 
+/// One argument of an event, by name, without building the whole map.
+pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
+    let mut at = 0;
+    for (n, _, w) in arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags) {
+        if n == name {
+            return e.args.get(at).copied();
+        }
+        at += w;
+    }
+    None
+}
+
 fn site_name(sites: &[Callsite], e: &Event, fallback: String) -> String {
     match sites.get(e.callsite as usize) {
         Some(Callsite {

@@ -7,7 +7,6 @@ use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds;
 use serde::Serialize;
 
-use crate::dump::event_name;
 use crate::trace::{Event, Stream, Trace};
 
 /// Statistics of one group of events.
@@ -31,7 +30,43 @@ pub struct Stats {
     intervals: u64,
 }
 
+/// What names an event: its kind, its user event, or for a function its
+/// signature.
+type Key<'a> = (u16, Option<u32>, Option<&'a str>);
+
+fn key_of(e: &Event) -> Key<'_> {
+    let func = (e.user.is_none() && e.kind == kinds::C_FUNC)
+        .then(|| e.text_args.first().map(String::as_str))
+        .flatten();
+    (e.kind, e.user, func)
+}
+
+/// The name of a key, as [`crate::dump::event_name`] gives it.
+fn key_name(t: &Trace, (kind, user, func): Key<'_>) -> String {
+    match (user, func) {
+        (Some(u), _) => t.user_events[u as usize].name.clone(),
+        (None, Some(f)) => format!("GASP_C_FUNC {f}"),
+        (None, None) => {
+            kinds::kind(kind).map_or_else(|| format!("kind_{kind}"), |k| k.name.to_string())
+        }
+    }
+}
+
 impl Stats {
+    fn merge(&mut self, o: &Stats) {
+        self.count += o.count;
+        self.bytes += o.bytes;
+        if o.intervals > 0 {
+            if self.intervals == 0 || o.min_ns < self.min_ns {
+                self.min_ns = o.min_ns;
+            }
+            self.max_ns = self.max_ns.max(o.max_ns);
+            self.total_ns += o.total_ns;
+            self.intervals += o.intervals;
+            self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+        }
+    }
+
     fn add_interval(&mut self, d: u64) {
         if self.intervals == 0 || d < self.min_ns {
             self.min_ns = d;
@@ -150,11 +185,14 @@ pub fn report(t: &Trace) -> Report {
 
 /// Computes the report, cutting shared objects in blocks of `block_size` bytes.
 pub fn report_with(t: &Trace, block_size: u64) -> Report {
+    // Events are grouped by what names them (kind, user event, function),
+    // then by name: no string is made per event.
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
     for s in &t.streams {
-        let mut mine: HashMap<String, Stats> = HashMap::default();
+        let mut mine: HashMap<Key, Stats> = HashMap::default();
+        let mut sites: HashMap<(Key, u32), Stats> = HashMap::default();
         let tool_kind = |k: u16| {
             matches!(
                 k,
@@ -165,35 +203,44 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
             if tool_kind(e.kind) {
                 continue;
             }
-            let name = event_name(t, e);
+            let key = key_of(e);
             let bytes = bytes_of(s, e);
             let touch = |st: &mut Stats| {
-                if st.name.is_empty() {
-                    st.name = name.clone();
-                }
                 if e.phase != 1 {
                     st.count += 1;
                 }
                 st.bytes += bytes;
             };
-            touch(by_event.entry(name.clone()).or_default());
-            touch(by_site.entry((name.clone(), e.callsite)).or_default());
-            touch(mine.entry(name.clone()).or_default());
+            touch(sites.entry((key, e.callsite)).or_default());
+            touch(mine.entry(key).or_default());
         }
         for iv in crate::intervals::intervals(s) {
             if tool_kind(iv.kind) {
                 continue;
             }
-            let name = event_name(t, &s.events[iv.start_event]);
+            let key = key_of(&s.events[iv.start_event]);
             let d = iv.end.saturating_sub(iv.start);
-            by_event.entry(name.clone()).or_default().add_interval(d);
-            by_site
-                .entry((name.clone(), iv.callsite))
-                .or_default()
-                .add_interval(d);
-            mine.entry(name).or_default().add_interval(d);
+            sites.entry((key, iv.callsite)).or_default().add_interval(d);
+            mine.entry(key).or_default().add_interval(d);
         }
-        let mut v: Vec<Stats> = mine.into_values().collect();
+        for ((key, site), st) in sites {
+            by_site
+                .entry((key_name(t, key), site))
+                .or_default()
+                .merge(&st);
+        }
+        let mut named: HashMap<String, Stats> = HashMap::default();
+        for (key, st) in mine {
+            named.entry(key_name(t, key)).or_default().merge(&st);
+        }
+        let mut v: Vec<Stats> = named
+            .into_iter()
+            .map(|(name, mut st)| {
+                by_event.entry(name.clone()).or_default().merge(&st);
+                st.name = name;
+                st
+            })
+            .collect();
         sort(&mut v);
         by_thread.push(ThreadStats {
             process: s.process.clone(),
@@ -206,6 +253,9 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
             },
             by_event: v,
         });
+    }
+    for (name, st) in by_event.iter_mut() {
+        st.name = name.clone();
     }
     let mut ev: Vec<Stats> = by_event.into_values().collect();
     sort(&mut ev);
