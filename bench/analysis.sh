@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# How fast `gaspard report` reads and analyses a big trace: a trace of
+# PROCS processes x THREADS threads generated through the real recorder by
+# bench/gen_trace.c, then `gaspard report --json` timed REPEATS times
+# (median of wall and CPU time, peak memory). Prints a Markdown section on
+# stdout; bench/run.sh appends it to BENCHMARKS.md.
+#
+#   bash bench/analysis.sh
+#
+# Settings (environment): EVENTS in all (20000000), PROCS (64), THREADS (4),
+# REPEATS (3).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+EVENTS=${EVENTS:-20000000}
+PROCS=${PROCS:-64}
+THREADS=${THREADS:-4}
+REPEATS=${REPEATS:-3}
+say() { printf '%s\n' "$*" >&2; }
+for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+
+cargo build --release -p gaspard -p gaspard-gasp >&2
+BIN=$ROOT/target/bench
+mkdir -p "$BIN"
+cc -O2 -pthread -rdynamic -I"$ROOT/crates/gasp/include" bench/gen_trace.c \
+  -L"$ROOT/target/release" -Wl,-rpath,"$ROOT/target/release" -lgaspard -o "$BIN/gen_trace"
+WORK=$(mktemp -d /tmp/gaspard-analysis.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+PER=$((EVENTS / PROCS / THREADS))
+say "== generating $PROCS processes x $THREADS threads x $PER events"
+T0=$(date +%s.%N)
+for ((p = 0; p < PROCS; p++)); do
+  GASPARD_DIR=$WORK/trace "$BIN/gen_trace" "$p" "$PROCS" "$THREADS" "$PER"
+done
+T1=$(date +%s.%N)
+BYTES=$(du -sb "$WORK/trace" | cut -f1)
+
+say "== gaspard report, $REPEATS runs"
+: >"$WORK/times"
+for ((r = 0; r < REPEATS; r++)); do
+  /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$ROOT/target/release/gaspard" report "$WORK/trace" --json >"$WORK/report.json"
+  cat "$WORK/t" >>"$WORK/times"
+done
+N=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$WORK/report.json")
+
+python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" <<'EOF'
+import statistics, sys
+rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
+n, procs, threads, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+gen = float(sys.argv[7]) - float(sys.argv[6])
+wall = statistics.median(r[0] for r in rows)
+cpu = statistics.median(r[1] + r[2] for r in rows)
+rss = max(r[3] for r in rows) / 1024
+print("## Analysis speed")
+print()
+print(f"`bash bench/analysis.sh` (EVENTS={sys.argv[8]}, PROCS={procs}, THREADS={threads}, REPEATS={len(rows)}): a trace")
+print(f"of {procs} processes x {threads} threads generated through the real recorder by `bench/gen_trace.c`")
+print(f"({n:,} events, {size / n:.2f} bytes/event on disk, recorded in {gen:.1f} s), then")
+print("`gaspard report --json` on it, the whole report (profiles, every analysis, findings).")
+print()
+print("| events | wall (median) | CPU (median) | events/s (wall) | events/s per CPU second | peak memory |")
+print("|---|---|---|---|---|---|")
+print(f"| {n:,} | {wall:.2f} s | {cpu:.2f} s | {n / wall / 1e6:.2f} M | {n / cpu / 1e6:.2f} M | {rss:.0f} MiB ({rss * 1048576 / n:.0f} bytes/event) |")
+EOF
