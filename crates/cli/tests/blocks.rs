@@ -55,8 +55,10 @@ fn line_of(marker: &str) -> u64 {
         .unwrap()
 }
 
-fn build() -> (PathBuf, PathBuf) {
-    let dir = common::tmpdir("blocks");
+/// Builds the program in a directory of the test's own (`name`): tests run
+/// at the same time.
+fn build(name: &str) -> (PathBuf, PathBuf) {
+    let dir = common::tmpdir(name);
     let src = dir.join("fs.c");
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("fs");
@@ -113,7 +115,7 @@ fn finding<'a>(r: &'a Value, kind: &str) -> &'a Value {
 
 #[test]
 fn false_sharing_producer_consumer_and_neither() {
-    let (dir, exe) = build();
+    let (dir, exe) = build("blocks-fs-pc");
 
     // False sharing: one block of PE 0, four writers, 20 epochs, 20 writes each.
     let t = run_mode(&dir, &exe, 0);
@@ -211,7 +213,7 @@ fn false_sharing_producer_consumer_and_neither() {
 
 #[test]
 fn one_home_serving_everyone_is_a_remote_hotspot() {
-    let (dir, exe) = build();
+    let (dir, exe) = build("blocks-hotspot");
     let t = run_mode(&dir, &exe, 3);
     let r = report(&t);
     let f = finding(&r, "remote_hotspot");

@@ -12,10 +12,11 @@ use common::{dump, events, report};
 
 const ITERS: usize = 30;
 
-fn heat() -> (PathBuf, PathBuf) {
+/// heat.c built in a directory of the test's own (`name`).
+fn heat(name: &str) -> (PathBuf, PathBuf) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let lib = root.join("../../target/debug");
-    let dir = common::tmpdir("filters");
+    let dir = common::tmpdir(name);
     let exe = dir.join("heat");
     let out = Command::new("cc")
         .args(["-O2", "-pthread"])
@@ -100,7 +101,7 @@ fn line_of(needle: &str) -> usize {
 
 #[test]
 fn names_prefixes_and_sites_leave_out_exactly_their_events() {
-    let (dir, exe) = heat();
+    let (dir, exe) = heat("filters-names");
     let (all_dump, all_report) = run(&dir, "all", &exe, &[]);
     let all = counts(&all_dump);
     assert!(!all_report["problems"]
@@ -161,7 +162,7 @@ fn names_prefixes_and_sites_leave_out_exactly_their_events() {
 
 #[test]
 fn a_filter_naming_no_event_is_reported() {
-    let (dir, exe) = heat();
+    let (dir, exe) = heat("filters-unknown");
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("run")
         .arg("-o")
