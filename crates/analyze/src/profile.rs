@@ -7,6 +7,8 @@ use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds;
 use serde::Serialize;
 
+use rayon::prelude::*;
+
 use crate::trace::{Event, Stream, Trace};
 
 /// Statistics of one group of events.
@@ -178,6 +180,73 @@ fn sort(v: &mut [Stats]) {
     });
 }
 
+/// One stream's profile, and its statistics per (name, callsite).
+fn stream_profile(t: &Trace, s: &Stream) -> (ThreadStats, HashMap<(String, u32), Stats>) {
+    let mut mine: HashMap<Key, Stats> = HashMap::default();
+    let mut sites: HashMap<(Key, u32), Stats> = HashMap::default();
+    let tool_kind = |k: u16| {
+        matches!(
+            k,
+            kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+        )
+    };
+    for e in &s.events {
+        if tool_kind(e.kind) {
+            continue;
+        }
+        let key = key_of(e);
+        let bytes = bytes_of(s, e);
+        let touch = |st: &mut Stats| {
+            if e.phase != 1 {
+                st.count += 1;
+            }
+            st.bytes += bytes;
+        };
+        touch(sites.entry((key, e.callsite)).or_default());
+        touch(mine.entry(key).or_default());
+    }
+    for iv in crate::intervals::intervals(s) {
+        if tool_kind(iv.kind) {
+            continue;
+        }
+        let key = key_of(&s.events[iv.start_event]);
+        let d = iv.end.saturating_sub(iv.start);
+        sites.entry((key, iv.callsite)).or_default().add_interval(d);
+        mine.entry(key).or_default().add_interval(d);
+    }
+    let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
+    for ((key, site), st) in sites {
+        by_site
+            .entry((key_name(t, key), site))
+            .or_default()
+            .merge(&st);
+    }
+    let mut named: HashMap<String, Stats> = HashMap::default();
+    for (key, st) in mine {
+        named.entry(key_name(t, key)).or_default().merge(&st);
+    }
+    let mut v: Vec<Stats> = named
+        .into_iter()
+        .map(|(name, mut st)| {
+            st.name = name;
+            st
+        })
+        .collect();
+    sort(&mut v);
+    let thread = ThreadStats {
+        process: s.process.clone(),
+        stream: s.stream,
+        thread: s.thread,
+        events: s.events.len() as u64,
+        span_ns: match (s.events.first(), s.events.last()) {
+            (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
+            _ => 0,
+        },
+        by_event: v,
+    };
+    (thread, by_site)
+}
+
 /// Computes the report, with blocks of one page.
 pub fn report(t: &Trace) -> Report {
     report_with(t, crate::blocks::DEFAULT_BLOCK_SIZE)
@@ -187,72 +256,19 @@ pub fn report(t: &Trace) -> Report {
 pub fn report_with(t: &Trace, block_size: u64) -> Report {
     // Events are grouped by what names them (kind, user event, function),
     // then by name: no string is made per event.
+    // Each stream on its own (in parallel), then merged in stream order.
+    let per_stream: Vec<_> = t.streams.par_iter().map(|s| stream_profile(t, s)).collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
-    for s in &t.streams {
-        let mut mine: HashMap<Key, Stats> = HashMap::default();
-        let mut sites: HashMap<(Key, u32), Stats> = HashMap::default();
-        let tool_kind = |k: u16| {
-            matches!(
-                k,
-                kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
-            )
-        };
-        for e in &s.events {
-            if tool_kind(e.kind) {
-                continue;
-            }
-            let key = key_of(e);
-            let bytes = bytes_of(s, e);
-            let touch = |st: &mut Stats| {
-                if e.phase != 1 {
-                    st.count += 1;
-                }
-                st.bytes += bytes;
-            };
-            touch(sites.entry((key, e.callsite)).or_default());
-            touch(mine.entry(key).or_default());
+    for (thread, sites) in per_stream {
+        for st in &thread.by_event {
+            by_event.entry(st.name.clone()).or_default().merge(st);
         }
-        for iv in crate::intervals::intervals(s) {
-            if tool_kind(iv.kind) {
-                continue;
-            }
-            let key = key_of(&s.events[iv.start_event]);
-            let d = iv.end.saturating_sub(iv.start);
-            sites.entry((key, iv.callsite)).or_default().add_interval(d);
-            mine.entry(key).or_default().add_interval(d);
+        for (key, st) in sites {
+            by_site.entry(key).or_default().merge(&st);
         }
-        for ((key, site), st) in sites {
-            by_site
-                .entry((key_name(t, key), site))
-                .or_default()
-                .merge(&st);
-        }
-        let mut named: HashMap<String, Stats> = HashMap::default();
-        for (key, st) in mine {
-            named.entry(key_name(t, key)).or_default().merge(&st);
-        }
-        let mut v: Vec<Stats> = named
-            .into_iter()
-            .map(|(name, mut st)| {
-                by_event.entry(name.clone()).or_default().merge(&st);
-                st.name = name;
-                st
-            })
-            .collect();
-        sort(&mut v);
-        by_thread.push(ThreadStats {
-            process: s.process.clone(),
-            stream: s.stream,
-            thread: s.thread,
-            events: s.events.len() as u64,
-            span_ns: match (s.events.first(), s.events.last()) {
-                (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
-                _ => 0,
-            },
-            by_event: v,
-        });
+        by_thread.push(thread);
     }
     for (name, st) in by_event.iter_mut() {
         st.name = name.clone();
@@ -278,10 +294,28 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
             .then(a.stats.name.cmp(&b.stats.name))
             .then(a.line.cmp(&b.line))
     });
-    let breakdown = crate::findings::breakdown(t);
+    // The analyses are independent of one another: in parallel.
+    let ((breakdown, (blocks, mut findings)), ((communication, balance), (waits, locks))) =
+        rayon::join(
+            || {
+                rayon::join(
+                    || crate::findings::breakdown(t),
+                    || {
+                        rayon::join(
+                            || crate::blocks::analyse(t, block_size),
+                            || crate::findings::findings(t),
+                        )
+                    },
+                )
+            },
+            || {
+                rayon::join(
+                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
+                    || rayon::join(|| crate::waitstates::waits(t), || crate::locks::locks(t)),
+                )
+            },
+        );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
-    let blocks = crate::blocks::analyse(t, block_size);
-    let mut findings = crate::findings::findings(t);
     findings.extend(crate::blocks::findings(t, &blocks, total_time));
     findings.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     Report {
@@ -296,11 +330,11 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         by_thread,
         breakdown,
         findings,
-        communication: crate::matrix::matrices(t),
+        communication,
         blocks,
-        balance: crate::balance::balance(t),
-        waits: crate::waitstates::waits(t),
-        locks: crate::locks::locks(t),
+        balance,
+        waits,
+        locks,
         problems: t.problems.clone(),
     }
 }
