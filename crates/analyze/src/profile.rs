@@ -3,7 +3,6 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use gaspard_format::codec::arg_layout;
 use gaspard_format::kinds;
 use serde::Serialize;
 
@@ -54,7 +53,68 @@ fn key_name(t: &Trace, (kind, user, func): Key<'_>) -> String {
     }
 }
 
+/// The callsite of a profile row: its index among the trace's callsites,
+/// or past their end for callsites only profiles know (see [`site_of`]).
+fn site_index(
+    t: &Trace,
+    extra: &[(Option<String>, u32)],
+    r: &gaspard_format::profile::ProfileRow,
+) -> u32 {
+    let same = |c: &crate::trace::Callsite| c.file == r.file && c.line == r.line;
+    match t.callsites.iter().position(same) {
+        Some(i) => i as u32,
+        None => {
+            u32::MAX
+                - extra
+                    .iter()
+                    .position(|(f, l)| *f == r.file && *l == r.line)
+                    .unwrap_or(0) as u32
+        }
+    }
+}
+
+/// The callsites of the profiles that no event has, in a fixed order.
+fn profile_sites(t: &Trace) -> Vec<(Option<String>, u32)> {
+    let mut v: Vec<(Option<String>, u32)> = t
+        .profiles
+        .iter()
+        .flat_map(|(_, f)| f.rows.iter().map(|r| (r.file.clone(), r.line)))
+        .filter(|(f, l)| !t.callsites.iter().any(|c| &c.file == f && c.line == *l))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// A callsite index as [`site_index`] makes it: file and line.
+fn site_of(t: &Trace, extra: &[(Option<String>, u32)], site: u32) -> (Option<String>, u32) {
+    match t.callsites.get(site as usize) {
+        Some(c) => (c.file.clone(), c.line),
+        None => extra
+            .get((u32::MAX - site) as usize)
+            .cloned()
+            .unwrap_or((None, 0)),
+    }
+}
+
 impl Stats {
+    fn from_row(r: &gaspard_format::profile::ProfileRow) -> Stats {
+        Stats {
+            name: r.name.clone(),
+            count: r.count,
+            total_ns: r.total_ns,
+            mean_ns: if r.intervals > 0 {
+                r.total_ns as f64 / r.intervals as f64
+            } else {
+                0.0
+            },
+            min_ns: r.min_ns,
+            max_ns: r.max_ns,
+            bytes: r.bytes,
+            intervals: r.intervals,
+        }
+    }
+
     fn merge(&mut self, o: &Stats) {
         self.count += o.count;
         self.bytes += o.bytes;
@@ -151,24 +211,16 @@ pub struct Report {
 
 /// Bytes an event moves, from its size argument.
 fn bytes_of(s: &Stream, e: &Event) -> u64 {
-    if e.phase == 1 || e.user.is_some() {
+    if e.user.is_some() {
         return 0;
     }
-    let Some(k) = kinds::kind(e.kind) else {
-        return 0;
-    };
-    if !matches!(k.class, kinds::Class::Comm | kinds::Class::Memory) {
-        return 0;
-    }
-    let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
-    let mut i = 0;
-    for (name, _, n) in layout {
-        if matches!(name, "n" | "nbytes" | "size") {
-            return e.args.get(i).copied().unwrap_or(0);
-        }
-        i += n;
-    }
-    0
+    gaspard_format::codec::bytes_moved(
+        e.kind,
+        e.phase,
+        (s.pts_bytes as usize).div_ceil(8),
+        e.flags,
+        &e.args,
+    )
 }
 
 fn sort(v: &mut [Stats]) {
@@ -270,6 +322,38 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         }
         by_thread.push(thread);
     }
+    // Processes recorded in profile-only mode.
+    let extra = profile_sites(t);
+    for (process, f) in &t.profiles {
+        for ps in &f.streams {
+            let mut named: HashMap<String, Stats> = HashMap::default();
+            for r in f.rows.iter().filter(|r| r.stream == ps.id) {
+                let st = Stats::from_row(r);
+                named.entry(r.name.clone()).or_default().merge(&st);
+                by_site
+                    .entry((r.name.clone(), site_index(t, &extra, r)))
+                    .or_default()
+                    .merge(&st);
+            }
+            let mut v: Vec<Stats> = named
+                .into_iter()
+                .map(|(name, mut st)| {
+                    by_event.entry(name.clone()).or_default().merge(&st);
+                    st.name = name;
+                    st
+                })
+                .collect();
+            sort(&mut v);
+            by_thread.push(ThreadStats {
+                process: process.clone(),
+                stream: ps.id,
+                thread: ps.thread,
+                events: ps.events,
+                span_ns: ps.span_ns,
+                by_event: v,
+            });
+        }
+    }
     for (name, st) in by_event.iter_mut() {
         st.name = name.clone();
     }
@@ -279,12 +363,8 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         .into_iter()
         .map(|((name, site), mut stats)| {
             stats.name = name;
-            let cs = &t.callsites[site as usize];
-            SiteStats {
-                file: cs.file.clone(),
-                line: cs.line,
-                stats,
-            }
+            let (file, line) = site_of(t, &extra, site);
+            SiteStats { file, line, stats }
         })
         .collect();
     sites.sort_by(|a, b| {
@@ -323,7 +403,11 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         events: t.events(),
         lost_events: t.lost_events(),
         unknown_tags: t.unknown_tags(),
-        threads: t.streams.len(),
+        threads: t.streams.len()
+            + t.profiles
+                .iter()
+                .map(|(_, f)| f.streams.len())
+                .sum::<usize>(),
         processes: t.processes.len(),
         by_event: ev,
         by_callsite: sites,

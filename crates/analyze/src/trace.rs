@@ -119,6 +119,8 @@ pub struct Trace {
     pub problems: Vec<String>,
     /// Symmetric allocations and windows, for (object, offset).
     pub objects: crate::objects::Objects,
+    /// Profiles of processes recorded in profile-only mode, by process name.
+    pub profiles: Vec<(String, gaspard_format::profile::ProfileFile)>,
 }
 
 impl Trace {
@@ -152,9 +154,19 @@ impl Trace {
             .map(|m| m.unknown_tags)
             .sum()
     }
-    /// Events read.
+    /// Events read (and, for processes recorded in profile-only mode, the
+    /// events their profiles count).
     pub fn events(&self) -> u64 {
-        self.streams.iter().map(|s| s.events.len() as u64).sum()
+        self.streams
+            .iter()
+            .map(|s| s.events.len() as u64)
+            .sum::<u64>()
+            + self
+                .profiles
+                .iter()
+                .flat_map(|(_, f)| &f.streams)
+                .map(|s| s.events)
+                .sum::<u64>()
     }
 }
 
@@ -195,15 +207,17 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     })?;
     let mut manifests = Vec::new();
     let mut streams = Vec::new();
+    let mut profiles = Vec::new();
     for e in entries.flatten() {
         let p = e.path();
         match p.extension().and_then(|x| x.to_str()) {
             Some("manifest") => manifests.push(p),
             Some("gst") => streams.push(p),
+            Some("profile") => profiles.push(p),
             _ => {}
         }
     }
-    if manifests.is_empty() && streams.is_empty() {
+    if manifests.is_empty() && streams.is_empty() && profiles.is_empty() {
         return Err(TraceError::Empty(dir.to_path_buf()));
     }
     manifests.sort();
@@ -248,6 +262,27 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             }
         };
         t.processes.push(Process { name, manifest });
+    }
+    profiles.sort();
+    for path in &profiles {
+        let name = path
+            .file_stem()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        match std::fs::read_to_string(path)
+            .map_err(|e| e.to_string())
+            .and_then(|s| gaspard_format::profile::ProfileFile::parse(&s))
+        {
+            Ok(f) => {
+                t.problems.push(format!(
+                    "process {name} was recorded in profile-only mode: its counts, times and bytes are in the profiles, \
+                     but without its events there is no timeline, and it is left out of the other analyses"
+                ));
+                t.profiles.push((name, f));
+            }
+            Err(e) => t.problems.push(format!("{}: {e}", path.display())),
+        }
     }
     let mut raw_streams = Vec::new();
     for path in &streams {

@@ -45,6 +45,12 @@ enum Command {
         /// matching the end of a path (heat.c matches /src/heat.c).
         #[arg(long, value_name = "SITES")]
         exclude_sites: Option<String>,
+        /// Profile-only mode (GASPARD_PROFILE_ONLY=1): keep counts, times and
+        /// bytes per event name, callsite and thread, not the events. The
+        /// trace directory then holds a small .profile file per process;
+        /// `gaspard report` shows its profiles (no timeline, so no findings).
+        #[arg(long)]
+        profile_only: bool,
         /// The program and its arguments.
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         cmd: Vec<String>,
@@ -278,12 +284,17 @@ fn main() -> ExitCode {
                 exclude,
                 include,
                 exclude_sites,
+                profile_only,
                 cmd,
             } => {
                 let filters = [
                     ("GASPARD_EXCLUDE", exclude),
                     ("GASPARD_INCLUDE", include),
                     ("GASPARD_EXCLUDE_SITES", exclude_sites),
+                    (
+                        "GASPARD_PROFILE_ONLY",
+                        profile_only.then(|| "1".to_string()),
+                    ),
                 ];
                 return run(output, &filters, cmd);
             }

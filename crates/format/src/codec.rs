@@ -66,6 +66,28 @@ pub trait Resolver {
     fn user_event(&mut self, id: u64) -> Option<UserDef>;
 }
 
+/// The bytes a system event moves or allocates (its `n`, `nbytes` or `size`
+/// argument), counted on its START or ATOMIC; 0 for other events.
+pub fn bytes_moved(kind: u16, phase: u8, pts_words: usize, flags: u8, args: &[u64]) -> u64 {
+    if phase == crate::raw::PHASE_END {
+        return 0;
+    }
+    let Some(k) = kinds::kind(kind) else {
+        return 0;
+    };
+    if !matches!(k.class, kinds::Class::Comm | kinds::Class::Memory) {
+        return 0;
+    }
+    let mut i = 0;
+    for (name, _, n) in arg_layout(kind, phase, pts_words, flags) {
+        if matches!(name, "n" | "nbytes" | "size") {
+            return args.get(i).copied().unwrap_or(0);
+        }
+        i += n;
+    }
+    0
+}
+
 /// The argument words of one event, split per argument.
 pub fn arg_layout(
     kind: u16,

@@ -10,6 +10,7 @@ pub mod chunk;
 pub mod codec;
 pub mod kinds;
 pub mod manifest;
+pub mod profile;
 pub mod raw;
 pub mod user;
 pub mod varint;

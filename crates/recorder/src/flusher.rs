@@ -41,6 +41,7 @@ pub(crate) fn run(p: &'static Process) {
         Ordering::Release,
     );
     let mut outs: HashMap<u32, StreamOut> = HashMap::new();
+    let mut agg = crate::aggregate::Aggregates::default();
     loop {
         let requested = p.requested.load(Ordering::Acquire);
         let mut head = p.queue.swap(std::ptr::null_mut(), Ordering::Acquire);
@@ -55,7 +56,11 @@ pub(crate) fn run(p: &'static Process) {
         for b in batch {
             // SAFETY: popped above; nobody else refers to it.
             let buf = unsafe { &*b };
-            write_buffer(p, &mut outs, buf);
+            if p.profile_only {
+                fold_buffer(p, &mut agg, buf);
+            } else {
+                write_buffer(p, &mut outs, buf);
+            }
             p.recycle(b);
         }
         if requested > p.done.load(Ordering::Acquire) && p.queue.load(Ordering::Acquire).is_null() {
@@ -72,6 +77,9 @@ pub(crate) fn run(p: &'static Process) {
             } else {
                 "running".to_string()
             };
+            if p.profile_only {
+                write_profile(p, &mut agg);
+            }
             write_manifest(p, &status);
             p.done.store(requested, Ordering::Release);
         } else if idle {
@@ -158,6 +166,41 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         return;
     }
     p.events.fetch_add(events, Ordering::Relaxed);
+}
+
+/// Profile-only mode: the buffer goes into the profile, not to the disk.
+fn fold_buffer(p: &Process, agg: &mut crate::aggregate::Aggregates, buf: &Buffer) {
+    let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
+    let header = ChunkHeader {
+        version: gaspard_format::FORMAT_VERSION as u16,
+        stream: buf.stream,
+        events: buf.events,
+        base_ts: buf.base_ts,
+        last_ts: buf.last_ts,
+        ..Default::default()
+    };
+    agg.fold(p, buf.stream, &header, payload);
+    p.events.fetch_add(u64::from(buf.events), Ordering::Relaxed);
+}
+
+/// Writes `<prefix>.profile` (atomically: a new file renamed over the old).
+fn write_profile(p: &Process, agg: &mut crate::aggregate::Aggregates) {
+    for why in agg.problems.drain(..) {
+        p.note(why);
+    }
+    let text = agg.file(p).to_text();
+    let path = p.dir.join(format!("{}.profile", p.prefix));
+    let tmp = p.dir.join(format!(".{}.profile.tmp", p.prefix));
+    let write = || std::fs::write(&tmp, &text).and_then(|_| std::fs::rename(&tmp, &path));
+    let r = write().or_else(|_| {
+        release_reserve(p);
+        write()
+    });
+    if let Err(e) = r {
+        let _ = std::fs::remove_file(&tmp);
+        eprintln!("gaspard: cannot write profile {}: {e}", path.display());
+        p.note(format!("the profile could not be written: {e}"));
+    }
 }
 
 fn fail(p: &Process, out: &mut StreamOut, events: u64, why: String) {

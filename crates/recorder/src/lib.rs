@@ -10,6 +10,7 @@
 #![warn(missing_docs, missing_debug_implementations)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod aggregate;
 mod clock;
 mod filter;
 mod flusher;

@@ -50,6 +50,9 @@ pub struct Options {
     /// `off`): a function called more than CALLS times for less than US
     /// microseconds on average is no longer recorded on that thread.
     pub throttle: Option<(u64, u64)>,
+    /// Profile-only mode (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes
+    /// per event name and callsite are kept, not the events.
+    pub profile_only: bool,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -76,6 +79,7 @@ impl Default for Options {
             clock: None,
             flush_delay_ms: 0,
             throttle: Some((100_000, 10)),
+            profile_only: false,
             command,
             warnings: Vec::new(),
         };
@@ -141,6 +145,13 @@ impl Options {
                     )),
                 }
             }
+            "profile-only" => match v {
+                "1" | "on" | "yes" | "" => self.profile_only = true,
+                "0" | "off" | "no" => self.profile_only = false,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring profile-only={v}: expected 1 or 0"
+                )),
+            },
             "clock" => match v {
                 "tsc" | "monotonic" => self.clock = Some(v.to_string()),
                 _ => self.warnings.push(format!(
@@ -209,6 +220,7 @@ pub(crate) struct Process {
     on_full: OnFull,
     pub(crate) flush_delay_ms: u64,
     pub(crate) throttle: Option<(u64, u64)>,
+    pub(crate) profile_only: bool,
     pub(crate) queue: AtomicPtr<Buffer>,
     free: Mutex<Vec<usize>>,
     allocated: AtomicUsize,
@@ -308,6 +320,7 @@ impl Process {
             on_full: opts.on_full,
             flush_delay_ms: opts.flush_delay_ms,
             throttle: opts.throttle,
+            profile_only: opts.profile_only,
             queue: AtomicPtr::new(std::ptr::null_mut()),
             free: Mutex::new(Vec::new()),
             allocated: AtomicUsize::new(0),

@@ -1,0 +1,180 @@
+//! The profile file of a process recorded in profile-only mode
+//! (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes per event name and
+//! callsite for each of its streams, in place of its events.
+//!
+//! Text, one record per line, fields separated by tabs and escaped as in the
+//! manifest:
+//!
+//! ```text
+//! gaspard-profile 1
+//! stream <id> <tid> <thread> <model> <events> <span_ns>
+//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes>
+//! ```
+
+use crate::manifest::{escape, unescape};
+
+/// First line of a profile file.
+pub const PROFILE_MAGIC: &str = "gaspard-profile 1";
+
+/// One stream's totals.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileStream {
+    /// Stream id within the process.
+    pub id: u32,
+    /// Kernel thread id.
+    pub tid: u64,
+    /// Order of the thread within its process.
+    pub thread: u32,
+    /// `gasp_model_t`.
+    pub model: u32,
+    /// Events recorded.
+    pub events: u64,
+    /// From its first event to its last, in ns.
+    pub span_ns: u64,
+}
+
+/// Statistics of one event name at one callsite on one stream.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileRow {
+    /// Stream id.
+    pub stream: u32,
+    /// Event name, as reports name it.
+    pub name: String,
+    /// Source file, if known.
+    pub file: Option<String>,
+    /// Source line, 0 when unknown.
+    pub line: u32,
+    /// Occurrences (a START/END pair once, an ATOMIC once).
+    pub count: u64,
+    /// Closed START/END pairs.
+    pub intervals: u64,
+    /// Total time of the pairs, ns.
+    pub total_ns: u64,
+    /// Shortest pair, ns.
+    pub min_ns: u64,
+    /// Longest pair, ns.
+    pub max_ns: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+}
+
+/// A whole profile file.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileFile {
+    /// Its streams.
+    pub streams: Vec<ProfileStream>,
+    /// Its rows.
+    pub rows: Vec<ProfileRow>,
+}
+
+impl ProfileFile {
+    /// The file's text.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from(PROFILE_MAGIC);
+        out.push('\n');
+        for s in &self.streams {
+            out.push_str(&format!(
+                "stream\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                s.id, s.tid, s.thread, s.model, s.events, s.span_ns
+            ));
+        }
+        for r in &self.rows {
+            out.push_str(&format!(
+                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                r.stream,
+                escape(&r.name),
+                r.file.as_deref().map(escape).unwrap_or_default(),
+                r.line,
+                r.count,
+                r.intervals,
+                r.total_ns,
+                r.min_ns,
+                r.max_ns,
+                r.bytes
+            ));
+        }
+        out
+    }
+
+    /// Reads a profile file; an error names the line.
+    pub fn parse(text: &str) -> Result<ProfileFile, String> {
+        let mut lines = text.lines();
+        if lines.next() != Some(PROFILE_MAGIC) {
+            return Err(format!("not a profile file (no '{PROFILE_MAGIC}' line)"));
+        }
+        let mut f = ProfileFile::default();
+        for (i, line) in lines.enumerate() {
+            let n = i + 2;
+            let fields: Vec<&str> = line.split('\t').collect();
+            let num = |k: usize| -> Result<u64, String> {
+                fields
+                    .get(k)
+                    .and_then(|v| v.parse().ok())
+                    .ok_or_else(|| format!("line {n}: field {k} is not a number"))
+            };
+            match fields[0] {
+                "stream" if fields.len() == 7 => f.streams.push(ProfileStream {
+                    id: num(1)? as u32,
+                    tid: num(2)?,
+                    thread: num(3)? as u32,
+                    model: num(4)? as u32,
+                    events: num(5)?,
+                    span_ns: num(6)?,
+                }),
+                "row" if fields.len() == 11 => f.rows.push(ProfileRow {
+                    stream: num(1)? as u32,
+                    name: unescape(fields[2]),
+                    file: (!fields[3].is_empty()).then(|| unescape(fields[3])),
+                    line: num(4)? as u32,
+                    count: num(5)?,
+                    intervals: num(6)?,
+                    total_ns: num(7)?,
+                    min_ns: num(8)?,
+                    max_ns: num(9)?,
+                    bytes: num(10)?,
+                }),
+                "" => {}
+                _ => return Err(format!("line {n}: unknown record")),
+            }
+        }
+        Ok(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_errors() {
+        let f = ProfileFile {
+            streams: vec![ProfileStream {
+                id: 1,
+                tid: 77,
+                thread: 0,
+                model: 0,
+                events: 10,
+                span_ns: 99,
+            }],
+            rows: vec![ProfileRow {
+                stream: 1,
+                name: "GASP_C_FUNC int f(int a, char *b)".into(),
+                file: Some("/a dir/x.c".into()),
+                line: 3,
+                count: 5,
+                intervals: 5,
+                total_ns: 50,
+                min_ns: 1,
+                max_ns: 20,
+                bytes: 0,
+            }],
+        };
+        assert_eq!(ProfileFile::parse(&f.to_text()), Ok(f));
+        assert!(ProfileFile::parse("nope").is_err());
+        let bad = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\tz\t0\t0\t0\t0\t0\n");
+        assert_eq!(
+            ProfileFile::parse(&bad),
+            Err("line 2: field 5 is not a number".into())
+        );
+    }
+}
