@@ -310,8 +310,10 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
                 ),
             });
         }
-        // Load imbalance: one thread arriving after the others at most
-        // barriers, by a good part of the time between barriers.
+        // Load imbalance: one thread working longer than the others between
+        // more than half of the pairs of barriers, on average by a good part
+        // of the time between barriers (IMBALANCE_THRESHOLD) and by more than
+        // noise (IMBALANCE_MIN_EPOCH_NS).
         let epoch_len = {
             let first = per.iter().map(|v| v[0].start).min().unwrap_or(0);
             let last = per.iter().map(|v| v[epochs - 1].start).max().unwrap_or(0);
@@ -373,7 +375,7 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         let per_epoch = lateness[culprit] / epochs_used as f64;
         let imbalance_share = spread_total as f64 / group_time as f64;
         if used >= 4
-            && late_epochs[culprit] * 4 >= used * 3
+            && late_epochs[culprit] * 2 > used
             && per_epoch / epoch_len >= IMBALANCE_THRESHOLD
             && per_epoch >= IMBALANCE_MIN_EPOCH_NS
             && imbalance_share >= 0.05

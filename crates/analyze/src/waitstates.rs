@@ -554,9 +554,10 @@ impl Analysis {
 
     fn rank_name(&self, t: &Trace, stream: usize) -> String {
         let s = &t.streams[stream];
+        let name = thread_name(s);
         match self.ranks.get(&s.process) {
-            Some(r) => format!("rank {r} ({})", thread_name(s)),
-            None => thread_name(s),
+            Some(r) if !name.starts_with("rank ") => format!("rank {r} ({name})"),
+            _ => name,
         }
     }
 

@@ -35,7 +35,7 @@ int main(int argc, char **argv) {
     } else if (mode == 2) {
       shmem_putmem(&a[512 * me], buf, 4096, 0);
     } else {
-      if (me != 0) for (int k = 0; k < 400; k++) shmem_getmem(buf, &a[512 * (k % 8)], 4096, 0);  /* HOT_LINE */
+      if (me != 0) for (int k = 0; k < 4000; k++) shmem_getmem(buf, &a[512 * (k % 8)], 4096, 0);  /* HOT_LINE */
     }
     volatile double x = 0;
     for (int k = 0; k < 100000; k++) x += k;
@@ -225,10 +225,10 @@ fn one_home_serving_everyone_is_a_remote_hotspot() {
     let o = &r["blocks"]["objects"][0];
     assert_eq!(o["ranks"], 4);
     for pe in 1..4 {
-        assert_eq!(o["ops"][pe][0], 400 * 20, "gets from PE {pe} to PE 0");
-        assert_eq!(o["bytes"][pe][0], 400 * 20 * 4096);
+        assert_eq!(o["ops"][pe][0], 4000 * 20, "gets from PE {pe} to PE 0");
+        assert_eq!(o["bytes"][pe][0], 4000 * 20 * 4096);
     }
-    assert_eq!(o["remote_ops"], 3 * 400 * 20);
+    assert_eq!(o["remote_ops"], 3 * 4000 * 20);
     assert_eq!(o["local_ops"], 0);
     // Read all along, never written: not produced data.
     assert!(!finding_kinds(&r).contains(&"producer_consumer".to_string()));

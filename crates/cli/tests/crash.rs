@@ -53,6 +53,11 @@ fn killed_and_aborted_processes() {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_orte_tmpdir_base", &dir)
+        // mpirun ends the other ranks with SIGTERM, then SIGKILL a second
+        // later by default: on a loaded machine a rank may not have written
+        // its buffers by then. Give them time, so that only the rank killed
+        // on purpose is killed outright.
+        .env("OMPI_MCA_odls_base_sigkill_timeout", "3")
         .env_remove("LD_LIBRARY_PATH")
         .current_dir(&dir)
         .output()

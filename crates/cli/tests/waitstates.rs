@@ -175,7 +175,7 @@ fn rank_thread(v: &Value, rank: u64) -> String {
         })
         .expect("rank recorded");
     format!(
-        "{} stream {}",
+        "rank {rank} ({} stream {})",
         threads[i]["process"].as_str().unwrap(),
         threads[i]["stream"]
     )
@@ -225,7 +225,7 @@ fn check_finding(v: &Value, r: &Value, kind: &str, waiter: u64, marker: &str, ca
     assert!((1..=ITERATIONS).contains(&waits), "{w}");
     assert_eq!(
         w["partners"][0].as_str().unwrap(),
-        format!("rank {} ({})", 1 - waiter, rank_thread(v, 1 - waiter))
+        rank_thread(v, 1 - waiter)
     );
     let message = f["message"].as_str().unwrap();
     assert!(
@@ -328,7 +328,7 @@ fn ranks_waiting_at_a_fence_for_a_late_one() {
         assert_eq!(f["threads"].as_array().unwrap().len(), 2);
         let message = f["message"].as_str().unwrap();
         assert!(
-            message.contains(&format!("rank 0 ({}) arrives last", rank_thread(&v, 0))),
+            message.contains(&format!("{} arrives last", rank_thread(&v, 0))),
             "{message}"
         );
         let w = wait_at(&r, "fence", line_of("/* FENCE */"));
