@@ -5,7 +5,7 @@
 //! its manifest, no stream files. Memory is bounded by the distinct
 //! (name, callsite) pairs and the START/END pairs still open.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::chunk::ChunkHeader;
 use gaspard_format::codec::{self, DecodedChunk};
@@ -55,7 +55,7 @@ impl Aggregates {
         let pts_words = (p.pts_bytes as usize).div_ceil(8);
         let s = self.streams.entry(stream).or_default();
         // Rows by (kind, user or function string, callsite) within this chunk.
-        let mut local: HashMap<(u16, u64, u32), usize> = HashMap::new();
+        let mut local: HashMap<(u16, u64, u32), usize> = HashMap::default();
         for e in &c.events {
             s.events += 1;
             s.first.get_or_insert(e.ts);
