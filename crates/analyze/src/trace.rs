@@ -1,5 +1,6 @@
 //! A trace directory, read into memory.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
@@ -284,9 +285,27 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             Err(e) => t.problems.push(format!("{}: {e}", path.display())),
         }
     }
+    // Each stream file is read and decoded on its own, in parallel; what was
+    // wrong with it is reported in file order.
+    let progress = progress_bar(&streams);
+    let read: Vec<_> = streams
+        .par_iter()
+        .map(|path| {
+            let mut problems = Vec::new();
+            let r = read_stream(path, &mut problems);
+            if let Some(pb) = &progress {
+                pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
+            }
+            (r, problems)
+        })
+        .collect();
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
     let mut raw_streams = Vec::new();
-    for path in &streams {
-        match read_stream(path, &mut t) {
+    for (r, problems) in read {
+        t.problems.extend(problems);
+        match r {
             Some((s, chunks)) => {
                 if !t.processes.iter().any(|p| p.name == s.process) {
                     t.problems.push(format!(
@@ -320,11 +339,54 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         .min();
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
+    // Events are converted stream by stream in parallel, with callsite and
+    // user event numbers of the stream's own, then renumbered in stream
+    // order (the numbers are the same as converting one stream after the
+    // other).
+    let converted: Vec<(Stream, Local)> = raw_streams
+        .into_par_iter()
+        .map(|(mut s, chunks)| {
+            let mut local = Local::default();
+            let clock = &clocks[&s.process.clone()];
+            for (_, c) in &chunks {
+                convert_chunk(&mut s, c, clock, &mut local);
+            }
+            (s, local)
+        })
+        .collect();
     let mut decoded = Vec::new();
-    for (mut s, chunks) in raw_streams {
-        let clock = &clocks[&s.process];
-        for (_, c) in &chunks {
-            convert_chunk(&mut s, c, clock, &mut sites, &mut users, &mut t);
+    for (mut s, local) in converted {
+        let site_ids: Vec<u32> = local
+            .sites
+            .into_iter()
+            .map(|key| {
+                let n = sites.len() as u32;
+                *sites.entry(key).or_insert(n)
+            })
+            .collect();
+        let user_ids: Vec<u32> = local
+            .users
+            .into_iter()
+            .map(|def| {
+                let n = t.user_events.len() as u32;
+                let idx = *users.entry((s.process.clone(), def.id)).or_insert(n);
+                if idx == n {
+                    if let Some(why) = &def.unreadable {
+                        t.problems.push(format!(
+                            "user event '{}': its arguments were not recorded: {why}",
+                            def.name
+                        ));
+                    }
+                    t.user_events.push(def);
+                }
+                idx
+            })
+            .collect();
+        for e in &mut s.events {
+            e.callsite = site_ids[e.callsite as usize];
+            if let Some(u) = e.user.as_mut() {
+                *u = user_ids[*u as usize];
+            }
         }
         decoded.push(s);
     }
@@ -450,17 +512,46 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
     }
 }
 
-fn convert_chunk(
-    s: &mut Stream,
-    c: &DecodedChunk,
-    clock: &Clock,
-    sites: &mut HashMap<Callsite, u32>,
-    users: &mut HashMap<(String, u64), u32>,
-    t: &mut Trace,
-) {
-    let mut local_sites: HashMap<u32, u32> = HashMap::default();
+/// A progress bar on stderr for reading big traces (at least
+/// [`PROGRESS_BYTES`] of stream files), when stderr is a terminal.
+fn progress_bar(streams: &[PathBuf]) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    let total: u64 = streams
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    if total < PROGRESS_BYTES || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let pb = indicatif::ProgressBar::new(total);
+    pb.set_style(
+        indicatif::ProgressStyle::with_template(
+            "reading {bar:40} {bytes}/{total_bytes} ({bytes_per_sec}, {eta} left)",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    Some(pb)
+}
+
+/// Traces with this many bytes of streams show a progress bar while read.
+const PROGRESS_BYTES: u64 = 64 << 20;
+
+/// Callsites and user events of one stream, numbered in the order it meets
+/// them.
+#[derive(Default)]
+struct Local {
+    sites: Vec<Callsite>,
+    site_ids: HashMap<Callsite, u32>,
+    users: Vec<UserDef>,
+    user_ids: HashMap<u64, u32>,
+}
+
+fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Local) {
+    let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
+    s.events.reserve(c.events.len());
     for e in &c.events {
-        let site = *local_sites.entry(e.callsite).or_insert_with(|| {
+        let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
             let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
             let key = Callsite {
                 file: if cs.file == 0 {
@@ -471,8 +562,11 @@ fn convert_chunk(
                 line: cs.line,
                 col: cs.col,
             };
-            let n = sites.len() as u32;
-            *sites.entry(key).or_insert(n)
+            let n = local.sites.len() as u32;
+            *local.site_ids.entry(key.clone()).or_insert_with(|| {
+                local.sites.push(key);
+                n
+            })
         });
         let args = c.args_of(e).to_vec();
         let mut text_args = Vec::new();
@@ -483,24 +577,18 @@ fn convert_chunk(
             }
         } else if e.kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(&id) = args.first() {
-                let n = t.user_events.len() as u32;
-                let idx = *users.entry((s.process.clone(), id)).or_insert(n);
-                if idx == n {
-                    t.user_events
+                let n = local.users.len() as u32;
+                user = Some(*local.user_ids.entry(id).or_insert_with(|| {
+                    local
+                        .users
                         .push(c.users.get(&id).cloned().unwrap_or(UserDef {
                             id,
                             name: format!("user_event_{id}"),
                             desc: None,
                             unreadable: None,
                         }));
-                    if let Some(why) = &t.user_events[n as usize].unreadable {
-                        t.problems.push(format!(
-                            "user event '{}': its arguments were not recorded: {why}",
-                            t.user_events[n as usize].name
-                        ));
-                    }
-                }
-                user = Some(idx);
+                    n
+                }));
             }
         }
         s.events.push(Event {
@@ -519,7 +607,7 @@ fn convert_chunk(
 type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
 
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
-fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
+fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunks)> {
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -528,14 +616,14 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(e) => {
-            t.problems.push(format!("{name}: cannot read: {e}"));
+            problems.push(format!("{name}: cannot read: {e}"));
             return None;
         }
     };
     let header = match chunk::parse_file_header(&data) {
         Ok(h) => h,
         Err(e) => {
-            t.problems.push(format!("{name}: {e}; stream skipped"));
+            problems.push(format!("{name}: {e}; stream skipped"));
             return None;
         }
     };
@@ -571,7 +659,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         let Some(h) = ChunkHeader::parse(rest) else {
             if rest.len() < CHUNK_HEADER_LEN && CHUNK_MAGIC.starts_with(&rest[..rest.len().min(4)])
             {
-                t.problems.push(format!(
+                problems.push(format!(
                     "{name}: truncated at byte {pos}: the last chunk header is incomplete (events after chunk {} are missing)",
                     expect_seq.saturating_sub(1)
                 ));
@@ -587,14 +675,14 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
             s.damaged = true;
             match next {
                 Some(skip) => {
-                    t.problems.push(format!(
+                    problems.push(format!(
                         "{name}: {skip} damaged bytes at offset {pos} skipped"
                     ));
                     pos += skip;
                     continue;
                 }
                 None => {
-                    t.problems.push(format!(
+                    problems.push(format!(
                         "{name}: {} damaged bytes at offset {pos} to the end",
                         rest.len()
                     ));
@@ -604,7 +692,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         };
         let plen = h.payload_len as usize;
         if h.payload_len > chunk::MAX_PAYLOAD {
-            t.problems.push(format!(
+            problems.push(format!(
                 "{name}: chunk at offset {pos} claims {plen} bytes; treated as damage"
             ));
             s.damaged = true;
@@ -613,7 +701,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         }
         let end = pos + CHUNK_HEADER_LEN + plen;
         if end > data.len() {
-            t.problems.push(format!(
+            problems.push(format!(
                 "{name}: truncated: chunk {} (from {} ns-ticks) has {} of its {plen} bytes; its {} events are missing",
                 h.seq,
                 h.base_ts,
@@ -625,7 +713,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         }
         let payload = &data[pos + CHUNK_HEADER_LEN..end];
         if !ChunkHeader::verify(rest, payload) {
-            t.problems.push(format!(
+            problems.push(format!(
                 "{name}: chunk {} at offset {pos} fails its checksum; its {} events are skipped",
                 h.seq, h.events
             ));
@@ -635,7 +723,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
             continue;
         }
         if h.seq != expect_seq {
-            t.problems.push(format!(
+            problems.push(format!(
                 "{name}: chunks {expect_seq}..{} are missing",
                 h.seq.wrapping_sub(1)
             ));
@@ -644,7 +732,7 @@ fn read_stream(path: &Path, t: &mut Trace) -> Option<(Stream, Chunks)> {
         expect_seq = h.seq.wrapping_add(1);
         let mut d = DecodedChunk::default();
         if let Err(e) = codec::decode(&h, payload, &mut d) {
-            t.problems.push(format!(
+            problems.push(format!(
                 "{name}: chunk {}: cannot decode at byte {}: {}",
                 h.seq, e.offset, e.what
             ));
