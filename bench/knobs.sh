@@ -82,7 +82,7 @@ for ((r = 0; r < REPEATS; r++)); do
     fi
     e=$(date +%s.%N)
     ev=$("$REL/gaspard" report "$d" --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["events"])')
-    echo "S|$t|$(echo "$e - $s" | bc)|$(du -sb "$d" | cut -f1)|$ev" >>"$RAW"
+    echo "S|$t|$(awk "BEGIN {print $e - $s}")|$(du -sb "$d" | cut -f1)|$ev" >>"$RAW"
     rm -rf "$d"
   done
 done
