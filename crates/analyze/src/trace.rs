@@ -4,8 +4,8 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
-use gaspard_format::chunk::{self, ChunkHeader, CHUNK_HEADER_LEN, CHUNK_MAGIC};
-use gaspard_format::codec::{self, DecodedChunk, UserDef};
+use gaspard_format::chunk::ChunkHeader;
+use gaspard_format::codec::{DecodedChunk, UserDef};
 use gaspard_format::manifest::Manifest;
 
 /// Errors that stop reading a trace altogether.
@@ -620,13 +620,14 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
             return None;
         }
     };
-    let header = match chunk::parse_file_header(&data) {
-        Ok(h) => h,
+    let file = match gaspard_format::stream::read(&name, &data) {
+        Ok(f) => f,
         Err(e) => {
             problems.push(format!("{name}: {e}; stream skipped"));
             return None;
         }
     };
+    let header = &file.header;
     let num = |k: &str| {
         header
             .get(k)
@@ -651,96 +652,8 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
         damaged: false,
         intervals: Default::default(),
     };
-    let mut chunks = Vec::new();
-    let mut pos = header.len;
-    let mut expect_seq = 0u32;
-    while pos < data.len() {
-        let rest = &data[pos..];
-        let Some(h) = ChunkHeader::parse(rest) else {
-            if rest.len() < CHUNK_HEADER_LEN && CHUNK_MAGIC.starts_with(&rest[..rest.len().min(4)])
-            {
-                problems.push(format!(
-                    "{name}: truncated at byte {pos}: the last chunk header is incomplete (events after chunk {} are missing)",
-                    expect_seq.saturating_sub(1)
-                ));
-                s.damaged = true;
-                break;
-            }
-            // Find the next chunk.
-            let next = rest
-                .windows(4)
-                .skip(1)
-                .position(|w| w == CHUNK_MAGIC)
-                .map(|i| i + 1);
-            s.damaged = true;
-            match next {
-                Some(skip) => {
-                    problems.push(format!(
-                        "{name}: {skip} damaged bytes at offset {pos} skipped"
-                    ));
-                    pos += skip;
-                    continue;
-                }
-                None => {
-                    problems.push(format!(
-                        "{name}: {} damaged bytes at offset {pos} to the end",
-                        rest.len()
-                    ));
-                    break;
-                }
-            }
-        };
-        let plen = h.payload_len as usize;
-        if h.payload_len > chunk::MAX_PAYLOAD {
-            problems.push(format!(
-                "{name}: chunk at offset {pos} claims {plen} bytes; treated as damage"
-            ));
-            s.damaged = true;
-            pos += 4;
-            continue;
-        }
-        let end = pos + CHUNK_HEADER_LEN + plen;
-        if end > data.len() {
-            problems.push(format!(
-                "{name}: truncated: chunk {} (from {} ns-ticks) has {} of its {plen} bytes; its {} events are missing",
-                h.seq,
-                h.base_ts,
-                data.len() - pos - CHUNK_HEADER_LEN,
-                h.events
-            ));
-            s.damaged = true;
-            break;
-        }
-        let payload = &data[pos + CHUNK_HEADER_LEN..end];
-        if !ChunkHeader::verify(rest, payload) {
-            problems.push(format!(
-                "{name}: chunk {} at offset {pos} fails its checksum; its {} events are skipped",
-                h.seq, h.events
-            ));
-            s.damaged = true;
-            expect_seq = h.seq.wrapping_add(1);
-            pos = end;
-            continue;
-        }
-        if h.seq != expect_seq {
-            problems.push(format!(
-                "{name}: chunks {expect_seq}..{} are missing",
-                h.seq.wrapping_sub(1)
-            ));
-            s.damaged = true;
-        }
-        expect_seq = h.seq.wrapping_add(1);
-        let mut d = DecodedChunk::default();
-        if let Err(e) = codec::decode(&h, payload, &mut d) {
-            problems.push(format!(
-                "{name}: chunk {}: cannot decode at byte {}: {}",
-                h.seq, e.offset, e.what
-            ));
-            s.damaged = true;
-        }
-        s.chunks += 1;
-        chunks.push((h, d));
-        pos = end;
-    }
-    Some((s, chunks))
+    s.chunks = file.chunks.len() as u32;
+    s.damaged = file.damaged;
+    problems.extend(file.problems);
+    Some((s, file.chunks))
 }

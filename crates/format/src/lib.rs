@@ -12,6 +12,7 @@ pub mod kinds;
 pub mod manifest;
 pub mod profile;
 pub mod raw;
+pub mod stream;
 pub mod user;
 pub mod varint;
 

@@ -31,6 +31,15 @@ pub enum VaType {
 /// Longest string argument copied into the trace.
 pub const MAX_STR: usize = 64;
 
+/// Widths and precisions above this are taken as this (C would pad to
+/// gigabytes; a report line would drown).
+pub const MAX_FIELD: usize = 512;
+
+/// At most this many bytes are added to a format's own text by formatting
+/// its values ([`format_values`]): widths and precisions are capped at
+/// [`MAX_FIELD`] and a format has at most 32 arguments.
+pub const MAX_FORMATTED: usize = 32 * (2 * MAX_FIELD + 400);
+
 impl VaType {
     /// From the schema byte.
     pub fn from_u8(b: u8) -> Option<VaType> {

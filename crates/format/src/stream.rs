@@ -1,0 +1,122 @@
+//! Reading a whole stream file: its header, then its chunks one after the
+//! other, resynchronising on the next chunk magic after damage. Everything
+//! wrong is described in words; nothing in the input can make it panic.
+
+use crate::chunk::{self, ChunkHeader, FileHeader, HeaderError, CHUNK_HEADER_LEN, CHUNK_MAGIC};
+use crate::codec::{self, DecodedChunk};
+
+/// What could be read from a stream file.
+#[derive(Debug, Default)]
+pub struct StreamFile {
+    /// The file header.
+    pub header: FileHeader,
+    /// Chunks whose checksum matched, in file order, each with what could be
+    /// decoded of it.
+    pub chunks: Vec<(ChunkHeader, DecodedChunk)>,
+    /// What was wrong, one sentence each, naming the file.
+    pub problems: Vec<String>,
+    /// True when the stream ends early, lost chunks or holds damage.
+    pub damaged: bool,
+}
+
+/// Reads the stream file `data`; `name` names it in the problems. Only a
+/// header that cannot be read is an error: damage after it is skipped and
+/// described in [`StreamFile::problems`].
+pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
+    let header = chunk::parse_file_header(data)?;
+    let mut f = StreamFile {
+        header,
+        ..Default::default()
+    };
+    let problems = &mut f.problems;
+    let mut pos = f.header.len;
+    let mut expect_seq = 0u32;
+    while pos < data.len() {
+        let rest = &data[pos..];
+        let Some(h) = ChunkHeader::parse(rest) else {
+            if rest.len() < CHUNK_HEADER_LEN && CHUNK_MAGIC.starts_with(&rest[..rest.len().min(4)])
+            {
+                problems.push(format!(
+                    "{name}: truncated at byte {pos}: the last chunk header is incomplete (events after chunk {} are missing)",
+                    expect_seq.saturating_sub(1)
+                ));
+                f.damaged = true;
+                break;
+            }
+            // Find the next chunk.
+            let next = rest
+                .windows(4)
+                .skip(1)
+                .position(|w| w == CHUNK_MAGIC)
+                .map(|i| i + 1);
+            f.damaged = true;
+            match next {
+                Some(skip) => {
+                    problems.push(format!(
+                        "{name}: {skip} damaged bytes at offset {pos} skipped"
+                    ));
+                    pos += skip;
+                    continue;
+                }
+                None => {
+                    problems.push(format!(
+                        "{name}: {} damaged bytes at offset {pos} to the end",
+                        rest.len()
+                    ));
+                    break;
+                }
+            }
+        };
+        let plen = h.payload_len as usize;
+        if h.payload_len > chunk::MAX_PAYLOAD {
+            problems.push(format!(
+                "{name}: chunk at offset {pos} claims {plen} bytes; treated as damage"
+            ));
+            f.damaged = true;
+            pos += 4;
+            continue;
+        }
+        let end = pos + CHUNK_HEADER_LEN + plen;
+        if end > data.len() {
+            problems.push(format!(
+                "{name}: truncated: chunk {} (from {} ns-ticks) has {} of its {plen} bytes; its {} events are missing",
+                h.seq,
+                h.base_ts,
+                data.len() - pos - CHUNK_HEADER_LEN,
+                h.events
+            ));
+            f.damaged = true;
+            break;
+        }
+        let payload = &data[pos + CHUNK_HEADER_LEN..end];
+        if !ChunkHeader::verify(rest, payload) {
+            problems.push(format!(
+                "{name}: chunk {} at offset {pos} fails its checksum; its {} events are skipped",
+                h.seq, h.events
+            ));
+            f.damaged = true;
+            expect_seq = h.seq.wrapping_add(1);
+            pos = end;
+            continue;
+        }
+        if h.seq != expect_seq {
+            problems.push(format!(
+                "{name}: chunks {expect_seq}..{} are missing",
+                h.seq.wrapping_sub(1)
+            ));
+            f.damaged = true;
+        }
+        expect_seq = h.seq.wrapping_add(1);
+        let mut d = DecodedChunk::default();
+        if let Err(e) = codec::decode(&h, payload, &mut d) {
+            problems.push(format!(
+                "{name}: chunk {}: cannot decode at byte {}: {}",
+                h.seq, e.offset, e.what
+            ));
+            f.damaged = true;
+        }
+        f.chunks.push((h, d));
+        pos = end;
+    }
+    Ok(f)
+}
