@@ -303,8 +303,12 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         pb.finish_and_clear();
     }
     let mut raw_streams = Vec::new();
-    for (r, problems) in read {
+    let mut skipped = Vec::new();
+    for ((r, problems), path) in read.into_iter().zip(&streams) {
         t.problems.extend(problems);
+        if r.is_none() {
+            skipped.push(path.clone());
+        }
         match r {
             Some((s, chunks)) => {
                 if !t.processes.iter().any(|p| p.name == s.process) {
@@ -326,6 +330,7 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             None => continue,
         }
     }
+    check_manifests(&mut t, &streams, &skipped, &profiles, &raw_streams);
     let clocks: HashMap<String, Clock> =
         refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
     let base = t
@@ -458,6 +463,83 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     t.streams = decoded;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     Ok(t)
+}
+
+/// Says where the manifests and the stream files disagree: a stream the
+/// manifest lists whose file is gone, a file it does not list, or fewer
+/// events than it counts when no stream said it was damaged (a stream cut
+/// exactly between two chunks looks whole).
+fn check_manifests(
+    t: &mut Trace,
+    streams: &[PathBuf],
+    skipped: &[PathBuf],
+    profiles: &[PathBuf],
+    read: &[(Stream, Chunks)],
+) {
+    let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+    let present: std::collections::HashSet<String> =
+        streams.iter().filter_map(|p| file_name(p)).collect();
+    for p in &t.processes {
+        let Some(m) = &p.manifest else { continue };
+        let profiled = profiles
+            .iter()
+            .any(|f| f.file_stem().is_some_and(|s| s.to_string_lossy() == p.name));
+        if profiled || m.status == "running" {
+            continue;
+        }
+        let mine: Vec<&(Stream, Chunks)> =
+            read.iter().filter(|(s, _)| s.process == p.name).collect();
+        for (s, _) in &mine {
+            let f = file_name(&s.path).unwrap_or_default();
+            if !m.streams.iter().any(|e| e.file == f) {
+                t.problems.push(format!(
+                    "process {}: stream file {f} is not listed in its manifest",
+                    p.name
+                ));
+            }
+        }
+        let n: u64 = mine
+            .iter()
+            .flat_map(|(_, c)| c)
+            .map(|(_, d)| d.events.len() as u64)
+            .sum();
+        if n >= m.events {
+            continue;
+        }
+        let missing = m.events - n;
+        // A context that never wrote a buffer has no file: a listed file
+        // that is gone matters only when events are missing.
+        let gone: Vec<_> = m
+            .streams
+            .iter()
+            .filter(|e| !present.contains(&e.file))
+            .collect();
+        for e in &gone {
+            t.problems.push(format!(
+                "process {}: stream {} ({}) is listed in its manifest but its file is missing: \
+                 the events of its thread {} are lost",
+                p.name, e.id, e.file, e.thread
+            ));
+        }
+        let reported = !gone.is_empty()
+            || mine.iter().any(|(s, _)| s.damaged)
+            || skipped
+                .iter()
+                .filter_map(|p| file_name(p))
+                .any(|f| m.streams.iter().any(|e| e.file == f));
+        if gone.is_empty() && !reported {
+            t.problems.push(format!(
+                "process {}: its manifest counts {} events but its streams hold {n}: \
+                 {missing} events are missing (a stream file was cut short between two chunks)",
+                p.name, m.events
+            ));
+        } else if !gone.is_empty() {
+            t.problems.push(format!(
+                "process {}: {missing} of the {} events its manifest counts are missing",
+                p.name, m.events
+            ));
+        }
+    }
 }
 
 /// Gives events that carry a code address (`codeptr`) and no source position

@@ -199,3 +199,80 @@ fn bad_inputs_give_clear_errors() {
         t.problems
     );
 }
+
+#[test]
+fn stream_cut_between_chunks_is_noticed() {
+    // Every chunk that remains is whole: only the manifest's count can tell.
+    let d = tmpdir("cutclean");
+    let (path, off) = write_trace(&d, 3);
+    let b = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &b[..off[2]]).unwrap();
+    let t = gaspard_analyze::trace::read(&d).unwrap();
+    assert_eq!(t.events(), 40);
+    assert!(
+        t.problems.iter().any(|p| p.contains("counts 60 events")
+            && p.contains("hold 40")
+            && p.contains("20 events are missing")),
+        "{:?}",
+        t.problems
+    );
+}
+
+#[test]
+fn manifest_and_streams_disagree() {
+    // The listed file is gone, and a file the manifest does not list is there.
+    let d = tmpdir("disagree");
+    let (path, _) = write_trace(&d, 2);
+    std::fs::rename(&path, d.join("h-7-5.gst")).unwrap();
+    let t = gaspard_analyze::trace::read(&d).unwrap();
+    assert_eq!(t.events(), 40, "the unlisted stream is read anyway");
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("h-7-5.gst is not listed in its manifest")),
+        "{:?}",
+        t.problems
+    );
+    // Now the stream is gone altogether.
+    std::fs::remove_file(d.join("h-7-5.gst")).unwrap();
+    let t = gaspard_analyze::trace::read(&d).unwrap();
+    assert_eq!(t.events(), 0);
+    assert!(
+        t.problems.iter().any(|p| p
+            .contains("stream 0 (h-7-0.gst) is listed in its manifest but its file is missing")),
+        "{:?}",
+        t.problems
+    );
+    assert!(
+        t.problems
+            .iter()
+            .any(|p| p.contains("40 of the 40 events its manifest counts are missing")),
+        "{:?}",
+        t.problems
+    );
+}
+
+#[test]
+fn every_truncation_and_byte_flip_is_read_without_panic() {
+    let d = tmpdir("everycut");
+    let (path, _) = write_trace(&d, 3);
+    let whole = std::fs::read(&path).unwrap();
+    for cut in 0..whole.len() {
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let t = gaspard_analyze::trace::read(&d).unwrap();
+        assert!(t.events() < 60, "cut at {cut}");
+        assert!(!t.problems.is_empty(), "cut at {cut} goes unnoticed");
+    }
+    for at in 0..whole.len() {
+        let mut b = whole.clone();
+        b[at] ^= 0x5a;
+        std::fs::write(&path, &b).unwrap();
+        let t = gaspard_analyze::trace::read(&d).unwrap();
+        // A flip in the text of the header may only change a value; a
+        // flip anywhere else must be noticed.
+        if t.problems.is_empty() {
+            assert_eq!(t.events(), 60, "flip at {at}");
+            assert!(at < 16 + 64, "flip at {at} goes unnoticed");
+        }
+    }
+}

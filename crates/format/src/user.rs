@@ -269,7 +269,7 @@ pub fn format_values(schema: &Schema, values: &[Value]) -> String {
                 let mut precision = None;
                 if let Some(w) = c.width {
                     width = Some(match w {
-                        Count::Fixed(n) => n as i64,
+                        Count::Fixed(n) => n.min(MAX_FIELD) as i64,
                         Count::Arg => match vi.next() {
                             Some(Value::Int(v)) => *v as i32 as i64,
                             _ => 0,
@@ -278,7 +278,7 @@ pub fn format_values(schema: &Schema, values: &[Value]) -> String {
                 }
                 if let Some(pr) = c.precision {
                     precision = Some(match pr {
-                        Count::Fixed(n) => n as i64,
+                        Count::Fixed(n) => n.min(MAX_FIELD) as i64,
                         Count::Arg => match vi.next() {
                             Some(Value::Int(v)) => *v as i32 as i64,
                             _ => -1,
@@ -289,12 +289,15 @@ pub fn format_values(schema: &Schema, values: &[Value]) -> String {
                 let width = match width {
                     Some(w) if w < 0 => {
                         flags.push('-');
-                        Some((-w) as usize)
+                        Some(w.unsigned_abs())
                     }
-                    Some(w) => Some(w as usize),
+                    Some(w) => Some(w as u64),
                     None => None,
-                };
-                let precision = precision.filter(|p| *p >= 0).map(|p| p as usize);
+                }
+                .map(|w| w.min(MAX_FIELD as u64) as usize);
+                let precision = precision
+                    .filter(|p| *p >= 0)
+                    .map(|p| (p as u64).min(MAX_FIELD as u64) as usize);
                 let Some(v) = vi.next() else { break };
                 out.push_str(&format_one(c, &flags, width, precision, v));
             }
@@ -338,8 +341,8 @@ fn format_one(
             let x = narrow_signed(*x, &c.length);
             let mut digits = x.unsigned_abs().to_string();
             if let Some(p) = prec {
-                while digits.len() < p {
-                    digits.insert(0, '0');
+                if digits.len() < p {
+                    digits = "0".repeat(p - digits.len()) + &digits;
                 }
             }
             let s = if x < 0 {
@@ -362,8 +365,8 @@ fn format_one(
                 _ => format!("{u:o}"),
             };
             if let Some(p) = prec {
-                while digits.len() < p {
-                    digits.insert(0, '0');
+                if digits.len() < p {
+                    digits = "0".repeat(p - digits.len()) + &digits;
                 }
             }
             let pre = match (alt, c.conv, u) {
@@ -547,5 +550,32 @@ mod tests {
         words.push(42);
         let v = decode_values(&[VaType::Str, VaType::Int], &words).unwrap();
         assert_eq!(v, vec![Value::Str(s.into()), Value::Int(42)]);
+    }
+
+    #[test]
+    fn huge_widths_and_precisions_are_capped() {
+        // Found by the fuzzer: a width of five billion padded a report line
+        // until memory ran out, a precision of a million took minutes.
+        for (fmt, words) in [
+            ("%0000000005084134553d", vec![1u64]),
+            ("%.99999999999d|%.1000000x", vec![1, 2]),
+            ("%*d|%-*s", vec![i32::MAX as u64, 1, i32::MIN as u64, 0]),
+            (
+                "%.*f|%.1000000g|%.1000000e",
+                vec![u32::MAX as u64 >> 1, 0, 0, 0],
+            ),
+        ] {
+            let s = parse_format(fmt).unwrap();
+            let v = decode_values(&s.args, &words).unwrap();
+            let out = format_values(&s, &v);
+            assert!(
+                out.len() <= fmt.len() + MAX_FORMATTED,
+                "{fmt}: {}",
+                out.len()
+            );
+        }
+        let s = parse_format("%.3d|%5.2d|%-6d|").unwrap();
+        let v = decode_values(&s.args, &[7, 7, 7]).unwrap();
+        assert_eq!(format_values(&s, &v), "007|   07|7     |");
     }
 }
