@@ -234,14 +234,18 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let manifest = match std::fs::read_to_string(m)
+        let manifest = match std::fs::read(m)
             .map_err(|e| e.to_string())
-            .and_then(|s| Manifest::parse(&s))
+            .and_then(|b| Manifest::parse(&String::from_utf8_lossy(&b)))
         {
             Ok(man) => {
                 if man.status == "running" {
                     t.problems.push(format!(
                         "process {name}: the manifest says it is still running: it was killed before it could finish writing"
+                    ));
+                } else if man.status.is_empty() {
+                    t.problems.push(format!(
+                        "process {name}: its manifest has no status line: it was cut short or damaged"
                     ));
                 } else if man.status.starts_with("crashed") {
                     t.problems.push(format!(
@@ -271,9 +275,9 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        match std::fs::read_to_string(path)
+        match std::fs::read(path)
             .map_err(|e| e.to_string())
-            .and_then(|s| gaspard_format::profile::ProfileFile::parse(&s))
+            .and_then(|b| gaspard_format::profile::ProfileFile::parse(&String::from_utf8_lossy(&b)))
         {
             Ok(f) => {
                 t.problems.push(format!(

@@ -233,7 +233,9 @@ impl Manifest {
                 "lost" => m.lost = num(rest)?,
                 "unknown_tags" => m.unknown_tags = num(rest)?,
                 "note" => m.notes.push(unescape(rest)),
-                "status" => m.status = rest.to_string(),
+                // Trimmed: a stray carriage return or blank after the status
+                // must neither hide `complete` nor be written back.
+                "status" => m.status = rest.trim().to_string(),
                 _ => {}
             }
         }
@@ -284,5 +286,14 @@ mod tests {
         };
         assert_eq!(Manifest::parse(&m.to_text()).unwrap(), m);
         assert!(Manifest::parse("hello").is_err());
+    }
+
+    #[test]
+    fn status_with_stray_blanks_round_trips() {
+        // Found by the fuzzer: "status complete\r\r" read as "complete\r",
+        // which was written back as a line that read as "complete".
+        let m = Manifest::parse("gaspard-manifest 2\nstatus complete\r\r\x0c \n").unwrap();
+        assert_eq!(m.status, "complete");
+        assert_eq!(Manifest::parse(&m.to_text()).unwrap(), m);
     }
 }

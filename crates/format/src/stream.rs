@@ -99,10 +99,16 @@ pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
             pos = end;
             continue;
         }
-        if h.seq != expect_seq {
+        if h.seq > expect_seq {
             problems.push(format!(
                 "{name}: chunks {expect_seq}..{} are missing",
-                h.seq.wrapping_sub(1)
+                h.seq - 1
+            ));
+            f.damaged = true;
+        } else if h.seq < expect_seq {
+            problems.push(format!(
+                "{name}: chunk {} at offset {pos} comes again or out of order (chunk {expect_seq} was expected); its {} events are read where they stand",
+                h.seq, h.events
             ));
             f.damaged = true;
         }
@@ -119,4 +125,62 @@ pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
         pos = end;
     }
     Ok(f)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chunk::file_header;
+
+    fn chunk(seq: u32) -> Vec<u8> {
+        let h = ChunkHeader {
+            seq,
+            ..Default::default()
+        };
+        h.to_bytes(&[]).to_vec()
+    }
+
+    #[test]
+    fn chunks_out_of_order_are_named_not_wrapped() {
+        let mut b = file_header(&[("stream", "0".into())]);
+        for seq in [0, 1, 1, 0, 5] {
+            b.extend(chunk(seq));
+        }
+        let f = read("s.gst", &b).unwrap();
+        assert_eq!(f.chunks.len(), 5);
+        assert!(f.damaged);
+        assert_eq!(f.problems.len(), 3, "{:?}", f.problems);
+        assert!(
+            f.problems[0].contains("chunk 1 at offset")
+                && f.problems[0].contains("chunk 2 was expected")
+        );
+        assert!(
+            f.problems[1].contains("chunk 0 at offset")
+                && f.problems[1].contains("chunk 2 was expected")
+        );
+        assert!(
+            f.problems[2].contains("chunks 1..4 are missing"),
+            "{:?}",
+            f.problems
+        );
+    }
+
+    #[test]
+    fn a_huge_payload_length_is_damage_not_an_allocation() {
+        let mut b = file_header(&[]);
+        let mut c = chunk(0);
+        c[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        b.extend(&c);
+        let f = read("s.gst", &b).unwrap();
+        assert!(f.chunks.is_empty() && f.damaged);
+        assert!(
+            f.problems[0].contains("claims 4294967295 bytes"),
+            "{:?}",
+            f.problems
+        );
+        assert_eq!(
+            read("s.gst", b"GASPARD\n").unwrap_err(),
+            HeaderError::Truncated
+        );
+    }
 }

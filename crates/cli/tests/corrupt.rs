@@ -1,0 +1,617 @@
+//! A real trace, damaged in every way a disk, a crash or a careless copy can
+//! damage it: `gaspard dump` and `gaspard report` always end cleanly (never
+//! a panic, a signal or a hang) and say what is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+mod common;
+
+/// Longest a command may take on a damaged trace of a few thousand events.
+const LIMIT: Duration = Duration::from_secs(60);
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Three threads that meet at barriers, read a neighbour's cell and record a
+/// user event whose arguments (a string, a double, an int) change every
+/// time, so that the streams fill several chunks with few events.
+const PROGRAM: &str = r#"
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <gasp_upc.h>
+#define THREADS 3
+static int g_argc; static char **g_argv; static int steps = 1500;
+static pthread_barrier_t bar;
+static double cell[THREADS];
+typedef struct { uint64_t thread; uint64_t addr; } pts_t;
+static void *run(void *arg) {
+  int me = (int)(intptr_t)arg;
+  gasp_context_t ctx = gasp_init(GASP_MODEL_UPC, &g_argc, &g_argv);
+  unsigned ev = gasp_create_event(ctx, "step", "%s %f %d");
+  unsigned long x = 88172645463325252ul + (unsigned long)me;
+  char text[64];
+  for (int i = 0; i < steps; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    snprintf(text, sizeof text, "%016lx-%016lx-%016lx", x, x * 31, x * 17);
+    gasp_event_notify(ctx, ev, GASP_START, __FILE__, __LINE__, 0, text, (double)x / 3.0, i);
+    double v;
+    pts_t src = {(uint64_t)((me + 1) % THREADS), (uint64_t)(uintptr_t)&cell[(me + 1) % THREADS]};
+    gasp_event_notify(ctx, GASP_UPC_GET, GASP_START, __FILE__, __LINE__, 9, 1, &v, &src, sizeof v);
+    v = cell[(me + 1) % THREADS];
+    gasp_event_notify(ctx, GASP_UPC_GET, GASP_END, __FILE__, __LINE__ - 2, 9, 1, &v, &src, sizeof v);
+    cell[me] = v + 1;
+    if (i % 50 == 0) {
+      gasp_event_notify(ctx, GASP_UPC_WAIT, GASP_START, __FILE__, __LINE__, 5, 1, i);
+      pthread_barrier_wait(&bar);
+      gasp_event_notify(ctx, GASP_UPC_WAIT, GASP_END, __FILE__, __LINE__ - 2, 5, 1, i);
+    }
+    gasp_event_notify(ctx, ev, GASP_END, __FILE__, __LINE__, 0, text, 0.5 * i, i);
+  }
+  gasp_event_notify(ctx, GASP_UPC_COLLECTIVE_EXIT, GASP_START, __FILE__, __LINE__, 0, 0);
+  pthread_barrier_wait(&bar);
+  gasp_event_notify(ctx, GASP_UPC_COLLECTIVE_EXIT, GASP_END, __FILE__, __LINE__, 0, 0);
+  return NULL;
+}
+int main(int argc, char **argv) {
+  g_argc = argc; g_argv = argv;
+  if (argc > 1) steps = atoi(argv[1]);
+  pthread_barrier_init(&bar, NULL, THREADS);
+  pthread_t t[THREADS];
+  for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, run, (void *)(intptr_t)i);
+  for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+  printf("%f\n", cell[0]);
+  return 0;
+}
+"#;
+
+/// [`PROGRAM`], recorded once with the smallest buffers, so that each stream
+/// has several chunks.
+fn recorded() -> &'static Path {
+    static TRACE: OnceLock<PathBuf> = OnceLock::new();
+    TRACE.get_or_init(|| {
+        let ws = workspace();
+        let lib = ws.join("target/debug");
+        assert!(
+            lib.join("libgaspard.so").exists(),
+            "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
+        );
+        let dir = common::tmpdir("corrupt-recorded");
+        let src = dir.join("steps.c");
+        std::fs::write(&src, PROGRAM).unwrap();
+        let exe = dir.join("steps");
+        let out = Command::new("cc")
+            .args(["-O1", "-g", "-pthread", "-I"])
+            .arg(ws.join("crates/gasp/include"))
+            .arg(&src)
+            .arg("-L")
+            .arg(&lib)
+            .arg(format!("-Wl,-rpath,{}", lib.display()))
+            .args(["-lgaspard", "-o"])
+            .arg(&exe)
+            .output()
+            .expect("cannot run cc: a C compiler is needed for these tests");
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let trace = dir.join("trace");
+        let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .arg("run")
+            .arg("-o")
+            .arg(&trace)
+            .arg("--")
+            .arg(&exe)
+            .arg("1000")
+            .env("GASPARD_BUFFER_KB", "64")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        // The intact trace has no problems, so every problem below comes from the damage.
+        let r = run(&trace, &["dump", "--json"]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{}", v["problems"]);
+        trace
+    })
+}
+
+/// A copy of the recorded trace in a directory of its own.
+fn copy(name: &str) -> PathBuf {
+    let src = recorded();
+    let d = common::tmpdir(&format!("corrupt-{name}")).join("trace");
+    std::fs::create_dir_all(&d).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let p = e.unwrap().path();
+        std::fs::copy(&p, d.join(p.file_name().unwrap())).unwrap();
+    }
+    d
+}
+
+fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == ext))
+        .collect();
+    v.sort();
+    v
+}
+
+fn name(p: &Path) -> String {
+    p.file_name().unwrap().to_string_lossy().into_owned()
+}
+
+struct Outcome {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `gaspard ARGS DIR`, killing it after [`LIMIT`]. Output goes to files
+/// (a pipe could fill and stall the command).
+fn run(dir: &Path, args: &[&str]) -> Outcome {
+    let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id())
+        .replace(|c: char| !c.is_ascii_alphanumeric(), "");
+    let out_path = std::env::temp_dir().join(format!("gaspard-corrupt-out-{tag}"));
+    let err_path = std::env::temp_dir().join(format!("gaspard-corrupt-err-{tag}"));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg(args[0])
+        .arg(dir)
+        .args(&args[1..])
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if start.elapsed() > LIMIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gaspard {args:?} on {} hangs", dir.display());
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let read = |p: &Path| String::from_utf8_lossy(&std::fs::read(p).unwrap()).into_owned();
+    let o = Outcome {
+        code: status.code(),
+        stdout: read(&out_path),
+        stderr: read(&err_path),
+    };
+    let _ = std::fs::remove_file(out_path);
+    let _ = std::fs::remove_file(err_path);
+    o
+}
+
+/// `dump --json` and `report` on the damaged `dir` (the damage being `what`)
+/// end cleanly; when `expect` is given, the problems (or the error) say it.
+fn check(dir: &Path, what: &str, expect: &[&str]) {
+    for args in [&["dump", "--json"][..], &["report"][..]] {
+        let r = run(dir, args);
+        assert!(
+            !r.stderr.contains("panicked") && !r.stdout.contains("panicked"),
+            "{what}: gaspard {args:?} panicked: {}",
+            r.stderr
+        );
+        let Some(code) = r.code else {
+            panic!(
+                "{what}: gaspard {args:?} was killed by a signal: {}",
+                r.stderr
+            );
+        };
+        if code != 0 {
+            // A refusal must say why, in a sentence naming what is wrong.
+            assert!(
+                r.stderr.trim().len() > 10 && r.stderr.contains("error"),
+                "{what}: gaspard {args:?} exits {code} without a clear message: {:?}",
+                r.stderr
+            );
+            if !expect.is_empty() {
+                assert!(
+                    expect.iter().any(|e| r.stderr.contains(e)),
+                    "{what}: gaspard {args:?}: {:?} does not say any of {expect:?}",
+                    r.stderr
+                );
+            }
+            continue;
+        }
+        if args[0] == "dump" {
+            let v: serde_json::Value = serde_json::from_str(&r.stdout)
+                .unwrap_or_else(|e| panic!("{what}: dump --json is not JSON: {e}"));
+            let problems: Vec<&str> = v["problems"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p.as_str().unwrap())
+                .collect();
+            if !expect.is_empty() {
+                assert!(
+                    problems
+                        .iter()
+                        .any(|p| expect.iter().any(|e| p.contains(e))),
+                    "{what}: no problem says any of {expect:?}: {problems:?}"
+                );
+            }
+        } else if !expect.is_empty() {
+            // The text report lists the same problems as notes.
+            assert!(
+                r.stdout
+                    .lines()
+                    .any(|l| l.starts_with("note:") && expect.iter().any(|e| l.contains(e))),
+                "{what}: the report has no note saying any of {expect:?}:\n{}",
+                r.stdout
+            );
+        }
+    }
+}
+
+/// Byte offsets where chunks start in a stream file (and its header's length).
+fn layout(b: &[u8]) -> (usize, Vec<usize>) {
+    let header = 16 + u32::from_le_bytes(b[12..16].try_into().unwrap()) as usize;
+    let mut chunks = Vec::new();
+    let mut at = header;
+    while at + 64 <= b.len() {
+        assert_eq!(&b[at..at + 4], b"GSPC");
+        chunks.push(at);
+        at += 64 + u32::from_le_bytes(b[at + 16..at + 20].try_into().unwrap()) as usize;
+    }
+    (header, chunks)
+}
+
+#[test]
+fn truncated_streams() {
+    let dir = copy("trunc");
+    let stream = files(&dir, "gst").remove(1);
+    let file = name(&stream);
+    let whole = std::fs::read(&stream).unwrap();
+    let (header, chunks) = layout(&whole);
+    assert!(
+        chunks.len() >= 3,
+        "{} chunks: make the run longer",
+        chunks.len()
+    );
+    let mut cuts = vec![0, 1, 7, 8, 12, 15, 16, header - 1, header, whole.len() - 1];
+    for &c in &chunks {
+        cuts.extend([c + 1, c + 4, c + 20, c + 63, c + 64, c + 65, c + 200]);
+    }
+    // Exactly between two chunks: only the manifest can tell.
+    cuts.extend(chunks.iter().skip(1).copied());
+    cuts.retain(|&c| c < whole.len());
+    for cut in cuts {
+        std::fs::write(&stream, &whole[..cut]).unwrap();
+        check(
+            &dir,
+            &format!("{file} cut at byte {cut}"),
+            &[file.as_str(), "events are missing"],
+        );
+    }
+}
+
+#[test]
+fn flipped_bytes() {
+    let dir = copy("flip");
+    let stream = files(&dir, "gst").remove(2);
+    let file = name(&stream);
+    let whole = std::fs::read(&stream).unwrap();
+    let (_, chunks) = layout(&whole);
+    // The magic, the version and the header's length; then, in every chunk,
+    // its magic, version, stream, sequence number, payload length, event
+    // count, timestamps, checksum, and bytes of its payload.
+    let mut at = vec![0, 5, 8, 9, 12, 13, 14];
+    // The first chunks, and the last (cut short where the run ended).
+    let some: Vec<usize> = chunks
+        .iter()
+        .take(2)
+        .chain(chunks.last())
+        .copied()
+        .collect();
+    for &c in &some {
+        at.extend([0, 4, 8, 12, 16, 19, 20, 24, 40, 56].map(|o| c + o));
+        at.extend([64, 70, 150, 300].map(|o| c + o));
+    }
+    at.retain(|&a| a < whole.len());
+    for a in at {
+        for mask in [0xffu8] {
+            let mut b = whole.clone();
+            b[a] ^= mask;
+            std::fs::write(&stream, &b).unwrap();
+            check(
+                &dir,
+                &format!("{file}: byte {a} ^ {mask:#x}"),
+                &[file.as_str()],
+            );
+        }
+    }
+}
+
+#[test]
+fn zeroed_and_deleted_files() {
+    let dir = copy("zero");
+    let streams = files(&dir, "gst");
+    let manifest = files(&dir, "manifest").remove(0);
+    let process = manifest.file_stem().unwrap().to_string_lossy().into_owned();
+    let s = &streams[0];
+    let file = name(s);
+    let keep = std::fs::read(s).unwrap();
+    std::fs::write(s, vec![0u8; keep.len()]).unwrap();
+    check(
+        &dir,
+        "a stream of zeros",
+        &[&format!("{file}: not a gaspard stream file")],
+    );
+    // Zeros after the header: the chunks are gone.
+    let (header, _) = layout(&keep);
+    let mut b = keep.clone();
+    b[header..].fill(0);
+    std::fs::write(s, &b).unwrap();
+    check(&dir, "zeroed chunks", &[&format!("{file}: ")]);
+    std::fs::write(s, b"").unwrap();
+    check(
+        &dir,
+        "an empty stream",
+        &[&format!("{file}: file header is truncated")],
+    );
+    std::fs::remove_file(s).unwrap();
+    check(
+        &dir,
+        "a deleted stream",
+        &[&format!(
+            "({file}) is listed in its manifest but its file is missing"
+        )],
+    );
+    std::fs::write(s, &keep).unwrap();
+    let m = std::fs::read(&manifest).unwrap();
+    std::fs::write(&manifest, vec![0u8; m.len()]).unwrap();
+    check(&dir, "a manifest of zeros", &["not a gaspard manifest"]);
+    std::fs::write(&manifest, b"").unwrap();
+    check(&dir, "an empty manifest", &["not a gaspard manifest"]);
+    std::fs::remove_file(&manifest).unwrap();
+    check(
+        &dir,
+        "a deleted manifest",
+        &[&format!("process {process}: no manifest")],
+    );
+    for s in &streams {
+        std::fs::remove_file(s).unwrap();
+    }
+    check(
+        &dir,
+        "no streams and no manifest",
+        &["holds no gaspard trace"],
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    check(&dir, "no directory", &["does not exist"]);
+}
+
+#[test]
+fn garbage_manifests() {
+    let dir = copy("manifest");
+    let manifest = files(&dir, "manifest").remove(0);
+    let mname = name(&manifest);
+    let process = manifest.file_stem().unwrap().to_string_lossy().into_owned();
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    // Bytes from a fixed pseudo-random sequence.
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let replace = |key: &str, with: &str| -> String {
+        good.lines()
+            .map(|l| {
+                if l.split(' ').next() == Some(key) {
+                    with.to_string()
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let unreadable: Vec<(String, Vec<u8>, &str)> = vec![
+        ("noise".into(), noise.clone(), "not a gaspard manifest"),
+        (
+            "noise after the first line".into(),
+            [good.lines().next().unwrap().as_bytes(), b"\n", &noise].concat(),
+            "its manifest has no status line",
+        ),
+        (
+            "a newer version".into(),
+            b"gaspard-manifest 99\n".to_vec(),
+            "manifest version 99",
+        ),
+        (
+            "a bad version".into(),
+            b"gaspard-manifest two\n".to_vec(),
+            "bad manifest version line",
+        ),
+        (
+            "a pid out of range".into(),
+            replace("pid", "pid 99999999999999999999999").into_bytes(),
+            "cannot read 'pid 9999",
+        ),
+        (
+            "a clock reference cut short".into(),
+            replace("clock_ref", "clock_ref 12").into_bytes(),
+            "cannot read 'clock_ref 12'",
+        ),
+        (
+            "a stream line without a file".into(),
+            replace("stream", "stream 0").into_bytes(),
+            "cannot read 'stream 0'",
+        ),
+        (
+            "an event count that is not a number".into(),
+            replace("events", "events many").into_bytes(),
+            "cannot read 'events many'",
+        ),
+    ];
+    for (what, bytes, says) in unreadable {
+        std::fs::write(&manifest, &bytes).unwrap();
+        check(
+            &dir,
+            &what,
+            &[&format!("{mname}: {says}"), &format!("{process}: {says}")],
+        );
+    }
+    // Readable, but with values no run produces: read without a panic.
+    let odd = [
+        replace("clock_ref", "clock_ref 18446744073709551615 0"),
+        replace("clock_ref", "clock_ref 0 18446744073709551615"),
+        replace(
+            "clock_ref",
+            "clock_ref 1 1\nclock_ref 2 18446744073709551615",
+        ),
+        replace(
+            "clock_ref",
+            "clock_ref 18446744073709551615 1\nclock_ref 1 18446744073709551615",
+        ),
+        replace(
+            "realtime_ref",
+            "realtime_ref 18446744073709551615 18446744073709551615",
+        ),
+        replace("pts_bytes", "pts_bytes 4294967295"),
+        replace("pts_bytes", "pts_bytes 0"),
+        replace("lost", "lost 18446744073709551615"),
+        replace("host", "host ../../etc"),
+        replace("command", &format!("command {}", "x".repeat(1 << 20))),
+        format!(
+            "{good}\n{}",
+            String::from_utf8_lossy(&noise).replace('\n', " ")
+        ),
+    ];
+    for (i, text) in odd.iter().enumerate() {
+        std::fs::write(&manifest, text).unwrap();
+        check(&dir, &format!("odd manifest {i}"), &[]);
+    }
+}
+
+#[test]
+fn manifest_disagrees_with_streams() {
+    let dir = copy("disagree");
+    let manifest = files(&dir, "manifest").remove(0);
+    let process = manifest.file_stem().unwrap().to_string_lossy().into_owned();
+    let good = std::fs::read_to_string(&manifest).unwrap();
+    let events: u64 = good
+        .lines()
+        .find_map(|l| l.strip_prefix("events "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let streams = files(&dir, "gst");
+    let last = name(streams.last().unwrap());
+    // A stream the manifest lists is not there, and events are missing.
+    let more = good
+        .replace(
+            &format!("events {events}"),
+            &format!("events {}", events + 10),
+        )
+        .replace(
+            "\nevents ",
+            &format!("\nstream 9 {process}-9.gst model=0 tid=1 thread=9\nevents "),
+        );
+    std::fs::write(&manifest, &more).unwrap();
+    check(
+        &dir,
+        "a listed stream without a file",
+        &[&format!(
+            "stream 9 ({process}-9.gst) is listed in its manifest but its file is missing"
+        )],
+    );
+    // More events counted than the streams hold, every file there and whole.
+    std::fs::write(
+        &manifest,
+        good.replace(
+            &format!("events {events}"),
+            &format!("events {}", events + 7),
+        ),
+    )
+    .unwrap();
+    check(&dir, "an event count too high", &["7 events are missing"]);
+    // A stream file the manifest does not list.
+    let fewer: String = good
+        .lines()
+        .filter(|l| !(l.starts_with("stream ") && l.contains(&last)))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&manifest, fewer).unwrap();
+    check(
+        &dir,
+        "an unlisted stream",
+        &[&format!("{last} is not listed in its manifest")],
+    );
+    // The process never finished, or crashed.
+    std::fs::write(&manifest, good.replace("status complete", "status running")).unwrap();
+    check(&dir, "still running", &["still running"]);
+    std::fs::write(
+        &manifest,
+        good.replace("status complete", "status crashed SIGBUS"),
+    )
+    .unwrap();
+    check(&dir, "crashed", &["crashed SIGBUS"]);
+    // Another process's manifest for the same streams' host: those streams have none.
+    std::fs::write(&manifest, &good).unwrap();
+    std::fs::rename(&manifest, dir.join("otherhost-1.manifest")).unwrap();
+    check(
+        &dir,
+        "a manifest under another name",
+        &[&format!("process {process}: no manifest")],
+    );
+}
+
+#[test]
+fn chunks_swapped_duplicated_and_mixed() {
+    let dir = copy("mixed");
+    let streams = files(&dir, "gst");
+    let a = std::fs::read(&streams[1]).unwrap();
+    let b = std::fs::read(&streams[2]).unwrap();
+    let (ha, ca) = layout(&a);
+    let (_, cb) = layout(&b);
+    let file = name(&streams[1]);
+    let chunk = |v: &[u8], c: &[usize], i: usize| {
+        v[c[i]..c.get(i + 1).copied().unwrap_or(v.len())].to_vec()
+    };
+    // Chunks 0 and 1 swapped.
+    let swapped = [
+        &a[..ha],
+        &chunk(&a, &ca, 1),
+        &chunk(&a, &ca, 0),
+        &a[ca[2]..],
+    ]
+    .concat();
+    std::fs::write(&streams[1], &swapped).unwrap();
+    check(
+        &dir,
+        "chunks swapped",
+        &[&format!("{file}: chunks 0..0 are missing")],
+    );
+    // Chunk 1 twice.
+    let twice = [&a[..ca[2]], &chunk(&a, &ca, 1), &a[ca[2]..]].concat();
+    std::fs::write(&streams[1], &twice).unwrap();
+    check(
+        &dir,
+        "a chunk twice",
+        &[&format!("{file}: chunk 1 at offset")],
+    );
+    // A chunk of another stream in the middle.
+    let foreign = [&a[..ca[1]], &chunk(&b, &cb, 1), &a[ca[2]..]].concat();
+    std::fs::write(&streams[1], &foreign).unwrap();
+    check(&dir, "a chunk of another stream", &[]);
+    // A stream file's header on another stream's chunks.
+    let other_header = [&b[..cb[0]], &a[ca[0]..]].concat();
+    std::fs::write(&streams[1], &other_header).unwrap();
+    check(&dir, "two files claim one stream", &[]);
+}
