@@ -461,10 +461,13 @@ fn garbage_manifests() {
     ];
     for (what, bytes, says) in unreadable {
         std::fs::write(&manifest, &bytes).unwrap();
-        check(
-            &dir,
-            &what,
-            &[&format!("{mname}: {says}"), &format!("{process}: {says}")],
+        check(&dir, &what, &[says]);
+        let r = run(&dir, &["dump", "--json"]);
+        assert!(
+            r.stdout.contains(&format!("{mname}: "))
+                || r.stdout
+                    .contains(&format!("process {process}: its manifest")),
+            "{what}: the problems do not name the manifest"
         );
     }
     // Readable, but with values no run produces: read without a panic.
