@@ -319,17 +319,17 @@ fn flipped_bytes() {
         at.extend([64, 70, 150, 300].map(|o| c + o));
     }
     at.retain(|&a| a < whole.len());
-    for a in at {
-        for mask in [0xffu8] {
-            let mut b = whole.clone();
-            b[a] ^= mask;
-            std::fs::write(&stream, &b).unwrap();
-            check(
-                &dir,
-                &format!("{file}: byte {a} ^ {mask:#x}"),
-                &[file.as_str()],
-            );
-        }
+    // All bits of a byte, or the lowest one only.
+    for (i, a) in at.into_iter().enumerate() {
+        let mask = if i % 2 == 0 { 0xffu8 } else { 0x01 };
+        let mut b = whole.clone();
+        b[a] ^= mask;
+        std::fs::write(&stream, &b).unwrap();
+        check(
+            &dir,
+            &format!("{file}: byte {a} ^ {mask:#x}"),
+            &[file.as_str()],
+        );
     }
 }
 
