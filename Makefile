@@ -4,7 +4,7 @@ VERSION := 0.1.0
 CC ?= cc
 OUT := out
 
-.PHONY: deps build demo examples test bench install clean
+.PHONY: deps build demo examples test bench fuzz install clean
 
 deps:
 	@bash scripts/install-deps.sh
@@ -46,6 +46,11 @@ test: deps
 
 bench: deps
 	bash bench/run.sh
+
+# Every fuzz target of fuzz/ for FUZZ_SECONDS seconds each (cargo-fuzz).
+FUZZ_SECONDS ?= 60
+fuzz:
+	bash scripts/fuzz.sh $(FUZZ_SECONDS)
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include

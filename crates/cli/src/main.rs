@@ -69,6 +69,10 @@ enum Command {
         args: Vec<String>,
     },
     /// Print every event of a trace, per thread in time order, decoded.
+    ///
+    /// A damaged trace is read as far as it goes; what is missing or wrong
+    /// (cut or corrupt stream files, manifests that disagree with their
+    /// streams) is listed as problems.
     Dump {
         /// Trace directory.
         dir: PathBuf,
@@ -77,6 +81,9 @@ enum Command {
         json: bool,
     },
     /// Count and time events per event name, per callsite and per thread.
+    ///
+    /// A damaged trace is reported as far as it goes; its notes say what is
+    /// missing or wrong.
     Report {
         /// Trace directory.
         dir: PathBuf,
