@@ -66,7 +66,8 @@ pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
             break;
         };
         i += n;
-        let w = words[0];
+        // A pointer-to-shared of 0 words (a damaged header) has no first word.
+        let w = words.first().copied().unwrap_or(0);
         let v = match ty {
             ArgType::Int => json!(w as i64),
             ArgType::Size => json!(w),

@@ -692,6 +692,12 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
 
 type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
 
+/// Largest pointer-to-shared a stream header may give (a raw record holds at
+/// most 255 argument words).
+const MAX_PTS_BYTES: u64 = 256;
+/// What the recorder writes unless built for another runtime.
+const DEFAULT_PTS_BYTES: u64 = 16;
+
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
 fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunks)> {
     let name = path
@@ -720,6 +726,14 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
             .and_then(|v| v.parse::<u64>().ok())
             .unwrap_or(0)
     };
+    let mut pts_bytes = num("pts_bytes");
+    if pts_bytes == 0 || pts_bytes > MAX_PTS_BYTES {
+        problems.push(format!(
+            "{name}: its header gives pointers-to-shared of {pts_bytes} bytes, which no runtime has \
+             (the header is damaged); read as {DEFAULT_PTS_BYTES}"
+        ));
+        pts_bytes = DEFAULT_PTS_BYTES;
+    }
     let host = header
         .get("host")
         .unwrap_or("unknown")
@@ -731,7 +745,7 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
         tid: num("tid"),
         thread: num("thread") as u32,
         model: num("model") as u32,
-        pts_bytes: num("pts_bytes") as u32,
+        pts_bytes: pts_bytes as u32,
         path: path.to_path_buf(),
         events: Vec::new(),
         chunks: 0,

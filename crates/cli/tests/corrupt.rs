@@ -333,6 +333,70 @@ fn flipped_bytes() {
     }
 }
 
+/// The text of a stream file's header with `key`'s value replaced (its
+/// length field kept right: the header text has no checksum).
+fn with_header_value(b: &[u8], key: &str, value: &str) -> Vec<u8> {
+    let (header, _) = layout(b);
+    let text = String::from_utf8_lossy(&b[16..header]).into_owned();
+    let text: String = text
+        .lines()
+        .map(|l| match l.split_once('=') {
+            Some((k, _)) if k == key => format!("{k}={value}\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    let mut out = b[..12].to_vec();
+    out.extend_from_slice(&(text.len() as u32).to_le_bytes());
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&b[header..]);
+    out
+}
+
+#[test]
+fn odd_stream_headers() {
+    // Values no recorder writes, in the unprotected text of a stream's
+    // header: read without a panic, whatever the analyses make of them.
+    let dir = copy("headers");
+    let stream = files(&dir, "gst").remove(1);
+    let whole = std::fs::read(&stream).unwrap();
+    let max = u64::MAX.to_string();
+    let cases = [
+        ("pts_bytes", "0"),
+        ("pts_bytes", "3"),
+        ("pts_bytes", "4294967295"),
+        ("pts_bytes", max.as_str()),
+        ("stream", "0"),
+        ("stream", "4294967295"),
+        ("thread", "4294967295"),
+        ("thread", "0"),
+        ("model", "4294967295"),
+        ("model", "3"),
+        ("tid", max.as_str()),
+        ("clock", "sundial"),
+        ("host", ""),
+        ("host", "../other host"),
+        ("pid", "-1"),
+    ];
+    for (key, value) in cases {
+        std::fs::write(&stream, with_header_value(&whole, key, value)).unwrap();
+        let said = format!("pointers-to-shared of {value} bytes, which no runtime has");
+        let expect: &[&str] = match (key, value) {
+            ("pts_bytes", "3") => &[],
+            ("pts_bytes", _) => &[said.as_str()],
+            _ => &[],
+        };
+        check(&dir, &format!("stream header {key}={value}"), expect);
+    }
+    // Another pid: a process without a manifest, and the manifest's own
+    // stream is missing.
+    std::fs::write(&stream, with_header_value(&whole, "pid", "4242")).unwrap();
+    check(
+        &dir,
+        "stream header of another pid",
+        &["-4242: no manifest"],
+    );
+}
+
 #[test]
 fn zeroed_and_deleted_files() {
     let dir = copy("zero");
