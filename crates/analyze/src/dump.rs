@@ -171,7 +171,7 @@ pub fn objects_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
             if let Some(w) = t.objects.window(&s.process, win) {
                 m.insert(
                     "target".into(),
-                    json!({"object": w.name, "offset": disp * w.disp_unit}),
+                    json!({"object": w.name, "offset": disp.saturating_mul(w.disp_unit)}),
                 );
             }
         }

@@ -57,7 +57,9 @@ fn compute(s: &Stream) -> Vec<Interval> {
             }));
         } else if let Some(slot) = stack.pop() {
             if let Some(iv) = slots[slot].as_mut() {
-                iv.end = e.t_ns;
+                // An END stamped before its START (a clock that went
+                // backwards) closes an empty interval: `end >= start` always.
+                iv.end = e.t_ns.max(iv.start);
                 iv.end_event = i;
             }
         }

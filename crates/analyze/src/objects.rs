@@ -94,7 +94,7 @@ impl Objects {
         let mut o = Objects::default();
         for s in streams {
             let mut open: Option<String> = None;
-            let mut count = 0;
+            let mut count: u32 = 0;
             for e in &s.events {
                 let Some(k) = kinds::kind(e.kind) else {
                     continue;
@@ -113,8 +113,10 @@ impl Objects {
                         let base = a.get("ptr").or(a.get("newptr")).copied().unwrap_or(0);
                         let size = match k.name {
                             "GASP_SHMEM_CALLOC" => {
-                                a.get("count").copied().unwrap_or(0)
-                                    * a.get("size").copied().unwrap_or(0)
+                                a.get("count")
+                                    .copied()
+                                    .unwrap_or(0)
+                                    .saturating_mul(a.get("size").copied().unwrap_or(0))
                             }
                             _ => a.get("size").copied().unwrap_or(0),
                         };
@@ -131,7 +133,8 @@ impl Objects {
                                     from: e.t_ns,
                                     to: u64::MAX,
                                     name,
-                                    ordinal: count - 1,
+                                    // An END without its START (damage) has no count of its own.
+                                    ordinal: count.saturating_sub(1),
                                 });
                         }
                     }
@@ -149,7 +152,7 @@ impl Objects {
                                 name,
                                 disp_unit: a.get("disp_unit").copied().unwrap_or(1).max(1),
                                 size: a.get("size").copied().unwrap_or(0),
-                                ordinal: count - 1,
+                                ordinal: count.saturating_sub(1),
                             },
                         );
                     }
@@ -183,7 +186,7 @@ impl Objects {
         self.allocations
             .get(process)?
             .iter()
-            .find(|a| a.from <= t && t <= a.to && a.base <= addr && addr < a.base + a.size.max(1))
+            .find(|a| a.from <= t && t <= a.to && a.base <= addr && addr - a.base < a.size.max(1))
             .map(|a| (a, addr - a.base))
     }
 

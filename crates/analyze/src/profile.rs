@@ -117,13 +117,13 @@ impl Stats {
 
     fn merge(&mut self, o: &Stats) {
         self.count += o.count;
-        self.bytes += o.bytes;
+        self.bytes = self.bytes.saturating_add(o.bytes);
         if o.intervals > 0 {
             if self.intervals == 0 || o.min_ns < self.min_ns {
                 self.min_ns = o.min_ns;
             }
             self.max_ns = self.max_ns.max(o.max_ns);
-            self.total_ns += o.total_ns;
+            self.total_ns = self.total_ns.saturating_add(o.total_ns);
             self.intervals += o.intervals;
             self.mean_ns = self.total_ns as f64 / self.intervals as f64;
         }
@@ -134,7 +134,7 @@ impl Stats {
             self.min_ns = d;
         }
         self.max_ns = self.max_ns.max(d);
-        self.total_ns += d;
+        self.total_ns = self.total_ns.saturating_add(d);
         self.intervals += 1;
         self.mean_ns = self.total_ns as f64 / self.intervals as f64;
     }
@@ -252,7 +252,8 @@ fn stream_profile(t: &Trace, s: &Stream) -> (ThreadStats, HashMap<(String, u32),
             if e.phase != 1 {
                 st.count += 1;
             }
-            st.bytes += bytes;
+            // Saturating: a damaged size argument may be anything.
+            st.bytes = st.bytes.saturating_add(bytes);
         };
         touch(sites.entry((key, e.callsite)).or_default());
         touch(mine.entry(key).or_default());

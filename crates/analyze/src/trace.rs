@@ -412,8 +412,22 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         .unwrap_or(0);
     // Events were stored with absolute monotonic ns; make them relative to the start.
     for s in &mut decoded {
+        let mut late = 0u64;
         for e in &mut s.events {
-            e.t_ns = (e.t_ns as i128 - base).max(0) as u64;
+            let t = e.t_ns as i128 - base;
+            if t > MAX_T_NS as i128 {
+                late += 1;
+            }
+            e.t_ns = t.clamp(0, MAX_T_NS as i128) as u64;
+        }
+        if late > 0 {
+            t.problems.push(format!(
+                "process {} stream {}: {late} events are stamped more than {} days after the trace's start \
+                 (damaged clock data); they are put at that time",
+                s.process,
+                s.stream,
+                MAX_T_NS / 86_400_000_000_000
+            ));
         }
     }
     let mut site_list = vec![Callsite::default(); sites.len()];
@@ -678,7 +692,7 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
             }
         }
         s.events.push(Event {
-            t_ns: clock.ns(e.ts).max(0) as u64,
+            t_ns: clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64,
             kind: e.kind,
             phase: e.phase,
             flags: e.flags,
@@ -691,6 +705,11 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
 }
 
 type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
+
+/// Events are placed at most this many nanoseconds (52 days) after the
+/// trace's start: later ones come from damaged clock data, and sums of times
+/// over threads stay far from overflowing.
+pub const MAX_T_NS: u64 = 1 << 52;
 
 /// Largest pointer-to-shared a stream header may give (a raw record holds at
 /// most 255 argument words).

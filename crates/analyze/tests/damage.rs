@@ -276,3 +276,144 @@ fn every_truncation_and_byte_flip_is_read_without_panic() {
         }
     }
 }
+
+/// A small xorshift generator: the same events on every run.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+struct Formats;
+impl Resolver for Formats {
+    fn string_at(&mut self, ptr: u64) -> Vec<u8> {
+        format!("f{}.c", ptr % 5).into_bytes()
+    }
+    fn user_event(&mut self, id: u64) -> Option<UserDef> {
+        let desc =
+            ["%s %d %f", "%*.*f", "%-*s|%x", "%d", "%p %c", "%999999999d"][(id % 6) as usize];
+        Some(UserDef {
+            id,
+            name: format!("ev{id}"),
+            desc: Some(desc.into()),
+            unreadable: None,
+        })
+    }
+}
+
+/// Streams of events no program makes (any kind with any arguments, starts
+/// without ends and ends without starts, time going backwards, thread and
+/// object numbers out of range) but with right checksums: the reader and
+/// every analysis take them without a panic.
+#[test]
+fn nonsense_with_right_checksums_never_panics() {
+    let known: Vec<u16> = (0..4096u16).filter(|&k| kinds::kind(k).is_some()).collect();
+    for seed in 1..=40u64 {
+        let d = tmpdir(&format!("nonsense-{seed}"));
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
+        let streams = 1 + rng.below(4) as u32;
+        let mut entries = Vec::new();
+        let mut total = 0u64;
+        for stream in 0..streams {
+            let mut bytes = file_header(&[
+                ("stream", stream.to_string()),
+                ("host", "h".into()),
+                ("pid", "7".into()),
+                ("thread", stream.to_string()),
+                (
+                    "pts_bytes",
+                    ["16", "8", "24", "1"][rng.below(4) as usize].into(),
+                ),
+            ]);
+            let mut ts = rng.below(1 << 40);
+            for seq in 0..1 + rng.below(3) as u32 {
+                let mut enc = Encoder::new();
+                for _ in 0..rng.below(300) {
+                    ts = match rng.below(20) {
+                        0 => ts.saturating_sub(rng.below(1 << 20)),
+                        1 => rng.next(),
+                        _ => ts.saturating_add(rng.below(10_000)),
+                    };
+                    let kind = match rng.below(10) {
+                        0 => kinds::GASPARD_USER,
+                        1 => rng.below(1 << 16) as u16,
+                        _ => known[rng.below(known.len() as u64) as usize],
+                    };
+                    // A user event always carries its id.
+                    let nwords = (rng.below(12) as u8).max(u8::from(kind == kinds::GASPARD_USER));
+                    let h = RawHeader {
+                        ts,
+                        kind,
+                        phase: rng.below(3) as u8,
+                        flags: rng.below(4) as u8,
+                        nwords,
+                        line: rng.below(50) as u32,
+                        col: 0,
+                        file: rng.below(3),
+                    };
+                    let mut w = h.pack().to_vec();
+                    for _ in 0..nwords {
+                        w.push(match rng.below(6) {
+                            0 => rng.next(),
+                            1 => u64::MAX - rng.below(3),
+                            2 => 1 << rng.below(64),
+                            _ => rng.below(8),
+                        });
+                    }
+                    enc.push(&w, &mut Formats).unwrap();
+                }
+                total += u64::from(enc.events());
+                let (chunk, _) = enc.finish(ChunkHeader {
+                    stream,
+                    seq,
+                    ref_ticks: ts,
+                    ref_ns: rng.next() >> rng.below(64),
+                    ..Default::default()
+                });
+                bytes.extend_from_slice(&chunk);
+            }
+            let file = format!("h-7-{stream}.gst");
+            std::fs::write(d.join(&file), &bytes).unwrap();
+            entries.push(StreamEntry {
+                id: stream,
+                file,
+                thread: stream,
+                ..Default::default()
+            });
+        }
+        let m = Manifest {
+            host: "h".into(),
+            pid: 7,
+            clock: "tsc".into(),
+            clock_refs: vec![(rng.next(), rng.next())],
+            pts_bytes: 16,
+            streams: entries,
+            status: "complete".into(),
+            events: total,
+            ..Default::default()
+        };
+        std::fs::write(d.join("h-7.manifest"), m.to_text()).unwrap();
+        let t = gaspard_analyze::trace::read(&d).unwrap();
+        assert_eq!(
+            t.events(),
+            total,
+            "seed {seed}: every event is read: {:?}",
+            t.problems
+        );
+        let _ = gaspard_analyze::dump::to_json(&t);
+        gaspard_analyze::dump::to_text(&t, &mut std::io::sink()).unwrap();
+        let r = gaspard_analyze::profile::report_with(&t, 4096);
+        gaspard_analyze::profile::to_text(&r, &mut std::io::sink()).unwrap();
+        let b = gaspard_analyze::blocks::analyse(&t, 64);
+        let _ = gaspard_analyze::blocks::to_json(&b);
+        gaspard_analyze::blocks::epochs_to_text(&b, &mut std::io::sink()).unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
