@@ -112,12 +112,11 @@ impl Objects {
                         let a = args_by_name(s, e);
                         let base = a.get("ptr").or(a.get("newptr")).copied().unwrap_or(0);
                         let size = match k.name {
-                            "GASP_SHMEM_CALLOC" => {
-                                a.get("count")
-                                    .copied()
-                                    .unwrap_or(0)
-                                    .saturating_mul(a.get("size").copied().unwrap_or(0))
-                            }
+                            "GASP_SHMEM_CALLOC" => a
+                                .get("count")
+                                .copied()
+                                .unwrap_or(0)
+                                .saturating_mul(a.get("size").copied().unwrap_or(0)),
                             _ => a.get("size").copied().unwrap_or(0),
                         };
                         if base != 0 {

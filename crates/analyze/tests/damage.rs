@@ -315,7 +315,7 @@ impl Resolver for Formats {
 #[test]
 fn nonsense_with_right_checksums_never_panics() {
     let known: Vec<u16> = (0..4096u16).filter(|&k| kinds::kind(k).is_some()).collect();
-    for seed in 1..=40u64 {
+    for seed in 1..=150u64 {
         let d = tmpdir(&format!("nonsense-{seed}"));
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ seed.wrapping_mul(0x2545_f491_4f6c_dd1d));
         let streams = 1 + rng.below(4) as u32;
