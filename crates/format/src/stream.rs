@@ -77,7 +77,25 @@ pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
             continue;
         }
         let end = pos + CHUNK_HEADER_LEN + plen;
+        // The next chunk magic after this header, before `limit`.
+        let next_magic = |limit: usize| {
+            let from = pos + 4;
+            data.get(from..limit.min(data.len()))
+                .and_then(|b| b.windows(4).position(|w| w == CHUNK_MAGIC))
+                .map(|i| from + i)
+        };
         if end > data.len() {
+            if let Some(next) = next_magic(data.len()) {
+                // A chunk follows: this one's length is damaged, not cut.
+                problems.push(format!(
+                    "{name}: chunk {} at offset {pos} claims {plen} bytes, past the chunk at offset {next} \
+                     and the end of the file: its header is damaged; its {} events are skipped",
+                    h.seq, h.events
+                ));
+                f.damaged = true;
+                pos = next;
+                continue;
+            }
             problems.push(format!(
                 "{name}: truncated: chunk {} (from {} ns-ticks) has {} of its {plen} bytes; its {} events are missing",
                 h.seq,
@@ -96,7 +114,9 @@ pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
             ));
             f.damaged = true;
             expect_seq = h.seq.wrapping_add(1);
-            pos = end;
+            // A damaged length may reach over the chunks that follow: go on
+            // from the next chunk magic inside, if there is one.
+            pos = next_magic(end).unwrap_or(end);
             continue;
         }
         if h.seq > expect_seq {
@@ -160,6 +180,41 @@ mod tests {
         );
         assert!(
             f.problems[2].contains("chunks 1..4 are missing"),
+            "{:?}",
+            f.problems
+        );
+    }
+
+    #[test]
+    fn a_damaged_length_does_not_hide_the_chunks_after_it() {
+        let mut b = file_header(&[]);
+        let start = b.len();
+        for seq in 0..4 {
+            b.extend(chunk(seq));
+        }
+        let at = |k: usize| start + k * CHUNK_HEADER_LEN;
+        // Chunk 1 reaches over chunk 2 (checksum fails), chunk 3's length
+        // reaches past the end of the file, yet chunk 2 is read.
+        let mut d = b.clone();
+        d[at(1) + 16] = 100;
+        let f = read("s.gst", &d).unwrap();
+        let seqs: Vec<u32> = f.chunks.iter().map(|(h, _)| h.seq).collect();
+        assert_eq!(seqs, [0, 2, 3], "{:?}", f.problems);
+        assert!(f.problems[0].contains("chunk 1 at offset") && f.problems[0].contains("checksum"));
+        let mut d = b.clone();
+        d[at(1) + 18] = 1;
+        let f = read("s.gst", &d).unwrap();
+        let seqs: Vec<u32> = f.chunks.iter().map(|(h, _)| h.seq).collect();
+        assert_eq!(seqs, [0, 2, 3], "{:?}", f.problems);
+        assert!(
+            f.problems[0].contains("claims 65536 bytes, past the chunk at offset"),
+            "{:?}",
+            f.problems
+        );
+        // The last chunk cut short is still said to be truncated.
+        let f = read("s.gst", &b[..b.len() - 1]).unwrap();
+        assert!(
+            f.problems[0].contains("truncated at byte"),
             "{:?}",
             f.problems
         );
