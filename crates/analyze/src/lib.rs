@@ -10,6 +10,7 @@ pub mod balance;
 pub mod blocks;
 pub mod caf;
 pub mod compare;
+pub mod distributed;
 pub mod dump;
 pub mod findings;
 pub mod intervals;
