@@ -122,6 +122,9 @@ pub struct Trace {
     pub objects: crate::objects::Objects,
     /// Profiles of processes recorded in profile-only mode, by process name.
     pub profiles: Vec<(String, gaspard_format::profile::ProfileFile)>,
+    /// The clock corrections applied, one per process that measured its
+    /// clock against the reference's ([`crate::clocksync`]).
+    pub clock_sync: Vec<crate::clocksync::Correction>,
 }
 
 impl Trace {
@@ -328,15 +331,6 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     }
     let clocks: HashMap<String, Clock> =
         refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
-    let base = t
-        .processes
-        .iter()
-        .filter_map(|p| {
-            p.manifest
-                .as_ref()
-                .and_then(|m| m.clock_refs.first().map(|r| r.1))
-        })
-        .min();
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     // Events are converted stream by stream in parallel, with callsite and
@@ -392,6 +386,20 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     }
     attach_sources(dir, &mut decoded, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
+    t.clock_sync = crate::clocksync::apply(&mut decoded);
+    let base = t
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let first = p.manifest.as_ref()?.clock_refs.first()?.1;
+            Some(
+                match t.clock_sync.iter().find(|c| c.process == p.name) {
+                    Some(c) if crate::clocksync::enabled() => c.correct(first),
+                    _ => first,
+                },
+            )
+        })
+        .min();
     let base = base
         .map(i128::from)
         .or_else(|| {

@@ -137,7 +137,7 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         base_ts: buf.base_ts,
         last_ts: buf.last_ts,
         ref_ticks: clock::now_ticks(),
-        ref_ns: clock::monotonic_ns(),
+        ref_ns: clock::reference_ns(),
         ..Default::default()
     };
     let head = header.to_bytes(payload);
@@ -249,7 +249,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
         command: p.command.clone(),
         start_unix_ns: p.start_unix_ns,
         clock: if clock::is_tsc() { "tsc" } else { "monotonic" }.into(),
-        clock_refs: vec![p.clock_ref, (clock::now_ticks(), clock::monotonic_ns())],
+        clock_refs: vec![p.clock_ref, (clock::now_ticks(), clock::reference_ns())],
         realtime_ref: p.realtime_ref,
         pts_bytes: p.pts_bytes,
         streams: p.streams.lock().unwrap_or_else(|e| e.into_inner()).clone(),

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use clock::{monotonic_ns, now_ticks, ticks_per_us};
+pub use clock::{monotonic_ns, now_ticks, reference_ns, ticks_per_us};
 pub use process::{create_user_event, options_from_args, Options, UserEventRange};
 
 /// The context the C hot path writes through; mirrors `gaspard_ctx`.

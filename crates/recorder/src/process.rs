@@ -53,6 +53,16 @@ pub struct Options {
     /// Profile-only mode (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes
     /// per event name and callsite are kept, not the events.
     pub profile_only: bool,
+    /// Testing aid: nanoseconds added to this process's clock
+    /// (`GASPARD_CLOCK_SKEW_NS`), to see clock synchronization correct it.
+    pub clock_skew_ns: i64,
+    /// Testing aid: parts per million this process's clock runs fast
+    /// (`GASPARD_CLOCK_DRIFT_PPM`, negative: slow).
+    pub clock_drift_ppm: f64,
+    /// Testing aid: the rank (`OMPI_COMM_WORLD_RANK`, `PMIX_RANK` or
+    /// `PMI_RANK`) whose clock gets the skew and drift
+    /// (`GASPARD_CLOCK_SKEW_RANK`); every process's when unset.
+    pub clock_skew_rank: Option<u32>,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -80,6 +90,9 @@ impl Default for Options {
             flush_delay_ms: 0,
             throttle: Some((100_000, 10)),
             profile_only: false,
+            clock_skew_ns: 0,
+            clock_drift_ppm: 0.0,
+            clock_skew_rank: None,
             command,
             warnings: Vec::new(),
         };
@@ -150,6 +163,24 @@ impl Options {
                 "0" | "off" | "no" => self.profile_only = false,
                 _ => self.warnings.push(format!(
                     "gaspard: ignoring profile-only={v}: expected 1 or 0"
+                )),
+            },
+            "clock-skew-ns" => match v.parse() {
+                Ok(n) => self.clock_skew_ns = n,
+                Err(_) => self.warnings.push(format!(
+                    "gaspard: ignoring clock-skew-ns={v}: expected nanoseconds"
+                )),
+            },
+            "clock-drift-ppm" => match v.parse::<f64>() {
+                Ok(n) if n.is_finite() && n.abs() < 1e5 => self.clock_drift_ppm = n,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring clock-drift-ppm={v}: expected parts per million"
+                )),
+            },
+            "clock-skew-rank" => match v.parse() {
+                Ok(n) => self.clock_skew_rank = Some(n),
+                Err(_) => self.warnings.push(format!(
+                    "gaspard: ignoring clock-skew-rank={v}: expected a rank"
                 )),
             },
             "clock" => match v {
@@ -261,6 +292,14 @@ pub(crate) fn init(opts: Options) -> Option<&'static Process> {
     get()
 }
 
+/// This process's rank as its launcher gives it (Open MPI's `mpirun` and
+/// `oshrun`, PMIx, PMI).
+fn launcher_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
+}
+
 fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
@@ -278,6 +317,13 @@ impl Process {
             eprintln!("{w}");
         }
         clock::set_tsc(clock::choose_tsc(opts.clock.as_deref()));
+        if (opts.clock_skew_ns != 0 || opts.clock_drift_ppm != 0.0)
+            && opts
+                .clock_skew_rank
+                .is_none_or(|r| launcher_rank() == Some(r))
+        {
+            clock::set_skew(opts.clock_skew_ns, opts.clock_drift_ppm);
+        }
         let start_unix_ns = clock::realtime_ns();
         let dir = opts.dir.clone().unwrap_or_else(|| {
             let prog = opts
@@ -302,8 +348,8 @@ impl Process {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u32;
         let ticks = clock::now_ticks();
-        let mono = clock::monotonic_ns();
-        clock::set_reference(ticks, mono);
+        clock::set_reference(ticks, clock::monotonic_ns());
+        let mono = clock::reference_ns();
         let buffer_bytes = opts.buffer_kb * 1024;
         Some(Process {
             prefix: format!("{}-{pid}", host.replace(['/', ' '], "_")),
