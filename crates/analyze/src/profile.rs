@@ -422,7 +422,11 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         waits,
         locks,
         problems: t.problems.clone(),
-        clock_sync: t.clock_sync.iter().map(crate::clocksync::describe).collect(),
+        clock_sync: t
+            .clock_sync
+            .iter()
+            .map(crate::clocksync::describe)
+            .collect(),
     }
 }
 

@@ -392,12 +392,10 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         .iter()
         .filter_map(|p| {
             let first = p.manifest.as_ref()?.clock_refs.first()?.1;
-            Some(
-                match t.clock_sync.iter().find(|c| c.process == p.name) {
-                    Some(c) if crate::clocksync::enabled() => c.correct(first),
-                    _ => first,
-                },
-            )
+            Some(match t.clock_sync.iter().find(|c| c.process == p.name) {
+                Some(c) if crate::clocksync::enabled() => c.correct(first),
+                _ => first,
+            })
         })
         .min();
     let base = base
