@@ -124,8 +124,14 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         seq: 0,
         failed: false,
     });
-    if p.flush_delay_ms > 0 && !p.finalizing.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(p.flush_delay_ms));
+    if p.flush_delay_ms > 0 {
+        // In steps, so that the end of the program cuts the wait short: a
+        // delay longer than the run holds every buffer until then.
+        let until =
+            clock::monotonic_ns().saturating_add(p.flush_delay_ms.saturating_mul(1_000_000));
+        while !p.finalizing.load(Ordering::Relaxed) && clock::monotonic_ns() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
     let events = u64::from(buf.events);
