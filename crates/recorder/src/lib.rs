@@ -70,6 +70,12 @@ extern "C" {
     );
 }
 
+/// The address of the calling thread's TLS marker (the owner of its contexts).
+fn gaspard_tls_marker_addr_safe() -> *const c_void {
+    // SAFETY: a plain C function returning an address.
+    unsafe { gaspard_tls_marker_addr() }
+}
+
 /// The chunk bookkeeping of a context's encoder.
 fn enc_stats(e: *mut c_void) -> EncStats {
     let mut s = EncStats::default();
@@ -216,7 +222,7 @@ pub fn set_measurement(c: *mut Ctx, value: i32) -> i32 {
 /// Flushes everything recorded so far and writes the manifest as complete.
 /// Called at exit; safe to call more than once.
 pub fn finish() {
-    if let Some(p) = process::get() {
+    if let Some(p) = process::started() {
         p.finish();
     }
 }
