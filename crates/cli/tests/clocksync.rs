@@ -41,6 +41,24 @@ int main(int argc, char **argv) {
 }
 "#;
 
+const SHMEM_PROGRAM: &str = r#"
+#include <shmem.h>
+#include <unistd.h>
+int main(void) {
+  shmem_init();
+  int me = shmem_my_pe(), n = shmem_n_pes();
+  static long v;
+  for (int i = 0; i < 12; i++) {
+    usleep(15000 * ((me + i) % 3));
+    shmem_barrier_all();
+    shmem_long_p(&v, i, (me + 1) % n);
+  }
+  shmem_barrier_all();
+  shmem_finalize();
+  return 0;
+}
+"#;
+
 fn build(dir: &Path, compiler: &str, src: &str) -> std::path::PathBuf {
     let path = dir.join("p.c");
     std::fs::write(&path, src).unwrap();
@@ -102,16 +120,17 @@ fn ranks(v: &Value, init: &str) -> Vec<Rank> {
             events: t["events"].as_array().unwrap().clone(),
         })
         .collect();
-    // The rank: from MPI_Init's END, else in the order of the processes'
-    // measurements (PE 0 measures nothing).
+    // The rank or PE, from the END of the initialization.
     for r in &mut out {
-        if let Some(e) = r
+        let end = r
             .events
             .iter()
-            .find(|e| e["kind"] == "GASP_MPI_INIT" && e["phase"] == "END")
-        {
-            r.rank = e["args"]["rank"].as_u64().unwrap() as usize;
-        }
+            .find(|e| e["kind"] == init && e["phase"] == "END")
+            .unwrap();
+        r.rank = end["args"]["rank"]
+            .as_u64()
+            .or(end["args"]["pe"].as_u64())
+            .unwrap() as usize;
     }
     out
 }
@@ -308,4 +327,28 @@ fn mpi_two_ranks() {
 #[test]
 fn mpi_four_ranks() {
     mpi(4);
+}
+
+#[test]
+fn shmem_four_pes() {
+    let dir = common::tmpdir("clocksync-shmem-4");
+    let exe = build(&dir, "oshcc", SHMEM_PROGRAM);
+    check(
+        &dir,
+        &[
+            "oshrun",
+            "-np",
+            "4",
+            "--oversubscribe",
+            "--mca",
+            "osc",
+            "^rdma",
+            exe.to_str().unwrap(),
+        ],
+        "GASP_SHMEM_INIT",
+        "GASP_SHMEM_BARRIER_ALL",
+        "2",
+        false,
+        4,
+    );
 }
