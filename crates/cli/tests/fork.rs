@@ -46,12 +46,12 @@ fn compile(dir: &Path, src: &str) -> PathBuf {
     exe
 }
 
-/// Before the fork: the main thread records 0..PRE (still in its buffer at
-/// the fork), a helper thread records 500000..500000+PRE and is still alive
+/// Before the fork: the main thread records 0..PRE and 50 `noise` events
+/// (still in its buffer at the fork), a helper thread records 500000..500000+PRE and is still alive
 /// at the fork. After: the parent records PRE..PRE+POST; the child records
 /// 1000000..1000000+CHILD on the forking thread and 2000000..2000000+CHILD
-/// on a thread it starts; a user event created before the fork is used in
-/// the child too.
+/// on a thread it starts, and 20 `noise` events on the forking thread; user
+/// events created before the fork are used in the child too.
 const FORK: &str = r#"
 #include <gasp_upc.h>
 #include <pthread.h>
@@ -63,7 +63,7 @@ const FORK: &str = r#"
 #define POST 700
 #define CHILD 300
 static int g_argc; static char **g_argv;
-static unsigned ev;
+static unsigned ev, noise;
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static int stage;
@@ -89,7 +89,9 @@ int main(int argc, char **argv) {
   g_argc = argc; g_argv = argv;
   gasp_context_t c = gasp_init(GASP_MODEL_UPC, &argc, &argv);
   ev = gasp_create_event(c, "step", "%ld");
+  noise = gasp_create_event(c, "noise", NULL);
   emit(c, 0, PRE);
+  for (int i = 0; i < 50; i++) gasp_event_notify(c, noise, GASP_ATOMIC, "f.c", 30, 0);
   pthread_t h;
   pthread_create(&h, 0, helper, 0);
   pthread_mutex_lock(&m);
@@ -99,6 +101,7 @@ int main(int argc, char **argv) {
   if (pid < 0) return 2;
   if (pid == 0) {
     emit(c, 1000000, CHILD);
+    for (int i = 0; i < 20; i++) gasp_event_notify(c, noise, GASP_ATOMIC, "f.c", 31, 0);
     pthread_t t;
     pthread_create(&t, 0, child_thread, 0);
     pthread_join(t, 0);
@@ -126,14 +129,21 @@ fn steps(t: &Value) -> (Vec<u64>, usize) {
     let evs = t["events"].as_array().unwrap();
     let vals = evs
         .iter()
-        .filter(|e| e["kind"] == "GASPARD_USER")
-        .map(|e| {
-            assert_eq!(e["name"], "step");
-            e["text"].as_str().unwrap().parse().unwrap()
-        })
+        .filter(|e| e["kind"] == "GASPARD_USER" && e["name"] == "step")
+        .map(|e| e["text"].as_str().unwrap().parse().unwrap())
         .collect();
     let inits = evs.iter().filter(|e| e["kind"] == "GASPARD_INIT").count();
     (vals, inits)
+}
+
+/// How many `noise` events a thread has.
+fn noise(t: &Value) -> usize {
+    t["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["name"] == "noise")
+        .count()
 }
 
 fn run(dir: &Path, exe: &Path, vars: &[(&str, &str)]) -> (PathBuf, u32) {
@@ -206,6 +216,7 @@ fn a_forked_child_records_into_its_own_streams() {
         steps(kids[1]),
         ((2_000_000..2_000_000 + CHILD).collect(), 1)
     );
+    assert_eq!((noise(parent[0]), noise(kids[0])), (50, 20));
     assert_eq!(kids[0]["thread"], 0);
     assert_eq!(kids[1]["thread"], 1);
     assert_ne!(
@@ -248,5 +259,34 @@ fn a_forked_child_in_profile_only_mode_keeps_its_own_profile() {
         vec![(false, 2, 2 * PRE + POST), (true, 2, 2 * CHILD)],
         "parent: main and helper threads; child: its two threads, only its own events"
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_forked_child_counts_what_its_own_filters_left_out() {
+    let dir = common::tmpdir("fork-filter");
+    let exe = compile(&dir, FORK);
+    let (trace, child) = run(&dir, &exe, &[("GASPARD_EXCLUDE", "noise")]);
+    let v = common::dump(&trace);
+    let procs = v["processes"].as_array().unwrap();
+    assert_eq!(procs.len(), 2);
+    for p in procs {
+        let left_out: Vec<&str> = p["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap())
+            .filter(|n| n.contains("left out by the filters"))
+            .collect();
+        let expected = if p["pid"] == child { 20 } else { 50 };
+        assert_eq!(left_out.len(), 1, "{p}");
+        assert!(
+            left_out[0].starts_with(&format!("{expected} events were left out")),
+            "{p}"
+        );
+    }
+    for t in v["threads"].as_array().unwrap() {
+        assert_eq!(noise(t), 0);
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }

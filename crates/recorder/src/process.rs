@@ -969,4 +969,24 @@ mod tests {
         assert_eq!(o.on_full, OnFull::Drop);
         assert!(o.warnings.iter().any(|w| w.contains("bogus")));
     }
+
+    #[test]
+    fn clock_test_knobs() {
+        let mut a: Vec<String> = [
+            "prog",
+            "--gaspard-clock-skew-ns=-2500",
+            "--gaspard-clock-drift-ppm=12.5",
+            "--gaspard-clock-skew-rank=3",
+            "--gaspard-clock-drift-ppm=fast",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let o = options_from_args(&mut a);
+        assert_eq!(a, vec!["prog"]);
+        assert_eq!(o.clock_skew_ns, -2500);
+        assert_eq!(o.clock_drift_ppm, 12.5);
+        assert_eq!(o.clock_skew_rank, Some(3));
+        assert!(o.warnings.iter().any(|w| w.contains("clock-drift-ppm=fast")));
+    }
 }
