@@ -108,7 +108,8 @@ pub fn samples<'a>(streams: impl Iterator<Item = &'a Stream>) -> Vec<Sample> {
         .filter(|e| e.kind == kinds::GASPARD_CLOCK_SYNC && e.args.len() >= 4)
         .filter_map(|e| {
             let (root, send, remote, recv) = (e.args[0] as i64, e.args[1], e.args[2], e.args[3]);
-            if recv < send {
+            // A clock that could not be read (0), or time going backwards: no measurement.
+            if send == 0 || remote == 0 || recv < send {
                 return None;
             }
             let mid = send + (recv - send) / 2;
