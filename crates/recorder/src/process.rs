@@ -987,6 +987,9 @@ mod tests {
         assert_eq!(o.clock_skew_ns, -2500);
         assert_eq!(o.clock_drift_ppm, 12.5);
         assert_eq!(o.clock_skew_rank, Some(3));
-        assert!(o.warnings.iter().any(|w| w.contains("clock-drift-ppm=fast")));
+        assert!(o
+            .warnings
+            .iter()
+            .any(|w| w.contains("clock-drift-ppm=fast")));
     }
 }
