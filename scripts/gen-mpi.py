@@ -322,8 +322,8 @@ static int win_world_rank(MPI_Win win, int rank) {
   return cached_rank((const void *)win, rank, win_group);
 }
 
-/* Clock synchronization (Cristian's algorithm): right after MPI_Init and
- * right before MPI_Finalize, each rank but 0 sends rank 0 a few messages on
+/* Clock synchronization (Cristian's algorithm): at the end of MPI_Init and
+ * at the start of MPI_Finalize (inside their events), each rank but 0 sends rank 0 a few messages on
  * a communicator of its own; rank 0 answers each with its time. The round
  * trip with the shortest time is kept and recorded as a GASPARD_CLOCK_SYNC
  * event (local send time, rank 0's time, local receive time); the trace
@@ -398,8 +398,6 @@ def main():
         body = [f"EXPORT int {fn['name']}({fn['params']}) {{"]
         body.append(f"  uint64_t a[{max(n, m) + 1}] = {{0}};")
         body.append("  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
-        if fn["name"] == "MPI_Finalize":
-            body.append("  if (!inside) clock_sync(1);")
         body.append("  int rec = enter();")
         if fn["pre"]:
             body.append("  " + fn["pre"])
@@ -412,18 +410,21 @@ def main():
             body.append("  }")
         else:
             body.append(f"  if (rec) {{ a[0] = cp; gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, 1); }}")
+        # Clock synchronization, inside the interval of the call that needs it.
+        if fn["name"] == "MPI_Finalize":
+            body.append("  if (rec) clock_sync(1);")
         cargs = call_args(fn["params"])
         if fn["pre"] and "MPI_Status *st" in fn["pre"]:
             cargs = cargs.replace("status", "st")
         body.append(f"  int r = P{fn['name']}({cargs});")
+        if fn["name"] in ("MPI_Init", "MPI_Init_thread"):
+            body.append("  if (rec && r == MPI_SUCCESS) clock_sync(0);")
         body.append("  if (rec) {")
         for j, (_, _, e) in enumerate(ends):
             if e:
                 body.append(f"    a[{j}] = (uint64_t)(int64_t)({e});")
         body.append(f"    a[{m}] = cp;")
         body.append(f"    gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {m + 1});")
-        if fn["name"] in ("MPI_Init", "MPI_Init_thread"):
-            body.append("    clock_sync(0);")
         body.append("    leave();")
         body.append("  }")
         body.append("  return r;")
@@ -440,8 +441,6 @@ def main():
         proto = f"void {fpn}({params});"
         body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2) + 1}] = {{0}};",
                 "  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);"]
-        if name == "MPI_Finalize":
-            body.append("  if (!inside) clock_sync(1);")
         body.append("  int rec = enter();")
         if n:
             body.append("  if (rec) {")
@@ -450,10 +449,14 @@ def main():
             body.append("  }")
         body.append(f"  a[{n}] = cp;")
         body.append(f"  if (rec) gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n + 1});")
+        if name == "MPI_Finalize":
+            body.append("  if (rec) clock_sync(1);")
         body.append(f"  {call};")
         if name == "MPI_Init":
+            body.append("  if (rec) clock_sync(0);")
+        if name == "MPI_Init":
             body.append("  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;")
-            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, 3); clock_sync(0); leave(); }}")
+            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, 3); leave(); }}")
         else:
             body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, {n + 1}); leave(); }}")
         body.append("}")

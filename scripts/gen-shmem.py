@@ -154,16 +154,18 @@ def main():
         cargs = call_args(params)
         body.append(f"  uint64_t a[{n + 3}] = {{{arr}}};")
         body.append(f"  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
-        if name == "shmem_finalize":
-            body.append("  if (!inside) clock_sync(1);")
         body.append(f"  int rec = enter();")
         body.append(f"  a[{n}] = cp;")
         body.append(f"  if (rec) gaspard_record_event(MODEL_SHMEM, {kid}u, 0, NULL, 0, a, {n + 1});")
+        # Clock synchronization, inside the interval of the call that needs it.
+        if name == "shmem_finalize":
+            body.append("  if (rec) clock_sync(1);")
         if ret == "void":
             body.append(f"  p{name}({cargs});")
         else:
             body.append(f"  {ret} r = p{name}({cargs});")
         if shape == "init":
+            body.append("  if (rec) clock_sync(0);")
             body.append("  a[0] = (uint64_t)(int64_t)pshmem_my_pe(), a[1] = (uint64_t)(int64_t)pshmem_n_pes(), a[2] = cp;")
             endn = 3
         elif shape in END_SHAPES:
@@ -171,10 +173,7 @@ def main():
             endn = n + 2
         else:
             endn = n + 1
-        if shape == "init":
-            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_SHMEM, {kid}u, 1, NULL, 0, a, {endn}); clock_sync(0); leave(); }}")
-        else:
-            body.append(f"  if (rec) {{ gaspard_record_event(MODEL_SHMEM, {kid}u, 1, NULL, 0, a, {endn}); leave(); }}")
+        body.append(f"  if (rec) {{ gaspard_record_event(MODEL_SHMEM, {kid}u, 1, NULL, 0, a, {endn}); leave(); }}")
         if ret != "void":
             body.append("  return r;")
         body.append("}")
@@ -224,8 +223,8 @@ static inline int enter(void) {
 
 static inline void leave(void) { inside = 0; }
 
-/* Clock synchronization (Cristian's algorithm): right after shmem_init and
- * right before shmem_finalize, each PE but 0 makes a few round trips to PE 0:
+/* Clock synchronization (Cristian's algorithm): at the end of shmem_init and
+ * at the start of shmem_finalize (inside their events), each PE but 0 makes a few round trips to PE 0:
  * it puts a request into its own slot on PE 0, PE 0 answers with its time
  * and an acknowledgement. The shortest round trip is kept and recorded as a
  * GASPARD_CLOCK_SYNC event (local send time, PE 0's time, local receive

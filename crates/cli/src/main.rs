@@ -72,7 +72,7 @@ enum Command {
     ///
     /// Times are in microseconds since the trace began, on the clock of
     /// rank or PE 0: a process that measured its clock against it (MPI and
-    /// OpenSHMEM programs do, after initialization and before finalization)
+    /// OpenSHMEM programs do, in their initialization and finalization)
     /// has its times corrected for the offset and drift measured, shown in a
     /// `clock:` line per process (JSON: `clock_sync`). Set
     /// GASPARD_NO_CLOCK_SYNC=1 to see the times as recorded.

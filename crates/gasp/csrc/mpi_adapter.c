@@ -154,8 +154,8 @@ static int win_world_rank(MPI_Win win, int rank) {
   return cached_rank((const void *)win, rank, win_group);
 }
 
-/* Clock synchronization (Cristian's algorithm): right after MPI_Init and
- * right before MPI_Finalize, each rank but 0 sends rank 0 a few messages on
+/* Clock synchronization (Cristian's algorithm): at the end of MPI_Init and
+ * at the start of MPI_Finalize (inside their events), each rank but 0 sends rank 0 a few messages on
  * a communicator of its own; rank 0 answers each with its time. The round
  * trip with the shortest time is kept and recorded as a GASPARD_CLOCK_SYNC
  * event (local send time, rank 0's time, local receive time); the trace
@@ -208,12 +208,12 @@ EXPORT int MPI_Init(int *argc, char ***argv) {
   int rec = enter();
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1); }
   int r = PMPI_Init(argc, argv);
+  if (rec && r == MPI_SUCCESS) clock_sync(0);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
     a[2] = cp;
     gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3);
-    clock_sync(0);
     leave();
   }
   return r;
@@ -229,12 +229,12 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     gaspard_record_event(MODEL_MPI, 1025u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Init_thread(argc, argv, required, provided);
+  if (rec && r == MPI_SUCCESS) clock_sync(0);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
     a[2] = cp;
     gaspard_record_event(MODEL_MPI, 1025u, 1, NULL, 0, a, 3);
-    clock_sync(0);
     leave();
   }
   return r;
@@ -243,9 +243,9 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 EXPORT int MPI_Finalize(void) {
   uint64_t a[1] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
-  if (!inside) clock_sync(1);
   int rec = enter();
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1); }
+  if (rec) clock_sync(1);
   int r = PMPI_Finalize();
   if (rec) {
     a[0] = cp;
@@ -1311,18 +1311,19 @@ EXPORT void mpi_init_(MPI_Fint *ierr) {
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1);
   pmpi_init_(ierr);
+  if (rec) clock_sync(0);
   a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;
-  if (rec) { gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3); clock_sync(0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3); leave(); }
 }
 
 void pmpi_finalize_(MPI_Fint *ierr);
 EXPORT void mpi_finalize_(MPI_Fint *ierr) {
   uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
-  if (!inside) clock_sync(1);
   int rec = enter();
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1);
+  if (rec) clock_sync(1);
   pmpi_finalize_(ierr);
   if (rec) { gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 1); leave(); }
 }

@@ -28,8 +28,8 @@ static inline int enter(void) {
 
 static inline void leave(void) { inside = 0; }
 
-/* Clock synchronization (Cristian's algorithm): right after shmem_init and
- * right before shmem_finalize, each PE but 0 makes a few round trips to PE 0:
+/* Clock synchronization (Cristian's algorithm): at the end of shmem_init and
+ * at the start of shmem_finalize (inside their events), each PE but 0 makes a few round trips to PE 0:
  * it puts a request into its own slot on PE 0, PE 0 answers with its time
  * and an acknowledgement. The shortest round trip is kept and recorded as a
  * GASPARD_CLOCK_SYNC event (local send time, PE 0's time, local receive
@@ -94,17 +94,18 @@ EXPORT void shmem_init(void) {
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_SHMEM, 512u, 0, NULL, 0, a, 1);
   pshmem_init();
+  if (rec) clock_sync(0);
   a[0] = (uint64_t)(int64_t)pshmem_my_pe(), a[1] = (uint64_t)(int64_t)pshmem_n_pes(), a[2] = cp;
-  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 3); clock_sync(0); leave(); }
+  if (rec) { gaspard_record_event(MODEL_SHMEM, 512u, 1, NULL, 0, a, 3); leave(); }
 }
 
 EXPORT void shmem_finalize(void) {
   uint64_t a[3] = {0};
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
-  if (!inside) clock_sync(1);
   int rec = enter();
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_SHMEM, 513u, 0, NULL, 0, a, 1);
+  if (rec) clock_sync(1);
   pshmem_finalize();
   if (rec) { gaspard_record_event(MODEL_SHMEM, 513u, 1, NULL, 0, a, 1); leave(); }
 }
