@@ -203,6 +203,68 @@ mod tests {
         assert!((back - t).abs() < 2.0, "{back} vs {t}");
     }
 
+    fn event(t_ns: u64, kind: u16, args: Vec<u64>) -> crate::trace::Event {
+        crate::trace::Event {
+            t_ns,
+            kind,
+            phase: 2,
+            flags: 0,
+            callsite: 0,
+            args,
+            text_args: Vec::new(),
+            user: None,
+        }
+    }
+
+    fn stream(process: &str, events: Vec<crate::trace::Event>) -> Stream {
+        Stream {
+            process: process.into(),
+            pid: 1,
+            stream: 0,
+            tid: 1,
+            thread: 0,
+            model: 3,
+            pts_bytes: 16,
+            path: Default::default(),
+            events,
+            chunks: 1,
+            damaged: false,
+            intervals: Default::default(),
+        }
+    }
+
+    #[test]
+    fn apply_moves_only_the_processes_that_measured() {
+        let sync = |send: u64, remote: u64, recv: u64| {
+            event(
+                recv,
+                kinds::GASPARD_CLOCK_SYNC,
+                vec![0, send, remote, recv, 0],
+            )
+        };
+        // Process b is 1000 ns ahead: its round trips of 20 ns find it.
+        let mut streams = vec![
+            stream("a", vec![event(5_000, 1, vec![])]),
+            stream(
+                "b",
+                vec![
+                    sync(11_000, 10_010, 11_020),
+                    event(16_000, 1, vec![]),
+                    sync(21_000, 20_010, 21_020),
+                    sync(21_000, 21_000, 20_000), // time going backwards: left out
+                    sync(0, 20_010, 21_020),      // an unread clock: left out
+                ],
+            ),
+        ];
+        let c = apply(&mut streams);
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].process.as_str(), c[0].samples), ("b", 2));
+        assert_eq!(c[0].drift_ppm, 0.0);
+        assert_eq!(streams[0].events[0].t_ns, 5_000);
+        let moved = if enabled() { 15_000 } else { 16_000 };
+        assert_eq!(streams[1].events[1].t_ns, moved);
+    }
+
     #[test]
     fn one_sample_is_an_offset() {
         let c = correction("p", &[sample(5_000, 1_000.0)]).unwrap();
