@@ -9,6 +9,7 @@
 pub mod balance;
 pub mod blocks;
 pub mod caf;
+pub mod clocksync;
 pub mod compare;
 pub mod distributed;
 pub mod dump;

@@ -125,6 +125,9 @@ pub struct Trace {
     pub objects: crate::objects::Objects,
     /// Profiles of processes recorded in profile-only mode, by process name.
     pub profiles: Vec<(String, gaspard_format::profile::ProfileFile)>,
+    /// The clock corrections applied, one per process that measured its
+    /// clock against the reference's ([`crate::clocksync`]).
+    pub clock_sync: Vec<crate::clocksync::Correction>,
 }
 
 impl Trace {
@@ -319,15 +322,6 @@ where
         }
         converted.push((s, local));
     }
-    let base = t
-        .processes
-        .iter()
-        .filter_map(|p| {
-            p.manifest
-                .as_ref()
-                .and_then(|m| m.clock_refs.first().map(|r| r.1))
-        })
-        .min();
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut decoded = Vec::new();
@@ -368,6 +362,18 @@ where
     }
     attach_sources(dir, &mut decoded, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
+    t.clock_sync = crate::clocksync::apply(&mut decoded);
+    let base = t
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let first = p.manifest.as_ref()?.clock_refs.first()?.1;
+            Some(match t.clock_sync.iter().find(|c| c.process == p.name) {
+                Some(c) if crate::clocksync::enabled() => c.correct(first),
+                _ => first,
+            })
+        })
+        .min();
     let base = base
         .map(i128::from)
         .or_else(|| {

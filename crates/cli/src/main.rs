@@ -71,6 +71,13 @@ enum Command {
         args: Vec<String>,
     },
     /// Print every event of a trace, per thread in time order, decoded.
+    ///
+    /// Times are in microseconds since the trace began, on the clock of
+    /// rank or PE 0: a process that measured its clock against it (MPI and
+    /// OpenSHMEM programs do, in their initialization and finalization)
+    /// has its times corrected for the offset and drift measured, shown in a
+    /// `clock:` line per process (JSON: `clock_sync`). Set
+    /// GASPARD_NO_CLOCK_SYNC=1 to see the times as recorded.
     Dump {
         /// Trace directory.
         dir: PathBuf,
@@ -79,6 +86,11 @@ enum Command {
         json: bool,
     },
     /// Count and time events per event name, per callsite and per thread.
+    ///
+    /// Also: findings, time per thread, load balance, communication
+    /// matrices, shared objects in blocks, waits and locks. Times are
+    /// corrected for the clock offsets and drifts measured between
+    /// processes, as the `clock:` lines say (GASPARD_NO_CLOCK_SYNC=1: not).
     Report {
         /// Trace directory.
         dir: PathBuf,
