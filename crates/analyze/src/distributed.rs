@@ -18,9 +18,11 @@ use std::path::{Path, PathBuf};
 use gaspard_format::codec::UserDef;
 use gaspard_format::varint::{self, Reader};
 
-use crate::trace::{
-    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, Trace, TraceError,
-};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::profile::{PortableProfile, Report, Stats, ThreadStats};
+use crate::trace::{self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError};
 
 /// How the ranks reach each other.
 pub trait Transport {
@@ -82,18 +84,56 @@ pub fn share(paths: &[PathBuf], ranks: usize) -> Vec<usize> {
         .collect()
 }
 
-/// Reads the trace in `dir` with the ranks of `tr`: `Some(trace)` on rank 0,
-/// equal to [`trace::read`]'s; `None` on the other ranks once their share is
+/// The report on the trace in `dir`, computed with the ranks of `tr`:
+/// `Some(report)` on rank 0, equal to [`crate::profile::report_with`] on
+/// [`trace::read`]'s trace; `None` on the other ranks once their share is
 /// sent.
-pub fn read(dir: &Path, tr: &dyn Transport) -> Result<Option<Trace>, TraceError> {
-    let t = trace::read_with(dir, |paths, refs| gather(paths, refs, tr))?;
-    Ok((tr.rank() == 0).then_some(t))
+///
+/// Besides its streams, each rank sends the profile of each (computed on the
+/// trace of its own processes: a profile depends on no other stream), which
+/// rank 0 takes instead of computing it again.
+pub fn report(
+    dir: &Path,
+    block_size: u64,
+    tr: &dyn Transport,
+) -> Result<Option<Report>, TraceError> {
+    if tr.rank() != 0 {
+        let mut out = Vec::new();
+        let mine = trace::read_with(dir, |paths, refs| {
+            let owner = share(paths, tr.size());
+            let index: Vec<usize> = (0..paths.len())
+                .filter(|&i| owner[i] == tr.rank())
+                .collect();
+            let my_paths: Vec<PathBuf> = index.iter().map(|&i| paths[i].clone()).collect();
+            let parts = trace::read_streams(&my_paths, refs);
+            encode(&index, &parts, &mut out);
+            Ok(parts)
+        })?;
+        let profiles: Vec<PortableProfile> = mine
+            .streams
+            .par_iter()
+            .map(|s| PortableProfile::of(&mine, s))
+            .collect();
+        drop(mine);
+        encode_profiles(&profiles, &mut out);
+        tr.send_to_root(&out).map_err(TraceError::Parts)?;
+        return Ok(None);
+    }
+    let mut profiles: HashMap<(String, u32), PortableProfile> = HashMap::default();
+    let t = trace::read_with(dir, |paths, refs| gather(paths, refs, tr, &mut profiles))?;
+    let given = t
+        .streams
+        .iter()
+        .map(|s| profiles.remove(&(s.process.clone(), s.stream)))
+        .collect();
+    Ok(Some(crate::profile::report_given(&t, block_size, given)))
 }
 
 fn gather(
     paths: &[PathBuf],
     refs: &ClockRefs,
     tr: &dyn Transport,
+    profiles: &mut HashMap<(String, u32), PortableProfile>,
 ) -> Result<Vec<StreamPart>, String> {
     let owner = share(paths, tr.size());
     let mine: Vec<usize> = (0..paths.len())
@@ -101,19 +141,15 @@ fn gather(
         .collect();
     let my_paths: Vec<PathBuf> = mine.iter().map(|&i| paths[i].clone()).collect();
     let parts = trace::read_streams(&my_paths, refs);
-    if tr.rank() != 0 {
-        let mut out = Vec::new();
-        encode(&mine, &parts, &mut out);
-        tr.send_to_root(&out)?;
-        return Ok(Vec::new());
-    }
     let mut slots: Vec<Option<StreamPart>> = (0..paths.len()).map(|_| None).collect();
     for (i, p) in mine.into_iter().zip(parts) {
         slots[i] = Some(p);
     }
     for from in 1..tr.size() {
         let bytes = tr.recv_from(from)?;
-        for (i, p) in decode(&bytes).map_err(|e| format!("what rank {from} sent: {e}"))? {
+        let bad = |e: String| format!("what rank {from} sent: {e}");
+        let mut r = In(Reader::new(&bytes), bytes.len());
+        for (i, p) in decode(&mut r).map_err(bad)? {
             match slots.get_mut(i) {
                 Some(s) if owner[i] == from => *s = Some(p),
                 _ => {
@@ -123,12 +159,110 @@ fn gather(
                 }
             }
         }
+        for p in decode_profiles(&mut r).map_err(bad)? {
+            profiles.insert((p.thread.process.clone(), p.thread.stream), p);
+        }
+        if r.remaining() != 0 {
+            return Err(bad(format!("{} bytes left over", r.remaining())));
+        }
     }
     slots
         .into_iter()
         .enumerate()
         .map(|(i, p)| p.ok_or_else(|| format!("no rank read {}", paths[i].display())))
         .collect()
+}
+
+fn put_stats(out: &mut Vec<u8>, st: &Stats) {
+    put_str(out, &st.name);
+    for v in [
+        st.count,
+        st.total_ns,
+        st.min_ns,
+        st.max_ns,
+        st.bytes,
+        st.intervals,
+    ] {
+        varint::put_u64(out, v);
+    }
+}
+
+fn encode_profiles(profiles: &[PortableProfile], out: &mut Vec<u8>) {
+    varint::put_u64(out, profiles.len() as u64);
+    for p in profiles {
+        let th = &p.thread;
+        put_str(out, &th.process);
+        for v in [th.stream as u64, th.thread as u64, th.events, th.span_ns] {
+            varint::put_u64(out, v);
+        }
+        varint::put_u64(out, th.by_event.len() as u64);
+        for st in &th.by_event {
+            put_stats(out, st);
+        }
+        varint::put_u64(out, p.sites.len() as u64);
+        for (name, c, st) in &p.sites {
+            put_str(out, name);
+            put_opt(out, &c.file);
+            varint::put_u64(out, c.line as u64);
+            varint::put_u64(out, c.col as u64);
+            put_stats(out, st);
+        }
+    }
+}
+
+fn get_stats(r: &mut In<'_>) -> Result<Stats, String> {
+    let name = r.str()?;
+    let (count, total_ns, min_ns, max_ns, bytes, intervals) =
+        (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
+    Ok(Stats {
+        name,
+        count,
+        total_ns,
+        // As computed where the intervals were added.
+        mean_ns: if intervals > 0 {
+            total_ns as f64 / intervals as f64
+        } else {
+            0.0
+        },
+        min_ns,
+        max_ns,
+        bytes,
+        intervals,
+    })
+}
+
+fn decode_profiles(r: &mut In<'_>) -> Result<Vec<PortableProfile>, String> {
+    let n = r.count()?;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let process = r.str()?;
+        let (stream, thread, events, span_ns) = (r.u32()?, r.u32()?, r.u64()?, r.u64()?);
+        let by_event = (0..r.count()?)
+            .map(|_| get_stats(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut sites = Vec::new();
+        for _ in 0..r.count()? {
+            let name = r.str()?;
+            let c = Callsite {
+                file: r.opt()?,
+                line: r.u32()?,
+                col: r.u32()?,
+            };
+            sites.push((name, c, get_stats(r)?));
+        }
+        v.push(PortableProfile {
+            thread: ThreadStats {
+                process,
+                stream,
+                thread,
+                events,
+                span_ns,
+                by_event,
+            },
+            sites,
+        });
+    }
+    Ok(v)
 }
 
 fn put_str(out: &mut Vec<u8>, s: &str) {
@@ -246,8 +380,7 @@ impl In<'_> {
     }
 }
 
-fn decode(bytes: &[u8]) -> Result<Vec<(usize, StreamPart)>, String> {
-    let mut r = In(Reader::new(bytes), bytes.len());
+fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
     let n = r.count()?;
     let mut parts = Vec::with_capacity(n);
     for _ in 0..n {
@@ -345,9 +478,6 @@ fn decode(bytes: &[u8]) -> Result<Vec<(usize, StreamPart)>, String> {
             },
         ));
     }
-    if r.remaining() != 0 {
-        return Err(format!("{} bytes left over", r.remaining()));
-    }
     Ok(parts)
 }
 
@@ -389,14 +519,25 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    fn parts(bytes: &[u8]) -> Result<Vec<(usize, StreamPart)>, String> {
+        let mut r = In(Reader::new(bytes), bytes.len());
+        let p = decode(&mut r)?;
+        decode_profiles(&mut r)?;
+        match r.remaining() {
+            0 => Ok(p),
+            n => Err(format!("{n} left")),
+        }
+    }
+
     #[test]
     fn damaged_messages_are_refused() {
-        assert!(decode(&[]).is_err());
-        assert!(decode(&[5]).is_err());
+        assert!(parts(&[]).is_err());
+        assert!(parts(&[5]).is_err());
         let mut out = Vec::new();
         encode(&[], &[], &mut out);
-        assert!(decode(&out).unwrap().is_empty());
+        encode_profiles(&[], &mut out);
+        assert!(parts(&out).unwrap().is_empty());
         out.push(7);
-        assert!(decode(&out).is_err());
+        assert!(parts(&out).is_err());
     }
 }

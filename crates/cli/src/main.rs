@@ -366,9 +366,8 @@ fn main() -> ExitCode {
                     m.finish();
                     return Ok(ExitCode::from(2));
                 }
-                match gaspard_analyze::distributed::read(&dir, &m) {
-                    Ok(Some(t)) => {
-                        let r = profile::report_with(&t, block_size);
+                match gaspard_analyze::distributed::report(&dir, block_size, &m) {
+                    Ok(Some(r)) => {
                         if json {
                             serde_json::to_writer_pretty(&mut out, &r)?;
                             writeln!(out)?;
