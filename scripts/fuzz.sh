@@ -16,8 +16,8 @@ command -v cargo-fuzz >/dev/null || cargo install --locked cargo-fuzz
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || mapfile -t targets < <(cargo fuzz list)
 # The format crate has no unsafe code: no sanitizer is needed to find its
-# panics, and without one builds and runs are faster. Debug assertions (-a)
-# make arithmetic overflow a crash.
+# panics, and without one builds and runs are faster. Debug assertions (-a,
+# and fuzz/Cargo.toml's profile) make arithmetic overflow a crash.
 opts=(-a -s none)
 cargo fuzz build "${opts[@]}"
 work=$(mktemp -d)
