@@ -83,8 +83,31 @@ enum Command {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also write the browser view as one self-contained HTML file
+        /// (timeline, time per thread, communication matrix, blocks of shared
+        /// objects, findings, profiles; no network needed to open it).
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
         /// Bytes per block of shared objects, for the false-sharing and
         /// producer-consumer analyses (default: a page).
+        #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        block_size: u64,
+    },
+    /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
+    ///
+    /// The view: a timeline per thread (mouse wheel zooms, dragging pans,
+    /// a click shows the event and its source line; communication drawn as
+    /// arrows), time per thread, the communication matrix, the blocks of each
+    /// shared object per epoch, the findings (each one shows its place in the
+    /// timeline) and sortable profiles. Runs until interrupted (Ctrl-C).
+    View {
+        /// Trace directory.
+        dir: PathBuf,
+        /// Port on 127.0.0.1 (default: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Bytes per block of shared objects (default: a page).
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
@@ -334,10 +357,16 @@ fn main() -> ExitCode {
             Command::Report {
                 dir,
                 json,
+                html,
                 block_size,
             } => {
                 let t = read(&dir)?;
                 let r = profile::report_with(&t, block_size);
+                if let Some(file) = html {
+                    let page = gaspard_web::View::with_report(t, &r, block_size).html();
+                    std::fs::write(&file, page)
+                        .with_context(|| format!("cannot write {}", file.display()))?;
+                }
                 if json {
                     serde_json::to_writer_pretty(&mut out, &r)?;
                     writeln!(out)?;
@@ -358,6 +387,21 @@ fn main() -> ExitCode {
                 } else {
                     gaspard_analyze::blocks::epochs_to_text(&b, &mut out)?;
                 }
+            }
+            Command::View {
+                dir,
+                port,
+                block_size,
+            } => {
+                let t = read(&dir)?;
+                let server =
+                    gaspard_web::server::Server::bind(gaspard_web::View::new(t, block_size), port)
+                        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+                writeln!(out, "gaspard view: http://{}/", server.addr()?)?;
+                out.flush()?;
+                drop(out);
+                server.run()?;
+                return Ok(ExitCode::SUCCESS);
             }
             Command::Compare {
                 dirs,

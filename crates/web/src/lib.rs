@@ -1,0 +1,282 @@
+//! The browser view of a gaspard trace.
+//!
+//! [`View`] holds what the interface shows: the report (`gaspard report
+//! --json`), the block map of each shared object per epoch, where each
+//! finding happens, and the [`timeline::Timeline`]. [`server`] serves it
+//! from 127.0.0.1; [`View::html`] writes it as one self-contained file.
+#![warn(missing_docs, missing_debug_implementations)]
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use gaspard_analyze::trace::Trace;
+
+pub mod server;
+pub mod timeline;
+
+/// Spans sent per thread for one timeline request.
+pub const SPANS_PER_THREAD: usize = 4000;
+/// Block-epoch entries the summary carries at most.
+const MAX_BLOCK_EPOCHS: usize = 20_000;
+/// Columns of the timeline embedded in an HTML file.
+const HTML_COLUMNS: usize = 2048;
+/// Spans embedded in an HTML file, all threads together.
+const HTML_SPANS: usize = 40_000;
+
+const PAGE: &str = include_str!("../assets/index.html");
+/// The interface's script.
+pub const APP_JS: &str = include_str!("../assets/app.js");
+/// The interface's style sheet.
+pub const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// Everything the interface shows of one trace.
+#[derive(Debug)]
+pub struct View {
+    trace: Trace,
+    summary: String,
+    /// The timeline.
+    pub timeline: timeline::Timeline,
+    sources: HashSet<String>,
+}
+
+impl View {
+    /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
+    pub fn new(trace: Trace, block_size: u64) -> View {
+        let report = gaspard_analyze::profile::report_with(&trace, block_size);
+        View::with_report(trace, &report, block_size)
+    }
+
+    /// As [`View::new`], with the report already computed (with the same
+    /// `block_size`).
+    pub fn with_report(
+        trace: Trace,
+        report: &gaspard_analyze::profile::Report,
+        block_size: u64,
+    ) -> View {
+        let timeline = timeline::Timeline::build(&trace);
+        let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
+        let blocks = gaspard_analyze::blocks::analyse(&trace, block_size);
+        let epochs =
+            serde_json::to_value(&blocks.epochs[..blocks.epochs.len().min(MAX_BLOCK_EPOCHS)])
+                .unwrap_or_default();
+        summary["block_epochs"] = epochs;
+        summary["block_epochs_total"] = json!(blocks.epochs.len());
+        summary["finding_places"] = Value::Array(
+            report
+                .findings
+                .iter()
+                .map(|f| place_of(&trace, &timeline, f))
+                .collect(),
+        );
+        summary["rows"] = json!(timeline
+            .threads
+            .iter()
+            .map(|t| t.name.clone())
+            .collect::<Vec<_>>());
+        summary["classes"] = json!(timeline::CLASSES);
+        summary["names"] = json!(timeline.names);
+        summary["sites"] = Value::Array(
+            trace
+                .callsites
+                .iter()
+                .map(|c| json!([c.file, c.line]))
+                .collect(),
+        );
+        summary["span"] = json!([timeline.t0, timeline.t1]);
+        let sources = trace
+            .callsites
+            .iter()
+            .filter_map(|c| c.file.clone())
+            .collect();
+        View {
+            summary: summary.to_string(),
+            timeline,
+            trace,
+            sources,
+        }
+    }
+
+    /// The summary as JSON text: the report, the block map, the findings'
+    /// places, row names, span names, callsites and the time span.
+    pub fn summary_json(&self) -> &str {
+        &self.summary
+    }
+
+    /// The timeline of `[t0, t1)` at `width` pixels.
+    pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> Value {
+        self.timeline.window(t0, t1, width, SPANS_PER_THREAD)
+    }
+
+    /// One event, decoded, with its callsite and source line; `None` when
+    /// there is no such event.
+    pub fn event_json(&self, row: usize, event: usize) -> Option<Value> {
+        let s = self.trace.streams.get(row)?;
+        let e = s.events.get(event)?;
+        let mut v = gaspard_analyze::dump::event_json(&self.trace, s, e);
+        let site = self.trace.callsites.get(e.callsite as usize);
+        if let Some(c) = site {
+            v["file"] = json!(c.file);
+            v["line"] = json!(c.line);
+            if let Some(text) = c.file.as_deref().and_then(|f| self.source(f)) {
+                let l = c.line as usize;
+                let lines: Vec<&str> = text.lines().collect();
+                if l >= 1 && l <= lines.len() {
+                    let from = l.saturating_sub(3);
+                    let to = (l + 2).min(lines.len());
+                    v["source"] = json!({
+                        "first": from + 1,
+                        "lines": lines[from..to],
+                    });
+                }
+            }
+        }
+        v["thread"] = json!(self.timeline.threads.get(row).map(|t| t.name.clone()));
+        Some(v)
+    }
+
+    /// The text of a source file named by one of the trace's callsites;
+    /// `None` for any other path or an unreadable file.
+    pub fn source(&self, file: &str) -> Option<String> {
+        if !self.sources.contains(file) {
+            return None;
+        }
+        let p = Path::new(file);
+        let candidates: Vec<PathBuf> = if p.is_absolute() {
+            vec![p.to_path_buf()]
+        } else {
+            let mut v = vec![p.to_path_buf()];
+            if let Some(parent) = self.trace.dir.parent() {
+                v.push(parent.join(p));
+            }
+            v
+        };
+        candidates.iter().find_map(|c| {
+            let meta = std::fs::metadata(c).ok()?;
+            if !meta.is_file() || meta.len() > 4 << 20 {
+                return None;
+            }
+            std::fs::read_to_string(c).ok()
+        })
+    }
+
+    /// The page as served: assets and data come from the server.
+    pub fn served_page(&self) -> String {
+        PAGE.replace(
+            "<!--HEAD-->",
+            "<link rel=\"stylesheet\" href=\"/app.css\">\n<script src=\"/app.js\" defer></script>",
+        )
+        .replace("<!--DATA-->", "")
+    }
+
+    /// One self-contained HTML file: style, script, the summary and a
+    /// coarse timeline (every span when few enough) inline; no network.
+    pub fn html(&self) -> String {
+        let nonce = nonce();
+        let rows = self.timeline.threads.len().max(1);
+        let coarse = self.timeline.window(
+            self.timeline.t0,
+            self.timeline.t1,
+            HTML_COLUMNS,
+            (HTML_SPANS / rows).max(50),
+        );
+        let data = format!("{{\"summary\":{},\"timeline\":{}}}", self.summary, coarse);
+        let csp = format!(
+            "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+             img-src data:; base-uri 'none'; form-action 'none'"
+        );
+        PAGE.replace(
+            "<!--HEAD-->",
+            &format!(
+                "<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
+                 <style nonce=\"{nonce}\">\n{APP_CSS}</style>"
+            ),
+        )
+        .replace(
+            "<!--DATA-->",
+            &format!(
+                "<script type=\"application/json\" id=\"gaspard-data\">{}</script>\n\
+                 <script nonce=\"{nonce}\">\n{}</script>",
+                escape_script_json(&data),
+                APP_JS.replace("</", "<\\/")
+            ),
+        )
+    }
+}
+
+/// JSON text made safe inside a `<script>` element: no `<`, `>`, `&` or
+/// line separators left as such (they are the same characters to JSON).
+pub fn escape_script_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 16);
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A fresh value for the page's Content-Security-Policy nonce.
+fn nonce() -> String {
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the timeline shows a finding: the longest span of one of its
+/// threads at its source line (or the whole run of its first thread).
+fn place_of(
+    trace: &Trace,
+    tl: &timeline::Timeline,
+    f: &gaspard_analyze::findings::Finding,
+) -> Value {
+    let rows: Vec<usize> = tl
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, th)| f.threads.contains(&th.name))
+        .map(|(i, _)| i)
+        .collect();
+    let at_line = |site: u32| {
+        let Some(loc) = &f.location else {
+            return false;
+        };
+        trace.callsites.get(site as usize).is_some_and(|c| {
+            c.line == loc.line
+                && c.file.as_deref().is_some_and(|file| {
+                    file == loc.file || file.ends_with(&format!("/{}", loc.file))
+                })
+        })
+    };
+    let mut best: Option<(usize, &timeline::Span)> = None;
+    for &r in &rows {
+        for sp in &tl.threads[r].spans {
+            if at_line(sp.site) && best.is_none_or(|(_, b)| sp.end - sp.start > b.end - b.start) {
+                best = Some((r, sp));
+            }
+        }
+    }
+    match best {
+        Some((r, sp)) => json!({"row": r, "t0": sp.start, "t1": sp.end, "event": sp.event}),
+        None => json!({
+            "row": rows.first().copied(),
+            "t0": tl.t0,
+            "t1": tl.t1,
+            "event": null,
+        }),
+    }
+}
