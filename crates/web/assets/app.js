@@ -202,12 +202,16 @@
     if (!th) return null;
     const t = tOf(x);
     const slop = (state.t1 - state.t0) / plotWidth() * 2;
-    let best = null;
+    const lane = Math.floor((y - r * ROW_H - 3) / (LANE_H + 1));
+    // The span drawn in the lane clicked, else the innermost one at that time.
+    let best = null, inLane = null;
     for (const sp of th.spans) {
       if (sp[0] - slop <= t && t <= sp[1] + slop) {
         if (!best || sp[3] > best[3]) best = sp;
+        if (Math.min(sp[3], LANES_SHOWN - 1) === lane && (!inLane || sp[3] > inLane[3])) inLane = sp;
       }
     }
+    best = inLane || best;
     return best ? { row: r, span: best } : null;
   }
 

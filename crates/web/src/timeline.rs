@@ -94,8 +94,12 @@ fn class_of(kind: u16, user: bool) -> u8 {
     }
 }
 
+/// gaspard's own events (start-up, measurement on/off, losses), not the program's.
 fn is_tool(kind: u16) -> bool {
-    kinds::kind(kind).is_some_and(|k| k.name.starts_with("GASPARD_"))
+    matches!(
+        kind,
+        kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+    )
 }
 
 /// The other side of a communication event, as a rank.
