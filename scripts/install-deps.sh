@@ -2,7 +2,7 @@
 # Installs what gaspard needs on a Debian machine (idempotent). The Rust
 # toolchain (cargo) must already be there.
 set -euo pipefail
-PKGS=(build-essential pkg-config clang libomp-dev libopenmpi-dev openmpi-bin gfortran libcoarrays-openmpi-dev libopen-trace-format2-dev otf2-tools valgrind)
+PKGS=(build-essential pkg-config clang libomp-dev libopenmpi-dev openmpi-bin gfortran libcoarrays-openmpi-dev libopen-trace-format2-dev otf2-tools valgrind chromium chromium-driver)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
