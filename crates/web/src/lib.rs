@@ -280,3 +280,22 @@ fn place_of(
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_in_a_script_element() {
+        let s = escape_script_json("{\"a\":\"</script><img src=x onerror=1>&\u{2028}\"}");
+        assert!(!s.contains(['<', '>', '&', '\u{2028}']));
+        let v: Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["a"], "</script><img src=x onerror=1>&\u{2028}");
+    }
+
+    #[test]
+    fn nonces_differ() {
+        assert_ne!(nonce(), nonce());
+        assert_eq!(nonce().len(), 32);
+    }
+}

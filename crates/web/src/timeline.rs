@@ -409,3 +409,95 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
     }
     levels
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(start: u64, end: u64, class: u8, event: u32) -> Span {
+        Span {
+            start,
+            end,
+            class,
+            depth: 0,
+            name: 0,
+            site: 0,
+            event,
+            peer: None,
+        }
+    }
+
+    /// A thread busy in [0, 1000): sync [0, 1000) holding comm [200, 400);
+    /// then idle until 2000.
+    fn line() -> ThreadLine {
+        ThreadLine::new(
+            "t".into(),
+            vec![span(200, 400, 2, 1), span(0, 1000, 1, 0)],
+            0,
+            2000,
+        )
+    }
+
+    #[test]
+    fn lanes_by_nesting_depth() {
+        let th = line();
+        assert_eq!(th.spans[0].event, 0);
+        assert_eq!(th.spans[0].depth, 0);
+        assert_eq!(th.spans[1].depth, 1);
+        assert_eq!(th.lanes.len(), 2);
+    }
+
+    #[test]
+    fn columns_give_busy_share_and_main_class() {
+        let th = line();
+        let v = th.window(0, 2000, 0, 2000, 4, 100);
+        // Columns of 500 ns: [0,500) busy, sync 300 vs comm 200 (innermost
+        // counts); [500,1000) sync; then idle.
+        assert_eq!(v["cls"], json!([1, 1, 0, 0]));
+        assert_eq!(v["busy"], json!([255, 255, 0, 0]));
+        let v = th.window(0, 2000, 200, 400, 2, 100);
+        assert_eq!(v["cls"], json!([2, 2]));
+        assert_eq!(v["busy"], json!([255, 255]));
+        // Half of a column busy.
+        let v = th.window(0, 2000, 0, 2000, 1, 100);
+        assert_eq!(v["busy"], json!([128]));
+    }
+
+    #[test]
+    fn spans_of_a_window_whole_lanes_within_the_limit() {
+        let th = line();
+        let v = th.window(0, 2000, 500, 2000, 10, 100);
+        // Only the outer span reaches past 500.
+        let spans = v["spans"].as_array().unwrap();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0][6], 0);
+        assert_eq!(v["complete"], true);
+        let v = th.window(0, 2000, 0, 2000, 10, 1);
+        assert_eq!(v["spans"].as_array().unwrap().len(), 1);
+        assert_eq!(v["complete"], false);
+        let v = th.window(0, 2000, 1500, 2000, 10, 100);
+        assert!(v["spans"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn many_spans_cost_no_more_than_the_limit() {
+        // 100000 back-to-back spans: a whole-run view sends none of them,
+        // a narrow one sends just those inside it.
+        let spans: Vec<Span> = (0..100_000u64)
+            .map(|i| span(i * 10, i * 10 + 5, 1 + (i % 2) as u8, i as u32))
+            .collect();
+        let th = ThreadLine::new("t".into(), spans, 0, 1_000_000);
+        let v = th.window(0, 1_000_000, 0, 1_000_000, 100, 4000);
+        assert!(v["spans"].as_array().unwrap().is_empty());
+        assert_eq!(v["complete"], false);
+        assert_eq!(v["busy"][0], 128);
+        let v = th.window(0, 1_000_000, 500_000, 500_100, 100, 4000);
+        let got: Vec<u64> = v["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s[6].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, (50_000..50_010).collect::<Vec<_>>());
+    }
+}
