@@ -20,10 +20,15 @@ pub mod timeline;
 pub const SPANS_PER_THREAD: usize = 4000;
 /// Block-epoch entries the summary carries at most.
 const MAX_BLOCK_EPOCHS: usize = 20_000;
-/// Columns of the timeline embedded in an HTML file.
+/// Columns of the timeline embedded in an HTML file, per thread, at most.
 const HTML_COLUMNS: usize = 2048;
-/// Spans embedded in an HTML file, all threads together.
-const HTML_SPANS: usize = 40_000;
+/// Bytes of summary columns an HTML file embeds, all threads together
+/// (about 6 per column and thread).
+const HTML_COLUMN_BYTES: usize = 600_000;
+/// Spans embedded in an HTML file, all threads together (about 55 bytes each).
+const HTML_SPANS: usize = 12_000;
+/// Block-epoch entries an HTML file embeds.
+const HTML_BLOCK_EPOCHS: usize = 4_000;
 
 const PAGE: &str = include_str!("../assets/index.html");
 /// The interface's script.
@@ -35,7 +40,8 @@ pub const APP_CSS: &str = include_str!("../assets/app.css");
 #[derive(Debug)]
 pub struct View {
     trace: Trace,
-    summary: String,
+    summary: Value,
+    summary_text: String,
     /// The timeline.
     pub timeline: timeline::Timeline,
     sources: HashSet<String>,
@@ -91,7 +97,8 @@ impl View {
             .filter_map(|c| c.file.clone())
             .collect();
         View {
-            summary: summary.to_string(),
+            summary_text: summary.to_string(),
+            summary,
             timeline,
             trace,
             sources,
@@ -101,7 +108,7 @@ impl View {
     /// The summary as JSON text: the report, the block map, the findings'
     /// places, row names, span names, callsites and the time span.
     pub fn summary_json(&self) -> &str {
-        &self.summary
+        &self.summary_text
     }
 
     /// The timeline of `[t0, t1)` at `width` pixels.
@@ -175,13 +182,18 @@ impl View {
     pub fn html(&self) -> String {
         let nonce = nonce();
         let rows = self.timeline.threads.len().max(1);
+        let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
         let coarse = self.timeline.window(
             self.timeline.t0,
             self.timeline.t1,
-            HTML_COLUMNS,
-            (HTML_SPANS / rows).max(50),
+            columns,
+            (HTML_SPANS / rows).max(20),
         );
-        let data = format!("{{\"summary\":{},\"timeline\":{}}}", self.summary, coarse);
+        let mut summary = self.summary.clone();
+        if let Some(epochs) = summary["block_epochs"].as_array_mut() {
+            epochs.truncate(HTML_BLOCK_EPOCHS);
+        }
+        let data = format!("{{\"summary\":{summary},\"timeline\":{coarse}}}");
         let csp = format!(
             "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
              img-src data:; base-uri 'none'; form-action 'none'"
