@@ -363,7 +363,7 @@ fn main() -> ExitCode {
                 let t = read(&dir)?;
                 let r = profile::report_with(&t, block_size);
                 if let Some(file) = html {
-                    let page = gaspard_web::View::with_report(t, &r, block_size).html();
+                    let page = gaspard_web::View::with_report(t, &r).html();
                     std::fs::write(&file, page)
                         .with_context(|| format!("cannot write {}", file.display()))?;
                 }

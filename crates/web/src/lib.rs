@@ -51,19 +51,15 @@ impl View {
     /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
     pub fn new(trace: Trace, block_size: u64) -> View {
         let report = gaspard_analyze::profile::report_with(&trace, block_size);
-        View::with_report(trace, &report, block_size)
+        View::with_report(trace, &report)
     }
 
-    /// As [`View::new`], with the report already computed (with the same
-    /// `block_size`).
-    pub fn with_report(
-        trace: Trace,
-        report: &gaspard_analyze::profile::Report,
-        block_size: u64,
-    ) -> View {
+    /// As [`View::new`], with the report of `trace` already computed.
+    pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
         let timeline = timeline::Timeline::build(&trace);
         let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
-        let blocks = gaspard_analyze::blocks::analyse(&trace, block_size);
+        // The report's blocks hold every epoch; its JSON leaves them out.
+        let blocks = &report.blocks;
         let epochs =
             serde_json::to_value(&blocks.epochs[..blocks.epochs.len().min(MAX_BLOCK_EPOCHS)])
                 .unwrap_or_default();
