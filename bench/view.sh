@@ -75,7 +75,7 @@ T5=$(now)
 SUM_BYTES=$(stat -c %s "$WORK/summary.json")
 TL_BYTES=$(stat -c %s "$WORK/tl.json")
 ZOOM_SPANS=$(python3 -c 'import json,sys; print(sum(len(t["spans"]) for t in json.load(open(sys.argv[1]))["threads"]))' "$WORK/zoom.json")
-HWM_KB=$(sed -n 's/^VmHWM: *\([0-9]*\) kB/\1/p' "/proc/$VIEW_PID/status")
+HWM_KB=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$VIEW_PID/status")
 kill "$VIEW_PID"
 VIEW_PID=
 say "== gaspard report --html"

@@ -375,6 +375,26 @@ fn mpi_matrix_and_block_map() {
         got.sort();
         let got: Vec<(u64, u64, &str)> = got.iter().map(|(a, b, c)| (*a, *b, c.as_str())).collect();
         assert_eq!(got, want);
+        // Falsely shared blocks of the object are outlined, in every epoch.
+        let fs: Vec<(u64, u64)> = r["blocks"]["false_sharing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["object"] == 0)
+            .map(|b| (b["home"].as_u64().unwrap(), b["block"].as_u64().unwrap()))
+            .collect();
+        let shown_fs = b.eval(
+            "return [...document.querySelectorAll('#blocks .blk.b-fs')].map(c => \
+             [Number(c.dataset.home), Number(c.dataset.block)]);",
+        );
+        let mut shown_fs: Vec<(u64, u64)> = shown_fs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c[0].as_u64().unwrap(), c[1].as_u64().unwrap()))
+            .collect();
+        shown_fs.sort();
+        assert_eq!(shown_fs, fs);
         // Communication arrows: puts to neighbours have their target row.
         let peers = b.eval(
             "return window.gaspard.data.threads.flatMap(t => t.spans).filter(s => s[7] >= 0).length;",

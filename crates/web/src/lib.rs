@@ -50,13 +50,27 @@ pub struct View {
 impl View {
     /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
     pub fn new(trace: Trace, block_size: u64) -> View {
-        let report = gaspard_analyze::profile::report_with(&trace, block_size);
-        View::with_report(trace, &report)
+        // The report and the timeline only read the trace: both at once.
+        let (report, timeline) = std::thread::scope(|scope| {
+            let tl = scope.spawn(|| timeline::Timeline::build(&trace));
+            let report = gaspard_analyze::profile::report_with(&trace, block_size);
+            let tl = tl.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (report, tl)
+        });
+        View::assemble(trace, &report, timeline)
     }
 
     /// As [`View::new`], with the report of `trace` already computed.
     pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
         let timeline = timeline::Timeline::build(&trace);
+        View::assemble(trace, report, timeline)
+    }
+
+    fn assemble(
+        trace: Trace,
+        report: &gaspard_analyze::profile::Report,
+        timeline: timeline::Timeline,
+    ) -> View {
         let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
         // The report's blocks hold every epoch; its JSON leaves them out.
         let blocks = &report.blocks;
