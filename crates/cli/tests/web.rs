@@ -603,3 +603,46 @@ fn markup_from_the_program_stays_text() {
         screenshot(&b, name);
     }
 }
+
+#[test]
+fn clear_errors_for_bad_arguments() {
+    let dir = common::tmpdir("web-errors");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = dir.join("no-such-trace");
+    let out = run(&["view", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let trace = heat_trace(&dir);
+    let html = dir.join("no-such-dir").join("x.html");
+    let out = run(&[
+        "report",
+        trace.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot write") && err.contains("x.html"),
+        "{err}"
+    );
+
+    // A port already taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = run(&["view", trace.to_str().unwrap(), "--port", &port]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+}
