@@ -197,17 +197,28 @@ fn check_finding_click(b: &Browser, r: &Value, served: bool) {
         where_.as_str().unwrap().ends_with(&loc),
         "{where_} vs {loc}"
     );
-    if served {
-        // The event's source line, from the program's own file.
-        b.wait_for("return document.querySelector('#details .d-source .hl') !== null;");
-        let hl = b.eval("return document.querySelector('#details .d-source .hl').textContent;");
-        let src = std::fs::read_to_string(workspace().join("examples/gasp/heat.c")).unwrap();
-        let line = src
-            .lines()
-            .nth(span["line"].as_u64().unwrap() as usize - 1)
-            .unwrap();
-        assert!(hl.as_str().unwrap().contains(line.trim()), "{hl} vs {line}");
-    }
+    // The event's source line, from the program's own file (from the
+    // server), or embedded in the file.
+    let css = if served {
+        "#details .d-source .hl"
+    } else {
+        "#details .d-line"
+    };
+    b.wait_for(&format!("return document.querySelector('{css}') !== null;"));
+    let hl = b.eval(&format!(
+        "return document.querySelector('{css}').textContent;"
+    ));
+    let src = std::fs::read_to_string(workspace().join("examples/gasp/heat.c")).unwrap();
+    let line = src
+        .lines()
+        .nth(span["line"].as_u64().unwrap() as usize - 1)
+        .unwrap();
+    assert!(hl.as_str().unwrap().contains(line.trim()), "{hl} vs {line}");
+    // The finding's source button shows that line too.
+    b.click("#findings li.finding button.src");
+    b.wait_for("return document.querySelector('#source-view .hl') !== null;");
+    let hl = b.eval("return document.querySelector('#source-view .hl').textContent;");
+    assert!(hl.as_str().unwrap().contains(line.trim()), "{hl} vs {line}");
 }
 
 /// Clicking on the timeline canvas where a span is drawn shows that span.

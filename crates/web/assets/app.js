@@ -229,6 +229,8 @@
       el("div", { class: "d-where", text: where }),
     );
     if (span[7] >= 0) box.append(el("div", { text: "other side: " + s.rows[span[7]] }));
+    const text = s.site_lines && s.site_lines[span[5]];
+    if (text != null && !state.served) box.append(el("pre", { class: "d-line", text: String(site[1]).padStart(5) + "  " + text }));
     box.dataset.row = String(row);
     box.dataset.event = String(span[6]);
     if (!state.served) return;
@@ -300,7 +302,12 @@
     const pre = document.getElementById("source-view");
     pre.hidden = false;
     pre.replaceChildren(el("span", { text: file + ":" + line + "\n" }));
-    if (!state.served) return;
+    if (!state.served) {
+      const s = state.summary;
+      const i = s.sites.findIndex((c) => c[0] != null && c[1] === line && (c[0] === file || c[0].endsWith("/" + file)));
+      if (i >= 0 && s.site_lines[i] != null) pre.append(el("span", { class: "hl", text: String(line).padStart(5) + "  " + s.site_lines[i] + "\n" }));
+      return;
+    }
     try {
       const src = await getJSON("/api/source?file=" + encodeURIComponent(file));
       src.text.split("\n").forEach((l, i) => {

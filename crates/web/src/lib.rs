@@ -18,6 +18,8 @@ pub mod timeline;
 
 /// Spans sent per thread for one timeline request.
 pub const SPANS_PER_THREAD: usize = 4000;
+/// Callsites whose line of text the summary carries at most.
+const MAX_SITE_LINES: usize = 20_000;
 /// Block-epoch entries the summary carries at most.
 const MAX_BLOCK_EPOCHS: usize = 20_000;
 /// Columns of the timeline embedded in an HTML file, per thread, at most.
@@ -106,13 +108,37 @@ impl View {
             .iter()
             .filter_map(|c| c.file.clone())
             .collect();
-        View {
+        let mut view = View {
             summary_text: summary.to_string(),
             summary,
             timeline,
             trace,
             sources,
+        };
+        view.summary["site_lines"] = view.site_lines();
+        view.summary_text = view.summary.to_string();
+        view
+    }
+
+    /// The text of each callsite's line (the HTML file shows it without the
+    /// server), `null` where the file cannot be read.
+    fn site_lines(&self) -> Value {
+        let mut files: std::collections::HashMap<&str, Option<Vec<String>>> =
+            std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(self.trace.callsites.len().min(MAX_SITE_LINES));
+        for c in self.trace.callsites.iter().take(MAX_SITE_LINES) {
+            let line = c.file.as_deref().and_then(|f| {
+                let text = files.entry(f).or_insert_with(|| {
+                    self.source(f)
+                        .map(|t| t.lines().map(|l| l.chars().take(300).collect()).collect())
+                });
+                text.as_ref()?
+                    .get((c.line as usize).checked_sub(1)?)
+                    .cloned()
+            });
+            out.push(json!(line));
         }
+        Value::Array(out)
     }
 
     /// The summary as JSON text: the report, the block map, the findings'
