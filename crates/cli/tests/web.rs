@@ -244,6 +244,59 @@ fn check_timeline_click(b: &Browser) {
     ));
 }
 
+/// The shown range of the timeline, as (t0, t1).
+fn shown(b: &Browser) -> (f64, f64) {
+    let v = b.eval(
+        "const c = document.getElementById('timeline'); \
+         return [Number(c.dataset.t0), Number(c.dataset.t1)];",
+    );
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+}
+
+/// The mouse wheel zooms in around the pointer, dragging pans, and the
+/// view's data follows.
+fn check_zoom_and_pan(b: &Browser) {
+    b.click("#zoom-reset");
+    b.eval("document.getElementById('timeline').scrollIntoView(); return 0;");
+    let (t0, t1) = shown(b);
+    let geo = b.eval(
+        "const c = document.getElementById('timeline'), r = c.getBoundingClientRect(); \
+         return [Math.round(r.left + 190 + (c.width - 190) / 2), Math.round(r.top + 20), c.width - 190];",
+    );
+    let (x, y, w) = (
+        geo[0].as_i64().unwrap(),
+        geo[1].as_i64().unwrap(),
+        geo[2].as_f64().unwrap(),
+    );
+    let mid = |a: f64, b: f64| (a + b) / 2.0;
+    for _ in 0..3 {
+        b.wheel_at(x, y, -100);
+    }
+    let (z0, z1) = shown(b);
+    // Three steps of 0.8 around the middle.
+    let want = (t1 - t0) * 0.8f64.powi(3);
+    assert!(
+        ((z1 - z0) - want).abs() < want * 0.02,
+        "{z0}..{z1}, want {want}"
+    );
+    assert!((mid(z0, z1) - mid(t0, t1)).abs() < (t1 - t0) * 0.01);
+    // Drag right by 100 px: earlier times come into view.
+    b.drag(x, y, 100);
+    let (p0, p1) = shown(b);
+    let dt = 100.0 / w * (z1 - z0);
+    assert!((z0 - p0 - dt).abs() < dt * 0.1, "{p0} vs {z0} - {dt}");
+    assert!(((p1 - p0) - (z1 - z0)).abs() < 2.0);
+    b.wait_for(&format!(
+        "return document.getElementById('timeline').dataset.loaded === '{}-{}';",
+        p0, p1
+    ));
+    let spans_in_view = b.eval(
+        "const st = window.gaspard; return st.data.t0 === st.t0 && st.data.t1 === st.t1 && \
+         st.data.threads.every(t => t.spans.every(s => s[1] >= st.t0 && s[0] < st.t1));",
+    );
+    assert_eq!(spans_in_view, true);
+}
+
 #[test]
 fn heat_in_the_browser_served_and_as_a_file() {
     let dir = common::tmpdir("web-heat");
@@ -261,6 +314,7 @@ fn heat_in_the_browser_served_and_as_a_file() {
     b.goto(&v.url());
     b.wait_for(READY);
     check_common(&b, &r);
+    check_zoom_and_pan(&b);
     check_timeline_click(&b);
     check_finding_click(&b, &r, true);
     screenshot(&b, "heat-served");
@@ -269,6 +323,7 @@ fn heat_in_the_browser_served_and_as_a_file() {
     b.goto(&file_url(&html));
     b.wait_for(READY);
     check_common(&b, &r);
+    check_zoom_and_pan(&b);
     check_timeline_click(&b);
     check_finding_click(&b, &r, false);
     screenshot(&b, "heat-file");

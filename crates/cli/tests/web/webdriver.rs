@@ -259,6 +259,33 @@ impl Browser {
         self.session_call("DELETE", "/actions", None);
     }
 
+    /// Turns the mouse wheel by `dy` at (x, y) of the viewport.
+    pub fn wheel_at(&self, x: i64, y: i64, dy: i64) {
+        let actions = json!({"actions": [{
+            "type": "wheel", "id": "wheel",
+            "actions": [{"type": "scroll", "origin": "viewport", "x": x, "y": y,
+                         "deltaX": 0, "deltaY": dy, "duration": 0}]
+        }]});
+        self.session_call("POST", "/actions", Some(&actions));
+        self.session_call("DELETE", "/actions", None);
+    }
+
+    /// Drags with the left button from (x, y) by `dx` pixels.
+    pub fn drag(&self, x: i64, y: i64, dx: i64) {
+        let actions = json!({"actions": [{
+            "type": "pointer", "id": "mouse", "parameters": {"pointerType": "mouse"},
+            "actions": [
+                {"type": "pointerMove", "duration": 0, "origin": "viewport", "x": x, "y": y},
+                {"type": "pointerDown", "button": 0},
+                {"type": "pointerMove", "duration": 100, "origin": "viewport", "x": x + dx / 2, "y": y},
+                {"type": "pointerMove", "duration": 100, "origin": "viewport", "x": x + dx, "y": y},
+                {"type": "pointerUp", "button": 0}
+            ]
+        }]});
+        self.session_call("POST", "/actions", Some(&actions));
+        self.session_call("DELETE", "/actions", None);
+    }
+
     /// Saves a screenshot of the page as PNG.
     pub fn screenshot(&self, file: &Path) {
         let v = self.session_call("GET", "/screenshot", None);
