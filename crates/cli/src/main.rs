@@ -100,7 +100,9 @@ enum Command {
     /// a click shows the event and its source line; communication drawn as
     /// arrows), time per thread, the communication matrix, the blocks of each
     /// shared object per epoch, the findings (each one shows its place in the
-    /// timeline) and sortable profiles. Runs until interrupted (Ctrl-C).
+    /// timeline) and sortable profiles. The URL comes as soon as the trace
+    /// is read and its timeline built; the other views follow when the
+    /// report is computed. Runs until interrupted (Ctrl-C).
     View {
         /// Trace directory.
         dir: PathBuf,
@@ -394,9 +396,11 @@ fn main() -> ExitCode {
                 block_size,
             } => {
                 let t = read(&dir)?;
-                let server =
-                    gaspard_web::server::Server::bind(gaspard_web::View::new(t, block_size), port)
-                        .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+                let server = gaspard_web::server::Server::bind(
+                    gaspard_web::View::start(t, block_size),
+                    port,
+                )
+                .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
                 writeln!(out, "gaspard view: http://{}/", server.addr()?)?;
                 out.flush()?;
                 drop(out);

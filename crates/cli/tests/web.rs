@@ -476,11 +476,24 @@ fn view_serves_only_its_own_routes() {
     let trace = heat_trace(&dir);
     let v = Viewer::start(&trace);
     let p = v.port;
+    // The summary comes when the report is computed: "loading" until then.
+    let t = std::time::Instant::now();
+    loop {
+        let r = get(p, "/api/summary");
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503);
+        assert_eq!(r.text(), r#"{"loading":true}"#);
+        assert!(t.elapsed().as_secs() < 60, "no summary");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     // Its own routes, each with its security headers.
     for path in [
         "/",
         "/app.js",
         "/app.css",
+        "/api/core",
         "/api/summary",
         "/api/timeline?width=50",
     ] {

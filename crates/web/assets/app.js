@@ -503,7 +503,6 @@
     document.getElementById("trace-stats").textContent =
       s.events + " events, " + s.threads + " threads, " + s.processes + " processes" +
       (s.lost_events ? ", " + s.lost_events + " lost" : "");
-    renderLegend(s);
     renderFindings(s);
     renderGauges(s);
     renderMatrix(s);
@@ -516,19 +515,37 @@
     }
   }
 
+  // The served summary: the server answers 503 while it computes the report.
+  async function summaryWhenReady() {
+    const stats = document.getElementById("trace-stats");
+    for (;;) {
+      const r = await fetch("/api/summary");
+      if (r.ok) return r.json();
+      if (r.status !== 503) throw new Error("/api/summary: " + r.status);
+      stats.textContent = "analysing the trace\u2026";
+      await new Promise((ok) => setTimeout(ok, 300));
+    }
+  }
+
   async function start() {
     try {
+      // The timeline first (from the server, as soon as the trace is read),
+      // the report's views when it is ready.
+      let summary;
       if (state.served) {
-        state.summary = await getJSON("/api/summary");
+        state.summary = await getJSON("/api/core");
       } else {
         const d = JSON.parse(embedded.textContent);
-        state.summary = d.summary;
+        state.summary = summary = d.summary;
         state.coarse = d.timeline;
       }
-      renderAll(state.summary);
+      renderLegend(state.summary);
       resize();
       setView(state.summary.span[0], state.summary.span[1]);
       window.addEventListener("resize", () => { resize(); setView(state.t0, state.t1); });
+      if (state.served) summary = await summaryWhenReady();
+      state.summary = summary;
+      renderAll(summary);
       document.body.dataset.ready = "1";
     } catch (e) {
       document.body.dataset.ready = "error";

@@ -8,6 +8,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use serde_json::{json, Value};
 
@@ -39,11 +40,16 @@ pub const APP_JS: &str = include_str!("../assets/app.js");
 pub const APP_CSS: &str = include_str!("../assets/app.css");
 
 /// Everything the interface shows of one trace.
+///
+/// The timeline and the "core" (thread rows, span names, callsites, time
+/// span) are there from the start; the report ([`View::summary_json`])
+/// may come later ([`View::start`]).
 #[derive(Debug)]
 pub struct View {
-    trace: Trace,
-    summary: Value,
-    summary_text: String,
+    trace: Arc<Trace>,
+    core: Value,
+    core_text: String,
+    summary: OnceLock<(Value, String)>,
     /// The timeline.
     pub timeline: timeline::Timeline,
     sources: HashSet<String>,
@@ -52,6 +58,7 @@ pub struct View {
 impl View {
     /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
     pub fn new(trace: Trace, block_size: u64) -> View {
+        let trace = Arc::new(trace);
         // The report and the timeline only read the trace: both at once.
         let (report, timeline) = std::thread::scope(|scope| {
             let tl = scope.spawn(|| timeline::Timeline::build(&trace));
@@ -59,20 +66,67 @@ impl View {
             let tl = tl.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (report, tl)
         });
-        View::assemble(trace, &report, timeline)
+        let view = View::assemble(trace, timeline);
+        view.set_report(&report);
+        view
     }
 
     /// As [`View::new`], with the report of `trace` already computed.
     pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
+        let trace = Arc::new(trace);
         let timeline = timeline::Timeline::build(&trace);
-        View::assemble(trace, report, timeline)
+        let view = View::assemble(trace, timeline);
+        view.set_report(report);
+        view
     }
 
-    fn assemble(
-        trace: Trace,
-        report: &gaspard_analyze::profile::Report,
-        timeline: timeline::Timeline,
-    ) -> View {
+    /// The timeline now, the report in the background: the view can be
+    /// served as soon as this returns, its summary following.
+    pub fn start(trace: Trace, block_size: u64) -> Arc<View> {
+        let trace = Arc::new(trace);
+        let timeline = timeline::Timeline::build(&trace);
+        let view = Arc::new(View::assemble(trace, timeline));
+        let bg = Arc::clone(&view);
+        std::thread::spawn(move || {
+            let report = gaspard_analyze::profile::report_with(&bg.trace, block_size);
+            bg.set_report(&report);
+        });
+        view
+    }
+
+    fn assemble(trace: Arc<Trace>, timeline: timeline::Timeline) -> View {
+        let mut core = json!({
+            "rows": timeline.threads.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            "classes": timeline::CLASSES,
+            "names": timeline.names,
+            "sites": trace
+                .callsites
+                .iter()
+                .map(|c| json!([c.file, c.line]))
+                .collect::<Vec<_>>(),
+            "span": [timeline.t0, timeline.t1],
+        });
+        let sources = trace
+            .callsites
+            .iter()
+            .filter_map(|c| c.file.clone())
+            .collect();
+        let mut view = View {
+            core: Value::Null,
+            core_text: String::new(),
+            summary: OnceLock::new(),
+            timeline,
+            trace,
+            sources,
+        };
+        core["site_lines"] = view.site_lines();
+        view.core_text = core.to_string();
+        view.core = core;
+        view
+    }
+
+    /// Adds the report (and what depends on it) to the summary.
+    fn set_report(&self, report: &gaspard_analyze::profile::Report) {
         let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
         // The report's blocks hold every epoch; its JSON leaves them out.
         let blocks = &report.blocks;
@@ -85,39 +139,16 @@ impl View {
             report
                 .findings
                 .iter()
-                .map(|f| place_of(&trace, &timeline, f))
+                .map(|f| place_of(&self.trace, &self.timeline, f))
                 .collect(),
         );
-        summary["rows"] = json!(timeline
-            .threads
-            .iter()
-            .map(|t| t.name.clone())
-            .collect::<Vec<_>>());
-        summary["classes"] = json!(timeline::CLASSES);
-        summary["names"] = json!(timeline.names);
-        summary["sites"] = Value::Array(
-            trace
-                .callsites
-                .iter()
-                .map(|c| json!([c.file, c.line]))
-                .collect(),
-        );
-        summary["span"] = json!([timeline.t0, timeline.t1]);
-        let sources = trace
-            .callsites
-            .iter()
-            .filter_map(|c| c.file.clone())
-            .collect();
-        let mut view = View {
-            summary_text: summary.to_string(),
-            summary,
-            timeline,
-            trace,
-            sources,
-        };
-        view.summary["site_lines"] = view.site_lines();
-        view.summary_text = view.summary.to_string();
-        view
+        if let (Some(m), Some(core)) = (summary.as_object_mut(), self.core.as_object()) {
+            for (k, v) in core {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        let text = summary.to_string();
+        let _ = self.summary.set((summary, text));
     }
 
     /// The text of each callsite's line (the HTML file shows it without the
@@ -141,10 +172,16 @@ impl View {
         Value::Array(out)
     }
 
-    /// The summary as JSON text: the report, the block map, the findings'
-    /// places, row names, span names, callsites and the time span.
-    pub fn summary_json(&self) -> &str {
-        &self.summary_text
+    /// The core as JSON text: row names, span names, callsites (and the
+    /// text of their lines), class names and the time span.
+    pub fn core_json(&self) -> &str {
+        &self.core_text
+    }
+
+    /// The summary as JSON text: the core, the report, the block map and the
+    /// findings' places; `None` while the report is being computed.
+    pub fn summary_json(&self) -> Option<&str> {
+        self.summary.get().map(|(_, t)| t.as_str())
     }
 
     /// The timeline of `[t0, t1)` at `width` pixels.
@@ -225,7 +262,10 @@ impl View {
             columns,
             (HTML_SPANS / rows).max(20),
         );
-        let mut summary = self.summary.clone();
+        let mut summary = match self.summary.get() {
+            Some((v, _)) => v.clone(),
+            None => self.core.clone(),
+        };
         if let Some(epochs) = summary["block_epochs"].as_array_mut() {
             epochs.truncate(HTML_BLOCK_EPOCHS);
         }

@@ -29,12 +29,9 @@ pub struct Server {
 
 impl Server {
     /// Binds 127.0.0.1:`port` (0: a free port).
-    pub fn bind(view: View, port: u16) -> std::io::Result<Server> {
+    pub fn bind(view: Arc<View>, port: u16) -> std::io::Result<Server> {
         let listener = TcpListener::bind(("127.0.0.1", port))?;
-        Ok(Server {
-            listener,
-            view: Arc::new(view),
-        })
+        Ok(Server { listener, view })
     }
 
     /// The address it listens on.
@@ -199,7 +196,15 @@ fn route(view: &View, target: &str) -> Response {
             kind: "text/css; charset=utf-8",
             body: crate::APP_CSS.as_bytes().to_vec(),
         },
-        "/api/summary" => json_response(view.summary_json().to_string()),
+        "/api/core" => json_response(view.core_json().to_string()),
+        "/api/summary" => match view.summary_json() {
+            Some(s) => json_response(s.to_string()),
+            None => Response {
+                status: "503 Service Unavailable",
+                kind: "application/json",
+                body: b"{\"loading\":true}".to_vec(),
+            },
+        },
         "/api/timeline" => {
             let tl = &view.timeline;
             let t0 = num(query, "t0").unwrap_or(tl.t0);
