@@ -308,6 +308,9 @@ fn heat_in_the_browser_served_and_as_a_file() {
     assert!(size < 2 << 20, "the HTML file has {size} bytes");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(!page.contains("http://") && !page.contains("https://"));
+    // Its scripts run under a Content-Security-Policy with a nonce.
+    assert!(page.contains(r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-"#));
+    assert_eq!(page.matches("<script nonce=\"").count(), 1);
 
     let b = Browser::start(&dir.join("chromium"));
     let v = Viewer::start(&trace);
