@@ -537,6 +537,17 @@ fn view_serves_only_its_own_routes() {
         );
         assert!(!r.text().contains(first), "{path} served /etc/passwd");
     }
+    // Extreme or nonsense numbers give an answer, not a crash.
+    for path in [
+        "/api/timeline?t0=18446744073709551614&t1=18446744073709551615&width=99999999",
+        "/api/timeline?t0=0&t1=18446744073709551615&width=0",
+        "/api/timeline?t0=abc&t1=-5&width=1e9",
+    ] {
+        let r = get(p, path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["threads"].as_array().unwrap().len(), 4, "{path}");
+    }
     // The program's own source, named by a callsite, is served.
     let heat = std::fs::canonicalize(workspace().join("examples/gasp/heat.c")).unwrap();
     let summary: Value = serde_json::from_slice(&get(p, "/api/summary").body).unwrap();

@@ -203,7 +203,7 @@ impl Timeline {
     /// spans per thread.
     pub fn window(&self, a: u64, b: u64, width: usize, limit: usize) -> Value {
         let width = width.clamp(1, 8192);
-        let b = b.max(a + 1);
+        let b = b.max(a.saturating_add(1));
         let threads: Vec<Value> = self
             .threads
             .iter()
