@@ -23,7 +23,7 @@ print(json.dumps({
     "per_thread": rows(f"SELECT process, thread, count(*) FROM {ev} GROUP BY ALL ORDER BY ALL"),
     "by_event": rows(
         f"""SELECT kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
-            WHERE phase IN ('START', 'ATOMIC') GROUP BY kind ORDER BY kind"""),
+            WHERE phase = 'START' GROUP BY kind ORDER BY kind"""),
     "by_callsite": rows(
         f"""SELECT file, line, kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
             WHERE phase = 'START' AND file IS NOT NULL GROUP BY ALL ORDER BY ALL"""),
