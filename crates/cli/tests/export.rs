@@ -428,7 +428,10 @@ fn check_parquet(dir: &Path, trace: &Path, x: &Expected) -> Value {
         .map(|e| {
             (
                 e["name"].as_str().unwrap().to_string(),
-                (e["count"].as_u64().unwrap(), e["total_ns"].as_u64().unwrap()),
+                (
+                    e["count"].as_u64().unwrap(),
+                    e["total_ns"].as_u64().unwrap(),
+                ),
             )
         })
         .collect();
@@ -578,7 +581,10 @@ fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
             .find(|r| r[1] == kind)
             .unwrap_or_else(|| panic!("{kind} in {objects:?}"))
     };
-    assert!(row("GASP_MPI_PUT")[0].as_str().unwrap().starts_with("prog.c:"));
+    assert!(row("GASP_MPI_PUT")[0]
+        .as_str()
+        .unwrap()
+        .starts_with("prog.c:"));
     assert_eq!(row("GASP_MPI_PUT")[2], 3);
     assert_eq!(row("GASP_MPI_PUT")[4], 0);
     assert_eq!(row("GASP_MPI_PUT")[5], 16);

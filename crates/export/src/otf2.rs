@@ -428,13 +428,14 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     let (mpi, shmem) = (strings.id("MPI"), strings.id("OpenSHMEM"));
     let (root, machine) = (strings.id("gaspard trace"), strings.id("machine"));
     defs.push(Def::SystemTree(root, machine));
-    let process_index: HashMap<&str, u32> = t
-        .processes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.name.as_str(), i as u32))
-        .collect();
-    let mut groups_done = vec![false; t.processes.len()];
+    // A location group per process that has threads, numbered densely in
+    // the order of the streams.
+    let mut process_index: HashMap<&str, u32> = HashMap::default();
+    for s in &t.streams {
+        let next = process_index.len() as u32;
+        process_index.entry(s.process.as_str()).or_insert(next);
+    }
+    let mut groups_done = vec![false; process_index.len()];
     for (si, s) in t.streams.iter().enumerate() {
         let Some(&g) = process_index.get(s.process.as_str()) else {
             continue;
