@@ -443,3 +443,70 @@ fn progress_bar(trace: &Trace) -> indicatif::ProgressBar {
     );
     pb
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_map_to_operations() {
+        use OpClass::*;
+        for (name, want) in [
+            ("GASP_MPI_SEND", Some(Send)),
+            ("GASP_MPI_SSEND", Some(Send)),
+            ("GASP_MPI_RECV", Some(Recv)),
+            ("GASP_MPI_IRECV", None),
+            ("GASP_MPI_SENDRECV", Some(SendRecv)),
+            ("GASP_MPI_ACCUMULATE", Some(Put)),
+            ("GASP_MPI_RGET", Some(Get)),
+            ("GASP_MPI_COMPARE_AND_SWAP", Some(Atomic { fetch: true })),
+            ("GASP_MPI_ALLREDUCE", Some(Collective(6))),
+            ("GASP_MPI_WIN_FENCE", None),
+            ("GASP_SHMEM_PUTMEM_NBI", Some(Put)),
+            ("GASP_SHMEM_DOUBLE_P", Some(Put)),
+            ("GASP_SHMEM_LONG_G", Some(Get)),
+            ("GASP_SHMEM_GET64", Some(Get)),
+            ("GASP_SHMEM_INT_ATOMIC_INC", Some(Atomic { fetch: false })),
+            ("GASP_SHMEM_LONG_ATOMIC_SWAP", Some(Atomic { fetch: true })),
+            ("GASP_SHMEM_BARRIER_ALL", Some(Collective(0))),
+            ("GASP_SHMEM_FCOLLECT64", Some(Collective(4))),
+            ("GASP_SHMEM_DOUBLE_SUM_TO_ALL", Some(Collective(6))),
+            ("GASP_SHMEM_QUIET", None),
+            ("GASP_SHMEM_SET_LOCK", None),
+            ("GASP_UPC_PUT", None),
+        ] {
+            assert_eq!(classify(name), want, "{name}");
+        }
+        // Every kind the tables name as such exists.
+        for k in kinds::all_kinds() {
+            if let Some(OpClass::Put | OpClass::Get) = classify(k.name) {
+                assert_eq!(k.class, Class::Comm, "{}", k.name);
+            }
+        }
+    }
+
+    #[test]
+    fn element_sizes() {
+        assert_eq!(element_bytes("GASP_SHMEM_LONGLONG_P"), 8);
+        assert_eq!(element_bytes("GASP_SHMEM_SHORT_G"), 2);
+        assert_eq!(element_bytes("GASP_SHMEM_PUT32"), 4);
+        assert_eq!(element_bytes("GASP_SHMEM_GET128_NBI"), 16);
+    }
+
+    #[test]
+    fn output_is_replaced_only_when_forced() {
+        let dir = std::env::temp_dir().join(format!("gaspard-export-unit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/f"), b"x").unwrap();
+        let err = prepare_output(&dir, false).unwrap_err().to_string();
+        assert!(
+            err.contains("already exists") && err.contains("--force"),
+            "{err}"
+        );
+        assert!(dir.join("sub/f").exists());
+        prepare_output(&dir, true).unwrap();
+        assert!(!dir.exists());
+        prepare_output(&dir, false).unwrap();
+    }
+}
