@@ -366,6 +366,22 @@ fn check_perfetto(dir: &Path, trace: &Path, x: &Expected, messages: u64, who: &s
             .count() as u64,
         x.starts + x.atomics + rma
     );
+    // Every slice has its source line, interned once.
+    // (protoc prints event_names, field 2, before source_locations, field 4.)
+    let at = packets[0].find("source_locations {").unwrap();
+    let interned: BTreeSet<&str> = field(&packets[0][at..], "iid").into_iter().collect();
+    assert!(field(&packets[0], "file_name")
+        .iter()
+        .any(|f| f.ends_with("prog.c\"")));
+    let begins: Vec<&String> = packets
+        .iter()
+        .filter(|p| field(p, "type").contains(&"TYPE_SLICE_BEGIN"))
+        .collect();
+    for p in &begins {
+        let iid = field(p, "source_location_iid");
+        assert_eq!(iid.len(), 1, "{p}");
+        assert!(interned.contains(iid[0]));
+    }
     // Flows: each message and each one-sided access, leaving one slice and
     // ending at another.
     let from: BTreeSet<&str> = packets.iter().flat_map(|p| field(p, "flow_ids")).collect();

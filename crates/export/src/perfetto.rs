@@ -102,6 +102,9 @@ pub struct TrackEvent {
     /// The track.
     #[prost(uint64, optional, tag = "11")]
     pub track_uuid: Option<u64>,
+    /// Interned source location.
+    #[prost(uint64, optional, tag = "34")]
+    pub source_location_iid: Option<u64>,
     /// Flows leaving this slice.
     #[prost(fixed64, repeated, packed = "false", tag = "47")]
     pub flow_ids: Vec<u64>,
@@ -130,6 +133,23 @@ pub struct InternedData {
     /// Event names.
     #[prost(message, repeated, tag = "2")]
     pub event_names: Vec<EventName>,
+    /// Source locations.
+    #[prost(message, repeated, tag = "4")]
+    pub source_locations: Vec<SourceLocation>,
+}
+
+/// `perfetto.protos.SourceLocation`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SourceLocation {
+    /// Id.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// File.
+    #[prost(string, optional, tag = "2")]
+    pub file_name: Option<String>,
+    /// Line.
+    #[prost(uint32, optional, tag = "4")]
+    pub line_number: Option<u32>,
 }
 
 /// `perfetto.protos.EventName`.
@@ -212,6 +232,19 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 .map(|(n, &i)| EventName {
                     iid: Some(i),
                     name: Some((*n).clone()),
+                })
+                .collect(),
+            // Callsite i (with a file) is source location i + 1.
+            source_locations: t
+                .callsites
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    Some(SourceLocation {
+                        iid: Some(i as u64 + 1),
+                        file_name: Some(c.file.clone()?),
+                        line_number: Some(c.line),
+                    })
                 })
                 .collect(),
         }),
@@ -352,11 +385,11 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             };
             if ty != SLICE_END {
                 ev.name_iid = Some(names[&event_name(t, e)]);
-                if let Some(site) = t.callsites.get(e.callsite as usize) {
-                    if let Some(f) = &site.file {
-                        ev.debug_annotations
-                            .push(annotation_s("callsite", format!("{f}:{}", site.line)));
-                    }
+                if t.callsites
+                    .get(e.callsite as usize)
+                    .is_some_and(|c| c.file.is_some())
+                {
+                    ev.source_location_iid = Some(e.callsite as u64 + 1);
                 }
             }
             if ty == SLICE_BEGIN {
