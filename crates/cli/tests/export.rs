@@ -254,6 +254,8 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     assert_eq!(c["comms"], 1);
     assert_eq!(c["windows"], windows);
     assert_eq!(c["backwards"], 0);
+    assert_eq!(c["misnested"], 0);
+    assert_eq!(c["open"], 0);
     assert_eq!(c["Enter"], x.starts + x.atomics);
     assert_eq!(c["Leave"], x.ends + x.atomics);
     for r in [

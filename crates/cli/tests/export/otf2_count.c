@@ -3,6 +3,8 @@
  *   locations N
  *   windows N
  *   comms N
+ *   misnested N                 Leaves that do not leave the innermost region
+ *   open N                      regions entered and never left
  *   <Record> <count>            for each event record type
  *   bytes <Record> <sum>        bytes of MpiSend, MpiRecv, RmaPut, RmaGet
  *   enter <region name> <count> Enter events per region name
@@ -27,6 +29,11 @@ static const char *rec_names[NREC] = {"Enter", "Leave", "MpiSend", "MpiRecv",
 static uint64_t counts[NREC], bytes[NREC];
 static uint64_t last_time[MAXS];
 static int backwards;
+/* Enter/Leave must nest: a Leave leaves the region entered last. */
+#define DEPTH 256
+static OTF2_RegionRef stack[MAXS][DEPTH];
+static int depth[MAXS];
+static uint64_t misnested;
 
 static void tick(OTF2_LocationRef loc, OTF2_TimeStamp t) {
     if (loc < MAXS) {
@@ -76,13 +83,18 @@ static OTF2_CallbackCode ev_enter(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
     tick(l, t);
     counts[ENTER]++;
     if (r < MAXS) enters_by_region[r]++;
+    if (l < MAXS && depth[l] < DEPTH) stack[l][depth[l]++] = r;
     return OTF2_CALLBACK_SUCCESS;
 }
 static OTF2_CallbackCode ev_leave(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
                                   OTF2_AttributeList *a, OTF2_RegionRef r) {
-    (void)u; (void)a; (void)r;
+    (void)u; (void)a;
     tick(l, t);
     counts[LEAVE]++;
+    if (l < MAXS) {
+        if (depth[l] == 0 || stack[l][depth[l] - 1] != r) misnested++;
+        if (depth[l] > 0) depth[l]--;
+    }
     return OTF2_CALLBACK_SUCCESS;
 }
 static OTF2_CallbackCode ev_send(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
@@ -221,8 +233,11 @@ int main(int argc, char **argv) {
     CHECK(OTF2_Reader_CloseEvtFiles(r));
     CHECK(OTF2_Reader_Close(r));
 
+    uint64_t open = 0;
+    for (size_t i = 0; i < MAXS; i++) open += depth[i];
     printf("locations %zu\nwindows %zu\ncomms %zu\nevents %" PRIu64 "\nbackwards %d\n",
            nlocations, nwindows, ncomms, nev, backwards);
+    printf("misnested %" PRIu64 "\nopen %" PRIu64 "\n", misnested, open);
     for (int i = 0; i < NREC; i++) printf("%s %" PRIu64 "\n", rec_names[i], counts[i]);
     for (int i = SEND; i <= GET; i++)
         if (i != CBEGIN && i != CEND) printf("bytes %s %" PRIu64 "\n", rec_names[i], bytes[i]);
