@@ -423,6 +423,18 @@ fn main() -> ExitCode {
                     );
                 }
                 let t = read(&dir)?;
+                if t.streams.is_empty() {
+                    bail!(
+                        "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+                        dir.display()
+                    );
+                }
+                if !t.problems.is_empty() {
+                    eprintln!(
+                        "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+                        t.problems.len()
+                    );
+                }
                 let summary = gaspard_export::export(&t, format, &output, force)?;
                 for line in summary.lines {
                     writeln!(out, "{line}")?;
