@@ -130,7 +130,8 @@ enum Command {
     /// otf2: OUT is an OTF2 archive directory (open OUT/traces.otf2): a
     /// location per thread, a location group per process, a region per event
     /// name and callsite; Enter/Leave for every START/END, MpiSend/MpiRecv for
-    /// blocking MPI messages, MpiCollectiveBegin/End for collectives and
+    /// blocking MPI messages, MpiIsend/MpiIrecv and their completions for
+    /// non-blocking ones, MpiCollectiveBegin/End for collectives and
     /// barriers (MPI and OpenSHMEM), RmaPut/RmaGet/RmaAtomic and
     /// RmaOpCompleteBlocking for one-sided operations, on an RMA window per
     /// shared object. perfetto: OUT is one protobuf file, a track per thread,

@@ -31,6 +31,17 @@ int main(int argc, char **argv) {
       MPI_Send(x, 64, MPI_DOUBLE, right, 5, MPI_COMM_WORLD);
     }
   }
+  /* Non-blocking: completed by MPI_Waitall, then by MPI_Wait (a receive
+     from any source, learning it from the status). */
+  MPI_Request rq[2];
+  MPI_Irecv(x + 16, 8, MPI_DOUBLE, left, 11, MPI_COMM_WORLD, &rq[0]);
+  MPI_Isend(x, 8, MPI_DOUBLE, right, 11, MPI_COMM_WORLD, &rq[1]);
+  MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+  MPI_Irecv(x + 16, 4, MPI_DOUBLE, MPI_ANY_SOURCE, 12, MPI_COMM_WORLD, &rq[0]);
+  MPI_Isend(x, 4, MPI_DOUBLE, right, 12, MPI_COMM_WORLD, &rq[1]);
+  MPI_Wait(&rq[1], MPI_STATUS_IGNORE);
+  MPI_Status st;
+  MPI_Wait(&rq[0], &st);
   MPI_Sendrecv(x, 8, MPI_DOUBLE, right, 9, x + 32, 8, MPI_DOUBLE, left, 9,
                MPI_COMM_WORLD, MPI_STATUS_IGNORE);
   MPI_Barrier(MPI_COMM_WORLD);
@@ -90,6 +101,8 @@ fn otf2_record(kind: &str) -> Option<&'static str> {
         "GASP_MPI_SEND" => "MpiSend",
         "GASP_MPI_RECV" => "MpiRecv",
         "GASP_MPI_SENDRECV" => "MpiSendRecv",
+        "GASP_MPI_ISEND" => "MpiIsend",
+        "GASP_MPI_IRECV" => "MpiIrecv",
         "GASP_MPI_BARRIER" | "GASP_MPI_BCAST" | "GASP_MPI_ALLREDUCE" => "Collective",
         "GASP_SHMEM_BARRIER_ALL" => "Collective",
         "GASP_MPI_PUT" | "GASP_MPI_ACCUMULATE" => "RmaPut",
@@ -194,6 +207,14 @@ fn expected(d: &Value) -> Expected {
                     add("MpiSend", nbytes("nbytes"));
                     add("MpiRecv", nbytes("recv_nbytes"));
                 }
+                (Some("MpiIsend"), "START") => {
+                    add("MpiIsend", nbytes("nbytes"));
+                    add("MpiIsendComplete", 0);
+                }
+                (Some("MpiIrecv"), "START") => {
+                    add("MpiIrecvRequest", 0);
+                    add("MpiIrecv", nbytes("nbytes"));
+                }
                 (Some("Collective"), "START") => add("MpiCollectiveBegin", 0),
                 (Some("Collective"), "END") => add("MpiCollectiveEnd", 0),
                 (Some(r @ ("RmaPut" | "RmaGet" | "RmaAtomic")), "START") => {
@@ -261,6 +282,8 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     assert_eq!(c["backwards"], 0);
     assert_eq!(c["misnested"], 0);
     assert_eq!(c["open"], 0);
+    assert_eq!(c["bad_requests"], 0);
+    assert_eq!(c["open_requests"], 0);
     assert_eq!(c["Enter"], x.starts + x.atomics);
     assert_eq!(c["Leave"], x.ends + x.atomics);
     for r in [
@@ -272,6 +295,10 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
         "RmaGet",
         "RmaAtomic",
         "RmaOpCompleteBlocking",
+        "MpiIsend",
+        "MpiIsendComplete",
+        "MpiIrecvRequest",
+        "MpiIrecv",
     ] {
         let (n, bytes) = x.records.get(r).copied().unwrap_or_default();
         assert_eq!(c[r], n, "{r}");
@@ -293,6 +320,10 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
         "RmaGet",
         "RmaAtomic",
         "RmaOpCompleteBlocking",
+        "MpiIsend",
+        "MpiIsendComplete",
+        "MpiIrecvRequest",
+        "MpiIrecv",
     ]
     .iter()
     .map(|r| c[*r])
@@ -593,7 +624,9 @@ fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
     assert_eq!(x.records["MpiSend"], (12, 3 * 3 * 512 + 3 * 64));
     assert_eq!(x.records["RmaAtomic"].0, 3);
     check_otf2(&dir, &trace, &x, 1);
-    check_perfetto(&dir, &trace, &x, 12, "rank");
+    assert_eq!(x.records["MpiIsend"], (6, 3 * (64 + 32)));
+    // Every send, blocking or not, is matched to its receive.
+    check_perfetto(&dir, &trace, &x, 12 + 6, "rank");
     let q = check_parquet(&dir, &trace, &x);
     // The one window, and where each access went in it (displacements in
     // longs: puts at `me`, gets at 4, the fetch-and-op at 7, accumulate at 8).

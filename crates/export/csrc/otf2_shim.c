@@ -86,6 +86,20 @@ int gotf2_mpi_send(void *hp, uint64_t t, uint32_t peer, uint32_t comm, uint32_t 
 int gotf2_mpi_recv(void *hp, uint64_t t, uint32_t peer, uint32_t comm, uint32_t tag, uint64_t len) {
     return OTF2_EvtWriter_MpiRecv(((gotf2_t *)hp)->evt, NULL, t, peer, comm, tag, len);
 }
+int gotf2_mpi_isend(void *hp, uint64_t t, uint32_t peer, uint32_t comm, uint32_t tag,
+                    uint64_t len, uint64_t request) {
+    return OTF2_EvtWriter_MpiIsend(((gotf2_t *)hp)->evt, NULL, t, peer, comm, tag, len, request);
+}
+int gotf2_mpi_isend_complete(void *hp, uint64_t t, uint64_t request) {
+    return OTF2_EvtWriter_MpiIsendComplete(((gotf2_t *)hp)->evt, NULL, t, request);
+}
+int gotf2_mpi_irecv_request(void *hp, uint64_t t, uint64_t request) {
+    return OTF2_EvtWriter_MpiIrecvRequest(((gotf2_t *)hp)->evt, NULL, t, request);
+}
+int gotf2_mpi_irecv(void *hp, uint64_t t, uint32_t peer, uint32_t comm, uint32_t tag,
+                    uint64_t len, uint64_t request) {
+    return OTF2_EvtWriter_MpiIrecv(((gotf2_t *)hp)->evt, NULL, t, peer, comm, tag, len, request);
+}
 int gotf2_collective_begin(void *hp, uint64_t t) {
     return OTF2_EvtWriter_MpiCollectiveBegin(((gotf2_t *)hp)->evt, NULL, t);
 }

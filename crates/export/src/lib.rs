@@ -41,6 +41,10 @@ pub enum OpClass {
     Recv,
     /// A send and a receive (`MPI_Sendrecv`).
     SendRecv,
+    /// A non-blocking send, completed by a later call ([`Op::completion`]).
+    Isend,
+    /// A non-blocking receive, completed by a later call.
+    Irecv,
     /// A one-sided write (put, accumulate).
     Put,
     /// A one-sided read.
@@ -92,6 +96,8 @@ pub fn classify(name: &str) -> Option<OpClass> {
         "SEND" | "SSEND" | "BSEND" | "RSEND" => Send,
         "RECV" => Recv,
         "SENDRECV" => SendRecv,
+        "ISEND" | "ISSEND" | "IBSEND" | "IRSEND" => Isend,
+        "IRECV" => Irecv,
         "PUT" | "RPUT" | "ACCUMULATE" | "RACCUMULATE" => Put,
         "GET" | "RGET" => Get,
         "GET_ACCUMULATE" | "RGET_ACCUMULATE" | "FETCH_AND_OP" | "COMPARE_AND_SWAP" => {
@@ -178,6 +184,25 @@ pub struct Op {
     pub window: Option<usize>,
     /// Byte offset in that object.
     pub offset: Option<u64>,
+    /// For a non-blocking send or receive: the call that completed it.
+    pub completion: Option<Completion>,
+}
+
+/// Where a non-blocking request completed: at the END of the `MPI_Wait`,
+/// `MPI_Waitall`, `MPI_Test` or `MPI_Testall` that completed it, as the
+/// wait-state analysis finds it (`MPI_Waitall` completes the thread's
+/// `count` latest requests; the requests of `MPI_Waitany`/`MPI_Waitsome`
+/// are not recorded, so those stay incomplete).
+#[derive(Debug, Clone, Copy)]
+pub struct Completion {
+    /// Index of the END event of the completing call in the stream.
+    pub end_event: usize,
+    /// Its time, ns.
+    pub t: u64,
+    /// For a receive: its source (from the `MPI_Wait` status, else as posted).
+    pub source: Option<usize>,
+    /// For a receive: its tag (likewise).
+    pub tag: Option<u64>,
 }
 
 /// The trace as the exporters see it.
@@ -194,6 +219,8 @@ pub struct Model<'t> {
     pub stream_rank: Vec<Option<(&'static str, usize)>>,
     /// Per stream, operation index by START event index.
     pub op_at: Vec<HashMap<usize, usize>>,
+    /// Per stream, the non-blocking operations each END event completes.
+    pub completed_at: Vec<HashMap<usize, Vec<usize>>>,
 }
 
 impl<'t> Model<'t> {
@@ -206,6 +233,7 @@ impl<'t> Model<'t> {
             ranks: HashMap::default(),
             stream_rank: Vec::with_capacity(trace.streams.len()),
             op_at: vec![HashMap::default(); trace.streams.len()],
+            completed_at: vec![HashMap::default(); trace.streams.len()],
         };
         let mut window_ids: HashMap<(&'static str, Option<u32>), usize> = HashMap::default();
         for (si, s) in trace.streams.iter().enumerate() {
@@ -249,7 +277,12 @@ impl<'t> Model<'t> {
                 };
                 let peer = in_range(a.get("pe").or(a.get("peer")).or(a.get("target")));
                 let root = in_range(a.get("root").or(a.get("PE_root")));
-                if peer.is_none() && !matches!(class, Some(OpClass::Collective(_))) {
+                if peer.is_none()
+                    && !matches!(
+                        class,
+                        Some(OpClass::Collective(_) | OpClass::Irecv | OpClass::Isend)
+                    )
+                {
                     continue;
                 }
                 let bytes = a
@@ -320,10 +353,81 @@ impl<'t> Model<'t> {
                     root,
                     window,
                     offset,
+                    completion: None,
                 });
+            }
+            if r.model == "MPI" {
+                m.complete_requests(si);
             }
         }
         m
+    }
+
+    /// Finds where each non-blocking send and receive of stream `si` completes.
+    fn complete_requests(&mut self, si: usize) {
+        let trace = self.trace;
+        let s = &trace.streams[si];
+        let size = self.ranks.get("MPI").map_or(0, Vec::len);
+        let mut pending: Vec<(u64, usize)> = Vec::new();
+        for iv in intervals(s) {
+            let Some(rest) = kinds::kind(iv.kind).and_then(|k| k.name.strip_prefix("GASP_MPI_"))
+            else {
+                continue;
+            };
+            let sa = args_by_name(s, &s.events[iv.start_event]);
+            let ea = args_by_name(s, &s.events[iv.end_event]);
+            let flag = ea.get("flag").copied() == Some(1);
+            let by_handle = |pending: &mut Vec<(u64, usize)>| -> Vec<usize> {
+                sa.get("request")
+                    .and_then(|h| pending.iter().rposition(|p| p.0 == *h))
+                    .map(|i| vec![pending.remove(i).1])
+                    .unwrap_or_default()
+            };
+            let latest = |pending: &mut Vec<(u64, usize)>| -> Vec<usize> {
+                let n = (sa.get("count").copied().unwrap_or(0) as usize).min(pending.len());
+                pending.drain(pending.len() - n..).map(|p| p.1).collect()
+            };
+            let done = match rest {
+                "ISEND" | "ISSEND" | "IBSEND" | "IRSEND" | "IRECV" => {
+                    if let (Some(&op), Some(&h)) =
+                        (self.op_at[si].get(&iv.start_event), ea.get("request"))
+                    {
+                        pending.push((h, op));
+                    }
+                    continue;
+                }
+                "WAIT" => by_handle(&mut pending),
+                "TEST" if flag => by_handle(&mut pending),
+                "WAITALL" => latest(&mut pending),
+                "TESTALL" if flag => latest(&mut pending),
+                _ => continue,
+            };
+            let single = rest == "WAIT" || rest == "TEST";
+            for op in done {
+                let o = &mut self.ops[op];
+                let status_source = ea
+                    .get("source")
+                    .filter(|_| single)
+                    .copied()
+                    .filter(|&v| (v as i64) >= 0 && (v as usize) < size)
+                    .map(|v| v as usize);
+                let status_tag = ea
+                    .get("tag")
+                    .filter(|_| single)
+                    .copied()
+                    .filter(|&v| (v as i64) >= 0);
+                o.completion = Some(Completion {
+                    end_event: iv.end_event,
+                    t: iv.end,
+                    source: status_source.or(o.peer),
+                    tag: status_tag.or(o.tag),
+                });
+                self.completed_at[si]
+                    .entry(iv.end_event)
+                    .or_default()
+                    .push(op);
+            }
+        }
     }
 
     /// Sends matched to receives: (send op, receive op), in order per
@@ -335,7 +439,7 @@ impl<'t> Model<'t> {
         for (i, op) in self.ops.iter().enumerate() {
             let tag = op.tag.unwrap_or(0);
             match op.class {
-                Some(OpClass::Send | OpClass::SendRecv) => {
+                Some(OpClass::Send | OpClass::SendRecv | OpClass::Isend) => {
                     if let Some(p) = op.peer {
                         sends
                             .entry((op.model, op.me, p, tag))
@@ -346,6 +450,18 @@ impl<'t> Model<'t> {
                 Some(OpClass::Recv) => {
                     if let Some(p) = op.peer {
                         recvs.push(((op.model, p, op.me, tag), op.t_start, i));
+                    }
+                }
+                Some(OpClass::Irecv) => {
+                    // Matched in the order posted, with the source and tag it
+                    // completed with.
+                    if let Some(Completion {
+                        source: Some(p),
+                        tag: Some(ctag),
+                        ..
+                    }) = op.completion
+                    {
+                        recvs.push(((op.model, p, op.me, ctag), op.t_start, i));
                     }
                 }
                 _ => {}

@@ -6,7 +6,9 @@
 //! window or symmetric allocation), a communicator per model (the MPI ranks
 //! of MPI_COMM_WORLD, the OpenSHMEM PEs). Events: every START/END pair is an
 //! Enter/Leave of its region (an ATOMIC event both at once); inside, blocking
-//! MPI sends and receives are MpiSend/MpiRecv, collectives and barriers
+//! MPI sends and receives are MpiSend/MpiRecv, non-blocking ones
+//! MpiIsend/MpiIrecvRequest with MpiIsendComplete/MpiIrecv where the call
+//! that completed them ends ([`crate::Completion`]), collectives and barriers
 //! MpiCollectiveBegin/End, one-sided puts, gets and atomics RmaPut, RmaGet,
 //! RmaAtomic, each followed by RmaOpCompleteBlocking at the operation's end.
 
@@ -32,6 +34,26 @@ extern "C" {
     fn gotf2_mpi_send(h: *mut c_void, t: u64, peer: u32, comm: u32, tag: u32, len: u64) -> c_int;
     fn gotf2_mpi_recv(h: *mut c_void, t: u64, peer: u32, comm: u32, tag: u32, len: u64) -> c_int;
     fn gotf2_collective_begin(h: *mut c_void, t: u64) -> c_int;
+    fn gotf2_mpi_isend(
+        h: *mut c_void,
+        t: u64,
+        peer: u32,
+        comm: u32,
+        tag: u32,
+        len: u64,
+        request: u64,
+    ) -> c_int;
+    fn gotf2_mpi_isend_complete(h: *mut c_void, t: u64, request: u64) -> c_int;
+    fn gotf2_mpi_irecv_request(h: *mut c_void, t: u64, request: u64) -> c_int;
+    fn gotf2_mpi_irecv(
+        h: *mut c_void,
+        t: u64,
+        peer: u32,
+        comm: u32,
+        tag: u32,
+        len: u64,
+        request: u64,
+    ) -> c_int;
     fn gotf2_collective_end(
         h: *mut c_void,
         t: u64,
@@ -184,7 +206,9 @@ type RegionKey = (String, u32, u32, u32, u32);
 
 fn role(name: &str, class: Option<OpClass>) -> u32 {
     match class {
-        Some(OpClass::Send | OpClass::Recv | OpClass::SendRecv) => return 3,
+        Some(
+            OpClass::Send | OpClass::Recv | OpClass::SendRecv | OpClass::Isend | OpClass::Irecv,
+        ) => return 3,
         Some(OpClass::Put | OpClass::Get) => return 4,
         Some(OpClass::Atomic { .. }) => return 6,
         Some(OpClass::Collective(0)) => return 2,
@@ -322,6 +346,20 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                         )?;
                         counts[2] += 1;
                     }
+                    Some(OpClass::Isend) => {
+                        let tag = op.tag.unwrap_or(0) as u32;
+                        check(
+                            unsafe { gotf2_mpi_isend(h, time, peer, comm, tag, op.bytes, id) },
+                            "writing MpiIsend",
+                        )?;
+                        counts[2] += 1;
+                    }
+                    Some(OpClass::Irecv) if op.completion.is_some() => {
+                        check(
+                            unsafe { gotf2_mpi_irecv_request(h, time, id) },
+                            "writing MpiIrecvRequest",
+                        )?;
+                    }
                     Some(OpClass::Collective(_)) => {
                         check(
                             unsafe { gotf2_collective_begin(h, time) },
@@ -399,6 +437,39 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                         )?;
                     }
                     _ => {}
+                }
+            }
+            // Non-blocking sends and receives this call completed.
+            if e.phase == 1 {
+                for &oi in m.completed_at[si].get(&i).into_iter().flatten() {
+                    let op = &m.ops[oi];
+                    let Some(c) = op.completion else {
+                        continue;
+                    };
+                    if op.class == Some(OpClass::Isend) {
+                        check(
+                            unsafe { gotf2_mpi_isend_complete(h, time, oi as u64) },
+                            "writing MpiIsendComplete",
+                        )?;
+                    } else {
+                        let source = c.source.map_or(UNDEFINED, |p| p as u32);
+                        let tag = c.tag.unwrap_or(0) as u32;
+                        check(
+                            unsafe {
+                                gotf2_mpi_irecv(
+                                    h,
+                                    time,
+                                    source,
+                                    comm_of(op.model),
+                                    tag,
+                                    op.bytes,
+                                    oi as u64,
+                                )
+                            },
+                            "writing MpiIrecv",
+                        )?;
+                        counts[3] += 1;
+                    }
                 }
             }
             if e.phase != 0 {
@@ -555,7 +626,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 m.windows.len()
             ),
             format!(
-                "Enter {} Leave {} MpiSend {} MpiRecv {} collectives {} RmaPut {} RmaGet {} RmaAtomic {}",
+                "Enter {} Leave {} sends {} receives {} collectives {} RmaPut {} RmaGet {} RmaAtomic {}",
                 counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7]
             ),
         ],

@@ -6,7 +6,9 @@
  *   misnested N                 Leaves that do not leave the innermost region
  *   open N                      regions entered and never left
  *   <Record> <count>            for each event record type
- *   bytes <Record> <sum>        bytes of MpiSend, MpiRecv, RmaPut, RmaGet
+ *   bytes <Record> <sum>        bytes of MpiSend, MpiRecv, RmaPut, RmaGet, MpiIsend, MpiIrecv
+ *   bad_requests N              request completions that match no open request
+ *   open_requests N             requests never completed
  *   enter <region name> <count> Enter events per region name
  * Exits non-zero when the archive cannot be read. */
 #include <inttypes.h>
@@ -22,10 +24,32 @@ static uint64_t enters_by_region[MAXS];
 static uint64_t locations[MAXS];
 static size_t nlocations, nwindows, ncomms;
 
-enum { ENTER, LEAVE, SEND, RECV, CBEGIN, CEND, PUT, GET, ATOMIC, COMPLETE, NREC };
+enum { ENTER, LEAVE, SEND, RECV, CBEGIN, CEND, PUT, GET, ATOMIC, COMPLETE,
+       ISEND, ISEND_DONE, IRECV_REQ, IRECV, NREC };
 static const char *rec_names[NREC] = {"Enter", "Leave", "MpiSend", "MpiRecv",
                                       "MpiCollectiveBegin", "MpiCollectiveEnd", "RmaPut",
-                                      "RmaGet", "RmaAtomic", "RmaOpCompleteBlocking"};
+                                      "RmaGet", "RmaAtomic", "RmaOpCompleteBlocking",
+                                      "MpiIsend", "MpiIsendComplete", "MpiIrecvRequest",
+                                      "MpiIrecv"};
+/* Requests: an MpiIsendComplete or MpiIrecv must name a request started
+ * (MpiIsend, MpiIrecvRequest) on its location and not yet completed. */
+#define MAXR 65536
+static uint64_t open_req[MAXR];
+static OTF2_LocationRef open_loc[MAXR];
+static size_t nopen;
+static uint64_t bad_requests;
+static void req_start(OTF2_LocationRef l, uint64_t id) {
+    if (nopen < MAXR) { open_loc[nopen] = l; open_req[nopen++] = id; }
+}
+static void req_done(OTF2_LocationRef l, uint64_t id) {
+    for (size_t i = 0; i < nopen; i++)
+        if (open_req[i] == id && open_loc[i] == l) {
+            open_req[i] = open_req[--nopen];
+            open_loc[i] = open_loc[nopen];
+            return;
+        }
+    bad_requests++;
+}
 static uint64_t counts[NREC], bytes[NREC];
 static uint64_t last_time[MAXS];
 static int backwards;
@@ -113,6 +137,42 @@ static OTF2_CallbackCode ev_recv(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
     tick(l, t);
     counts[RECV]++;
     bytes[RECV] += len;
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_isend(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                  OTF2_AttributeList *a, uint32_t peer, OTF2_CommRef c,
+                                  uint32_t tag, uint64_t len, uint64_t id) {
+    (void)u; (void)a; (void)peer; (void)c; (void)tag;
+    tick(l, t);
+    counts[ISEND]++;
+    bytes[ISEND] += len;
+    req_start(l, id);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_isend_done(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                       OTF2_AttributeList *a, uint64_t id) {
+    (void)u; (void)a;
+    tick(l, t);
+    counts[ISEND_DONE]++;
+    req_done(l, id);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_irecv_req(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                      OTF2_AttributeList *a, uint64_t id) {
+    (void)u; (void)a;
+    tick(l, t);
+    counts[IRECV_REQ]++;
+    req_start(l, id);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_irecv(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                  OTF2_AttributeList *a, uint32_t peer, OTF2_CommRef c,
+                                  uint32_t tag, uint64_t len, uint64_t id) {
+    (void)u; (void)a; (void)peer; (void)c; (void)tag;
+    tick(l, t);
+    counts[IRECV]++;
+    bytes[IRECV] += len;
+    req_done(l, id);
     return OTF2_CALLBACK_SUCCESS;
 }
 static OTF2_CallbackCode ev_cbegin(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
@@ -219,6 +279,10 @@ int main(int argc, char **argv) {
     OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback(ec, ev_leave);
     OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback(ec, ev_send);
     OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback(ec, ev_recv);
+    OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback(ec, ev_isend);
+    OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ec, ev_isend_done);
+    OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ec, ev_irecv_req);
+    OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ec, ev_irecv);
     OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ec, ev_cbegin);
     OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ec, ev_cend);
     OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback(ec, ev_put);
@@ -238,9 +302,11 @@ int main(int argc, char **argv) {
     printf("locations %zu\nwindows %zu\ncomms %zu\nevents %" PRIu64 "\nbackwards %d\n",
            nlocations, nwindows, ncomms, nev, backwards);
     printf("misnested %" PRIu64 "\nopen %" PRIu64 "\n", misnested, open);
+    printf("bad_requests %" PRIu64 "\nopen_requests %zu\n", bad_requests, nopen);
     for (int i = 0; i < NREC; i++) printf("%s %" PRIu64 "\n", rec_names[i], counts[i]);
-    for (int i = SEND; i <= GET; i++)
-        if (i != CBEGIN && i != CEND) printf("bytes %s %" PRIu64 "\n", rec_names[i], bytes[i]);
+    for (int i = SEND; i < NREC; i++)
+        if (i == SEND || i == RECV || i == PUT || i == GET || i == ISEND || i == IRECV)
+            printf("bytes %s %" PRIu64 "\n", rec_names[i], bytes[i]);
     /* Enter counts per region name (regions sharing a name are summed). */
     for (uint32_t i = 0; i < MAXS; i++) {
         if (!enters_by_region[i]) continue;
