@@ -129,17 +129,22 @@ enum Command {
     ///
     /// otf2: OUT is an OTF2 archive directory (open OUT/traces.otf2): a
     /// location per thread, a location group per process, a region per event
-    /// name and callsite; Enter/Leave for every START/END, MpiSend/MpiRecv for
-    /// blocking MPI messages, MpiIsend/MpiIrecv and their completions for
-    /// non-blocking ones, MpiCollectiveBegin/End for collectives and
-    /// barriers (MPI and OpenSHMEM), RmaPut/RmaGet/RmaAtomic and
-    /// RmaOpCompleteBlocking for one-sided operations, on an RMA window per
-    /// shared object. perfetto: OUT is one protobuf file, a track per thread,
-    /// a slice per START/END pair, flows from each send to its receive and
-    /// from each one-sided access to its target. parquet: OUT is a directory
-    /// holding events.parquet (one row per event) and communication.parquet
-    /// (one row per operation with a peer). An existing OUT is replaced only
-    /// with --force.
+    /// name and callsite, a communicator per model, an RMA window per shared
+    /// object. Enter/Leave for every START/END; MpiSend/MpiRecv for blocking
+    /// MPI messages, MpiIsend/MpiIrecv and their completions for non-blocking
+    /// ones; MpiCollectiveBegin/End for collectives and barriers (MPI and
+    /// OpenSHMEM); RmaPut/RmaGet/RmaAtomic and RmaOpCompleteBlocking for
+    /// one-sided operations.
+    ///
+    /// perfetto: OUT is one protobuf file: a track per process and thread, a
+    /// slice per START/END pair, flows from each send to its receive and from
+    /// each one-sided access to an instant on its target's track.
+    ///
+    /// parquet: OUT is a directory holding events.parquet (one row per event)
+    /// and communication.parquet (one row per MPI or OpenSHMEM operation with
+    /// a peer).
+    ///
+    /// An existing OUT is replaced only with --force.
     Export {
         /// Trace directory.
         dir: PathBuf,
