@@ -362,7 +362,14 @@ fn field<'a>(packet: &'a str, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
-fn check_perfetto(dir: &Path, trace: &Path, x: &Expected, messages: u64, who: &str) {
+/// Checks the Perfetto export; returns, per slice name, the flows ending there.
+fn check_perfetto(
+    dir: &Path,
+    trace: &Path,
+    x: &Expected,
+    messages: u64,
+    who: &str,
+) -> BTreeMap<String, usize> {
     let out = dir.join("out.pftrace");
     export(trace, "perfetto", &out);
     let packets = perfetto_packets(&out);
@@ -436,6 +443,21 @@ fn check_perfetto(dir: &Path, trace: &Path, x: &Expected, messages: u64, who: &s
         .filter(|p| !field(p, "terminating_flow_ids").is_empty())
         .count() as u64;
     assert_eq!(remote, rma);
+    // Slice names by interned id (event_names come first in the packet).
+    let interned_names = &packets[0][..at];
+    let by_iid: BTreeMap<&str, &str> = field(interned_names, "iid")
+        .into_iter()
+        .zip(field(interned_names, "name"))
+        .collect();
+    let mut ending = BTreeMap::new();
+    for p in &begins {
+        let n = field(p, "terminating_flow_ids").len();
+        if n > 0 {
+            let name = by_iid[field(p, "name_iid")[0]].trim_matches('"');
+            *ending.entry(name.to_string()).or_default() += n;
+        }
+    }
+    ending
 }
 
 /// DuckDB's answers on the Parquet tables (tests/export/query.py).
@@ -626,7 +648,14 @@ fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
     check_otf2(&dir, &trace, &x, 1);
     assert_eq!(x.records["MpiIsend"], (6, 3 * (64 + 32)));
     // Every send, blocking or not, is matched to its receive.
-    check_perfetto(&dir, &trace, &x, 12 + 6, "rank");
+    let ending = check_perfetto(&dir, &trace, &x, 12 + 6, "rank");
+    // Blocking receives end their flows; a non-blocking one's flow ends at
+    // the wait that completed it; one-sided accesses end at instants.
+    assert_eq!(ending.get("GASP_MPI_RECV"), Some(&9));
+    assert_eq!(ending.get("GASP_MPI_SENDRECV"), Some(&3));
+    assert_eq!(ending.get("GASP_MPI_WAITALL"), Some(&3));
+    assert_eq!(ending.get("GASP_MPI_WAIT"), Some(&3));
+    assert_eq!(ending.get("GASP_MPI_IRECV"), None);
     let q = check_parquet(&dir, &trace, &x);
     // The one window, and where each access went in it (displacements in
     // longs: puts at `me`, gets at 4, the fetch-and-op at 7, accumulate at 8).
@@ -675,7 +704,7 @@ fn shmem_trace_exports_to_otf2_perfetto_and_parquet() {
     assert_eq!(x.records["RmaGet"], (3, 3 * 32));
     assert_eq!(x.records["RmaAtomic"].0, 6);
     check_otf2(&dir, &trace, &x, 2);
-    check_perfetto(&dir, &trace, &x, 0, "PE");
+    assert!(check_perfetto(&dir, &trace, &x, 0, "PE").is_empty());
     let q = check_parquet(&dir, &trace, &x);
     // Offsets in the symmetric allocation `a` (longs): putmem at 8, long_put
     // at 16, long_p at 32, getmem at 0; the atomics on `ctr`.

@@ -1,7 +1,8 @@
 //! Perfetto traces (`perfetto.protos.Trace`, open with ui.perfetto.dev or
 //! trace_processor): a track per process and per thread, a slice per
 //! START/END pair, an instant per ATOMIC event, and flows for communication:
-//! from each send to the receive it matches, and from each one-sided access
+//! from each send to the receive it matches (for a non-blocking receive, to
+//! the call that completed it), and from each one-sided access
 //! to an instant on the target's track ("remote put", "remote get",
 //! "remote atomic") at the access's end.
 //!
@@ -304,17 +305,40 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
 
     // Flows: each matched message (send -> receive) and each one-sided
     // access (access -> instant on the target), numbered from 1.
-    let mut flow_out: HashMap<usize, Vec<u64>> = HashMap::default(); // op -> flows leaving
-    let mut flow_in: HashMap<usize, Vec<u64>> = HashMap::default(); // op -> flows ending
+    // Flows leaving and ending at slices, by (stream, START event).
+    let mut flow_out: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
+    let mut flow_in: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
+    // A non-blocking receive's flow ends at the call that completed it (the
+    // data has arrived when it returns).
+    let mut start_of_end: HashMap<usize, HashMap<usize, usize>> = HashMap::default();
+    let mut receive_slice = |r: usize| -> (usize, usize) {
+        let op = &m.ops[r];
+        if let (Some(crate::OpClass::Irecv), Some(c)) = (op.class, op.completion) {
+            let ends = start_of_end.entry(op.stream).or_insert_with(|| {
+                intervals(&t.streams[op.stream])
+                    .iter()
+                    .map(|iv| (iv.end_event, iv.start_event))
+                    .collect()
+            });
+            if let Some(&start) = ends.get(&c.end_event) {
+                return (op.stream, start);
+            }
+        }
+        (op.stream, op.start_event)
+    };
     let mut next_flow = 1u64;
     for (s, r) in m.messages() {
-        flow_out.entry(s).or_default().push(next_flow);
-        flow_in.entry(r).or_default().push(next_flow);
+        let op = &m.ops[s];
+        flow_out
+            .entry((op.stream, op.start_event))
+            .or_default()
+            .push(next_flow);
+        flow_in.entry(receive_slice(r)).or_default().push(next_flow);
         next_flow += 1;
     }
     // Remote instants per target stream: (time, name, flow).
     let mut remote: HashMap<usize, Vec<(u64, &'static str, u64)>> = HashMap::default();
-    for (i, op) in m.ops.iter().enumerate() {
+    for op in &m.ops {
         let Some(class) = op.class.filter(|c| c.is_rma()) else {
             continue;
         };
@@ -326,7 +350,10 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             OpClass::Get => "remote get",
             _ => "remote atomic",
         };
-        flow_out.entry(i).or_default().push(next_flow);
+        flow_out
+            .entry((op.stream, op.start_event))
+            .or_default()
+            .push(next_flow);
         remote
             .entry(target)
             .or_default()
@@ -406,9 +433,9 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                     if let Some(off) = op.offset {
                         ev.debug_annotations.push(annotation_u("offset", off));
                     }
-                    ev.flow_ids = flow_out.remove(&oi).unwrap_or_default();
-                    ev.terminating_flow_ids = flow_in.remove(&oi).unwrap_or_default();
                 }
+                ev.flow_ids = flow_out.remove(&(si, i)).unwrap_or_default();
+                ev.terminating_flow_ids = flow_in.remove(&(si, i)).unwrap_or_default();
             }
             match ty {
                 SLICE_BEGIN => begins += 1,
