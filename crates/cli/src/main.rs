@@ -422,6 +422,15 @@ fn main() -> ExitCode {
                     ExportFormat::Parquet => gaspard_export::Format::Parquet,
                 };
                 // Checked before reading a possibly big trace.
+                if let (Ok(o), Ok(d)) = (output.canonicalize(), dir.canonicalize()) {
+                    if d.starts_with(&o) {
+                        bail!(
+                            "{} holds the trace {}: choose another output",
+                            output.display(),
+                            dir.display()
+                        );
+                    }
+                }
                 if !force && output.symlink_metadata().is_ok() {
                     bail!(
                         "{} already exists: choose another output or pass --force to replace it",

@@ -623,6 +623,25 @@ fn check_refusals(dir: &Path, trace: &Path) {
     ]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read(&out).unwrap().len(), before.len());
+    // Never the trace itself, nor a directory holding it, even with --force.
+    for o in [trace.to_path_buf(), trace.parent().unwrap().to_path_buf()] {
+        let r = gaspard(&[
+            "export",
+            trace.to_str().unwrap(),
+            "--format",
+            "parquet",
+            "-o",
+            o.to_str().unwrap(),
+            "--force",
+        ]);
+        assert!(!r.status.success());
+        assert!(
+            String::from_utf8_lossy(&r.stderr).contains("holds the trace"),
+            "{}",
+            String::from_utf8_lossy(&r.stderr)
+        );
+    }
+    assert!(report(trace)["events"].as_u64().unwrap() > 0);
 }
 
 #[test]
