@@ -134,7 +134,8 @@ enum Command {
     /// MPI messages, MpiIsend/MpiIrecv and their completions for non-blocking
     /// ones; MpiCollectiveBegin/End for collectives and barriers (MPI and
     /// OpenSHMEM); RmaPut/RmaGet/RmaAtomic and RmaOpCompleteBlocking for
-    /// one-sided operations.
+    /// one-sided operations; window creation, fences and locks of MPI
+    /// windows.
     ///
     /// perfetto: OUT is one protobuf file: a track per process and thread, a
     /// slice per START/END pair, flows from each send to its receive and from

@@ -102,6 +102,11 @@ fn otf2_record(kind: &str) -> Option<&'static str> {
         "GASP_MPI_RECV" => "MpiRecv",
         "GASP_MPI_SENDRECV" => "MpiSendRecv",
         "GASP_MPI_ISEND" => "MpiIsend",
+        "GASP_MPI_WIN_ALLOCATE" => "WinMade",
+        "GASP_MPI_WIN_FREE" => "WinFree",
+        "GASP_MPI_WIN_FENCE" => "Fence",
+        "GASP_MPI_WIN_LOCK" => "Lock",
+        "GASP_MPI_WIN_UNLOCK" => "Unlock",
         "GASP_MPI_IRECV" => "MpiIrecv",
         "GASP_MPI_BARRIER" | "GASP_MPI_BCAST" | "GASP_MPI_ALLREDUCE" => "Collective",
         "GASP_SHMEM_BARRIER_ALL" => "Collective",
@@ -215,6 +220,13 @@ fn expected(d: &Value) -> Expected {
                     add("MpiIrecvRequest", 0);
                     add("MpiIrecv", nbytes("nbytes"));
                 }
+                (Some("WinMade"), "END") => add("RmaWinCreate", 0),
+                (Some("WinFree"), "START") => add("RmaWinDestroy", 0),
+                (Some("Fence"), "START") => add("RmaCollectiveBegin", 0),
+                (Some("Fence"), "END") => add("RmaCollectiveEnd", 0),
+                (Some("Lock"), "START") => add("RmaRequestLock", 0),
+                (Some("Lock"), "END") => add("RmaAcquireLock", 0),
+                (Some("Unlock"), "END") => add("RmaReleaseLock", 0),
                 (Some("Collective"), "START") => add("MpiCollectiveBegin", 0),
                 (Some("Collective"), "END") => add("MpiCollectiveEnd", 0),
                 (Some(r @ ("RmaPut" | "RmaGet" | "RmaAtomic")), "START") => {
@@ -284,6 +296,7 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     assert_eq!(c["open"], 0);
     assert_eq!(c["bad_requests"], 0);
     assert_eq!(c["open_requests"], 0);
+    assert_eq!(c["unopened_window_use"], 0);
     assert_eq!(c["Enter"], x.starts + x.atomics);
     assert_eq!(c["Leave"], x.ends + x.atomics);
     for r in [
@@ -299,6 +312,13 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
         "MpiIsendComplete",
         "MpiIrecvRequest",
         "MpiIrecv",
+        "RmaWinCreate",
+        "RmaWinDestroy",
+        "RmaCollectiveBegin",
+        "RmaCollectiveEnd",
+        "RmaRequestLock",
+        "RmaAcquireLock",
+        "RmaReleaseLock",
     ] {
         let (n, bytes) = x.records.get(r).copied().unwrap_or_default();
         assert_eq!(c[r], n, "{r}");
@@ -324,6 +344,13 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
         "MpiIsendComplete",
         "MpiIrecvRequest",
         "MpiIrecv",
+        "RmaWinCreate",
+        "RmaWinDestroy",
+        "RmaCollectiveBegin",
+        "RmaCollectiveEnd",
+        "RmaRequestLock",
+        "RmaAcquireLock",
+        "RmaReleaseLock",
     ]
     .iter()
     .map(|r| c[*r])
@@ -666,6 +693,8 @@ fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
     assert_eq!(x.records["RmaAtomic"].0, 3);
     check_otf2(&dir, &trace, &x, 1);
     assert_eq!(x.records["MpiIsend"], (6, 3 * (64 + 32)));
+    assert_eq!(x.records["RmaCollectiveEnd"].0, 6);
+    assert_eq!(x.records["RmaAcquireLock"].0, 3);
     // Every send, blocking or not, is matched to its receive.
     let ending = check_perfetto(&dir, &trace, &x, 12 + 6, "rank");
     // Blocking receives end their flows; a non-blocking one's flow ends at

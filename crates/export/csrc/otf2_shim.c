@@ -135,6 +135,35 @@ int gotf2_rma_complete(void *hp, uint64_t t, uint32_t win, uint64_t id) {
     return OTF2_EvtWriter_RmaOpCompleteBlocking(((gotf2_t *)hp)->evt, NULL, t, win, id);
 }
 
+/* Window life and synchronization. */
+int gotf2_rma_win_create(void *hp, uint64_t t, uint32_t win) {
+    return OTF2_EvtWriter_RmaWinCreate(((gotf2_t *)hp)->evt, NULL, t, win);
+}
+int gotf2_rma_win_destroy(void *hp, uint64_t t, uint32_t win) {
+    return OTF2_EvtWriter_RmaWinDestroy(((gotf2_t *)hp)->evt, NULL, t, win);
+}
+int gotf2_rma_collective_begin(void *hp, uint64_t t) {
+    return OTF2_EvtWriter_RmaCollectiveBegin(((gotf2_t *)hp)->evt, NULL, t);
+}
+/* A fence: a barrier that synchronizes processes and memory. */
+int gotf2_rma_fence_end(void *hp, uint64_t t, uint32_t win) {
+    return OTF2_EvtWriter_RmaCollectiveEnd(((gotf2_t *)hp)->evt, NULL, t,
+                                           OTF2_COLLECTIVE_OP_BARRIER,
+                                           OTF2_RMA_SYNC_LEVEL_PROCESS | OTF2_RMA_SYNC_LEVEL_MEMORY,
+                                           win, OTF2_UNDEFINED_UINT32, 0, 0);
+}
+int gotf2_rma_request_lock(void *hp, uint64_t t, uint32_t win, uint32_t remote, int shared) {
+    return OTF2_EvtWriter_RmaRequestLock(((gotf2_t *)hp)->evt, NULL, t, win, remote, 0,
+                                         shared ? OTF2_LOCK_SHARED : OTF2_LOCK_EXCLUSIVE);
+}
+int gotf2_rma_acquire_lock(void *hp, uint64_t t, uint32_t win, uint32_t remote, int shared) {
+    return OTF2_EvtWriter_RmaAcquireLock(((gotf2_t *)hp)->evt, NULL, t, win, remote, 0,
+                                         shared ? OTF2_LOCK_SHARED : OTF2_LOCK_EXCLUSIVE);
+}
+int gotf2_rma_release_lock(void *hp, uint64_t t, uint32_t win, uint32_t remote) {
+    return OTF2_EvtWriter_RmaReleaseLock(((gotf2_t *)hp)->evt, NULL, t, win, remote, 0);
+}
+
 /* Global definitions, written after the events. */
 static OTF2_GlobalDefWriter *defs(gotf2_t *h) {
     if (!h->defs) h->defs = OTF2_Archive_GetGlobalDefWriter(h->archive);

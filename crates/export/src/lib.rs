@@ -221,6 +221,8 @@ pub struct Model<'t> {
     pub op_at: Vec<HashMap<usize, usize>>,
     /// Per stream, the non-blocking operations each END event completes.
     pub completed_at: Vec<HashMap<usize, Vec<usize>>>,
+    /// MPI windows: index into [`Model::windows`] by (process, handle).
+    pub win_index: HashMap<(String, u64), usize>,
 }
 
 impl<'t> Model<'t> {
@@ -234,8 +236,37 @@ impl<'t> Model<'t> {
             stream_rank: Vec::with_capacity(trace.streams.len()),
             op_at: vec![HashMap::default(); trace.streams.len()],
             completed_at: vec![HashMap::default(); trace.streams.len()],
+            win_index: HashMap::default(),
         };
         let mut window_ids: HashMap<(&'static str, Option<u32>), usize> = HashMap::default();
+        // Every MPI window, accessed or not, in the order made.
+        for s in trace.streams.iter().filter(|s| s.model == 3) {
+            for e in s.events.iter().filter(|e| e.phase == 1) {
+                let Some(k) = kinds::kind(e.kind) else {
+                    continue;
+                };
+                if k.name != "GASP_MPI_WIN_ALLOCATE" && k.name != "GASP_MPI_WIN_CREATE" {
+                    continue;
+                }
+                let Some(handle) = gaspard_analyze::objects::arg(s, e, "win") else {
+                    continue;
+                };
+                let Some(w) = trace.objects.window(&s.process, handle) else {
+                    continue;
+                };
+                let next = m.windows.len();
+                let id = *window_ids
+                    .entry(("MPI", Some(w.ordinal)))
+                    .or_insert_with(|| {
+                        m.windows.push(Window {
+                            model: "MPI",
+                            name: w.name.clone(),
+                        });
+                        next
+                    });
+                m.win_index.insert((s.process.clone(), handle), id);
+            }
+        }
         for (si, s) in trace.streams.iter().enumerate() {
             let Some(r) = rank(s) else {
                 m.stream_rank.push(None);

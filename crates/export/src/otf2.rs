@@ -10,7 +10,10 @@
 //! MpiIsend/MpiIrecvRequest with MpiIsendComplete/MpiIrecv where the call
 //! that completed them ends ([`crate::Completion`]), collectives and barriers
 //! MpiCollectiveBegin/End, one-sided puts, gets and atomics RmaPut, RmaGet,
-//! RmaAtomic, each followed by RmaOpCompleteBlocking at the operation's end.
+//! RmaAtomic, each followed by RmaOpCompleteBlocking at the operation's end;
+//! MPI windows are created and destroyed (RmaWinCreate, RmaWinDestroy),
+//! fenced (RmaCollectiveBegin/End) and locked (RmaRequestLock,
+//! RmaAcquireLock, RmaReleaseLock).
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::path::Path;
@@ -18,6 +21,7 @@ use std::path::Path;
 use anyhow::{anyhow, Context, Result};
 use gaspard_analyze::dump::event_name;
 use gaspard_analyze::intervals::intervals;
+use gaspard_analyze::objects::arg;
 use gaspard_format::kinds::{self, Class};
 use rustc_hash::FxHashMap as HashMap;
 
@@ -75,6 +79,25 @@ extern "C" {
         id: u64,
     ) -> c_int;
     fn gotf2_rma_complete(h: *mut c_void, t: u64, win: u32, id: u64) -> c_int;
+    fn gotf2_rma_win_create(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_win_destroy(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_collective_begin(h: *mut c_void, t: u64) -> c_int;
+    fn gotf2_rma_fence_end(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_request_lock(
+        h: *mut c_void,
+        t: u64,
+        win: u32,
+        remote: u32,
+        shared: c_int,
+    ) -> c_int;
+    fn gotf2_rma_acquire_lock(
+        h: *mut c_void,
+        t: u64,
+        win: u32,
+        remote: u32,
+        shared: c_int,
+    ) -> c_int;
+    fn gotf2_rma_release_lock(h: *mut c_void, t: u64, win: u32, remote: u32) -> c_int;
     fn gotf2_def_clock(h: *mut c_void, length: u64) -> c_int;
     fn gotf2_def_string(h: *mut c_void, id: u32, s: *const c_char) -> c_int;
     fn gotf2_def_paradigms(h: *mut c_void, mpi: u32, shmem: u32) -> c_int;
@@ -437,6 +460,54 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                         )?;
                     }
                     _ => {}
+                }
+            }
+            // MPI windows: made, freed, fenced, locked.
+            if let Some(kname) = kinds::kind(e.kind)
+                .map(|k| k.name)
+                .filter(|n| n.starts_with("GASP_MPI_WIN_"))
+            {
+                let win = arg(s, e, "win")
+                    .and_then(|w| m.win_index.get(&(s.process.clone(), w)))
+                    .map(|&w| w as u32);
+                if let Some(win) = win {
+                    let target = arg(s, e, "target").map_or(UNDEFINED, |v| v as u32);
+                    // MPI_LOCK_SHARED (Open MPI's value).
+                    let shared = c_int::from(arg(s, e, "lock_type") == Some(2));
+                    let written = match (kname, e.phase) {
+                        ("GASP_MPI_WIN_ALLOCATE" | "GASP_MPI_WIN_CREATE", 1) => Some((
+                            unsafe { gotf2_rma_win_create(h, time, win) },
+                            "writing RmaWinCreate",
+                        )),
+                        ("GASP_MPI_WIN_FREE", 0) => Some((
+                            unsafe { gotf2_rma_win_destroy(h, time, win) },
+                            "writing RmaWinDestroy",
+                        )),
+                        ("GASP_MPI_WIN_FENCE", 0) => Some((
+                            unsafe { gotf2_rma_collective_begin(h, time) },
+                            "writing RmaCollectiveBegin",
+                        )),
+                        ("GASP_MPI_WIN_FENCE", 1) => Some((
+                            unsafe { gotf2_rma_fence_end(h, time, win) },
+                            "writing RmaCollectiveEnd",
+                        )),
+                        ("GASP_MPI_WIN_LOCK", 0) => Some((
+                            unsafe { gotf2_rma_request_lock(h, time, win, target, shared) },
+                            "writing RmaRequestLock",
+                        )),
+                        ("GASP_MPI_WIN_LOCK", 1) => Some((
+                            unsafe { gotf2_rma_acquire_lock(h, time, win, target, shared) },
+                            "writing RmaAcquireLock",
+                        )),
+                        ("GASP_MPI_WIN_UNLOCK", 1) => Some((
+                            unsafe { gotf2_rma_release_lock(h, time, win, target) },
+                            "writing RmaReleaseLock",
+                        )),
+                        _ => None,
+                    };
+                    if let Some((code, what)) = written {
+                        check(code, what)?;
+                    }
                 }
             }
             // Non-blocking sends and receives this call completed.

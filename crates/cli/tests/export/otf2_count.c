@@ -9,6 +9,7 @@
  *   bytes <Record> <sum>        bytes of MpiSend, MpiRecv, RmaPut, RmaGet, MpiIsend, MpiIrecv
  *   bad_requests N              request completions that match no open request
  *   open_requests N             requests never completed
+ *   unopened_window_use N       window events outside RmaWinCreate..RmaWinDestroy
  *   enter <region name> <count> Enter events per region name
  * Exits non-zero when the archive cannot be read. */
 #include <inttypes.h>
@@ -25,12 +26,15 @@ static uint64_t locations[MAXS];
 static size_t nlocations, nwindows, ncomms;
 
 enum { ENTER, LEAVE, SEND, RECV, CBEGIN, CEND, PUT, GET, ATOMIC, COMPLETE,
-       ISEND, ISEND_DONE, IRECV_REQ, IRECV, NREC };
+       ISEND, ISEND_DONE, IRECV_REQ, IRECV, WCREATE, WDESTROY, RCBEGIN, RCEND, LREQ, LACQ,
+       LREL, NREC };
 static const char *rec_names[NREC] = {"Enter", "Leave", "MpiSend", "MpiRecv",
                                       "MpiCollectiveBegin", "MpiCollectiveEnd", "RmaPut",
                                       "RmaGet", "RmaAtomic", "RmaOpCompleteBlocking",
                                       "MpiIsend", "MpiIsendComplete", "MpiIrecvRequest",
-                                      "MpiIrecv"};
+                                      "MpiIrecv", "RmaWinCreate", "RmaWinDestroy",
+                                      "RmaCollectiveBegin", "RmaCollectiveEnd",
+                                      "RmaRequestLock", "RmaAcquireLock", "RmaReleaseLock"};
 /* Requests: an MpiIsendComplete or MpiIrecv must name a request started
  * (MpiIsend, MpiIrecvRequest) on its location and not yet completed. */
 #define MAXR 65536
@@ -175,6 +179,73 @@ static OTF2_CallbackCode ev_irecv(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
     req_done(l, id);
     return OTF2_CALLBACK_SUCCESS;
 }
+/* A window is used between its RmaWinCreate and RmaWinDestroy on a location. */
+static int win_open[MAXS][64];
+static uint64_t unopened_window_use;
+static void win_use(OTF2_LocationRef l, OTF2_RmaWinRef w) {
+    if (l < MAXS && w < 64 && !win_open[l][w]) unopened_window_use++;
+}
+static OTF2_CallbackCode ev_wcreate(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                    OTF2_AttributeList *a, OTF2_RmaWinRef w) {
+    (void)u; (void)a;
+    tick(l, t);
+    counts[WCREATE]++;
+    if (l < MAXS && w < 64) win_open[l][w] = 1;
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_wdestroy(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                     OTF2_AttributeList *a, OTF2_RmaWinRef w) {
+    (void)u; (void)a;
+    tick(l, t);
+    counts[WDESTROY]++;
+    win_use(l, w);
+    if (l < MAXS && w < 64) win_open[l][w] = 0;
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_rcbegin(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                    OTF2_AttributeList *a) {
+    (void)u; (void)a;
+    tick(l, t);
+    counts[RCBEGIN]++;
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_rcend(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                  OTF2_AttributeList *a, OTF2_CollectiveOp op,
+                                  OTF2_RmaSyncLevel level, OTF2_RmaWinRef w, uint32_t root,
+                                  uint64_t sent, uint64_t recvd) {
+    (void)u; (void)a; (void)op; (void)level; (void)root; (void)sent; (void)recvd;
+    tick(l, t);
+    counts[RCEND]++;
+    win_use(l, w);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_lreq(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                 OTF2_AttributeList *a, OTF2_RmaWinRef w, uint32_t remote,
+                                 uint64_t id, OTF2_LockType type) {
+    (void)u; (void)a; (void)remote; (void)id; (void)type;
+    tick(l, t);
+    counts[LREQ]++;
+    win_use(l, w);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_lacq(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                 OTF2_AttributeList *a, OTF2_RmaWinRef w, uint32_t remote,
+                                 uint64_t id, OTF2_LockType type) {
+    (void)u; (void)a; (void)remote; (void)id; (void)type;
+    tick(l, t);
+    counts[LACQ]++;
+    win_use(l, w);
+    return OTF2_CALLBACK_SUCCESS;
+}
+static OTF2_CallbackCode ev_lrel(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
+                                 OTF2_AttributeList *a, OTF2_RmaWinRef w, uint32_t remote,
+                                 uint64_t id) {
+    (void)u; (void)a; (void)remote; (void)id;
+    tick(l, t);
+    counts[LREL]++;
+    win_use(l, w);
+    return OTF2_CALLBACK_SUCCESS;
+}
 static OTF2_CallbackCode ev_cbegin(OTF2_LocationRef l, OTF2_TimeStamp t, void *u,
                                    OTF2_AttributeList *a) {
     (void)u; (void)a;
@@ -283,6 +354,13 @@ int main(int argc, char **argv) {
     OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback(ec, ev_isend_done);
     OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback(ec, ev_irecv_req);
     OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback(ec, ev_irecv);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaWinCreateCallback(ec, ev_wcreate);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaWinDestroyCallback(ec, ev_wdestroy);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaCollectiveBeginCallback(ec, ev_rcbegin);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaCollectiveEndCallback(ec, ev_rcend);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaRequestLockCallback(ec, ev_lreq);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaAcquireLockCallback(ec, ev_lacq);
+    OTF2_GlobalEvtReaderCallbacks_SetRmaReleaseLockCallback(ec, ev_lrel);
     OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback(ec, ev_cbegin);
     OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback(ec, ev_cend);
     OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback(ec, ev_put);
@@ -303,6 +381,7 @@ int main(int argc, char **argv) {
            nlocations, nwindows, ncomms, nev, backwards);
     printf("misnested %" PRIu64 "\nopen %" PRIu64 "\n", misnested, open);
     printf("bad_requests %" PRIu64 "\nopen_requests %zu\n", bad_requests, nopen);
+    printf("unopened_window_use %" PRIu64 "\n", unopened_window_use);
     for (int i = 0; i < NREC; i++) printf("%s %" PRIu64 "\n", rec_names[i], counts[i]);
     for (int i = SEND; i < NREC; i++)
         if (i == SEND || i == RECV || i == PUT || i == GET || i == ISEND || i == IRECV)
