@@ -501,8 +501,11 @@ impl<'t> Model<'t> {
                 recvs.push(((op.model, src, op.me, tag), op.t_start, i));
             }
         }
-        // Sends are in each sender's order already (one thread per rank
-        // sends in program order); receives are taken in time order.
+        // Sends and receives each in the order they were posted.
+        for q in sends.values_mut() {
+            q.make_contiguous()
+                .sort_by_key(|&i| (self.ops[i].t_start, i));
+        }
         recvs.sort_by_key(|r| (r.1, r.2));
         let mut out = Vec::new();
         for (key, _, r) in recvs {
