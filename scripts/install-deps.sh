@@ -3,6 +3,10 @@
 # toolchain (cargo) must already be there.
 set -euo pipefail
 PKGS=(build-essential pkg-config clang libomp-dev libopenmpi-dev openmpi-bin gfortran libcoarrays-openmpi-dev libopen-trace-format2-dev otf2-tools valgrind protobuf-compiler python3 python3-pip)
+# `--bench`: also what `make bench` compares gaspard with (LTTng-UST).
+if [ "${1:-}" = "--bench" ]; then
+  PKGS+=(liblttng-ust-dev lttng-tools babeltrace)
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -619,6 +619,7 @@ mod tests {
             waits: Vec::new(),
             locks: Vec::new(),
             problems: Vec::new(),
+            clock_sync: Vec::new(),
         }
     }
 

@@ -207,6 +207,8 @@ pub struct Report {
     pub locks: Vec<crate::locks::LockStats>,
     /// Problems met while reading.
     pub problems: Vec<String>,
+    /// How the clocks of processes were synchronized, one line per process.
+    pub clock_sync: Vec<String>,
 }
 
 /// Bytes an event moves, from its size argument.
@@ -420,6 +422,11 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         waits,
         locks,
         problems: t.problems.clone(),
+        clock_sync: t
+            .clock_sync
+            .iter()
+            .map(crate::clocksync::describe)
+            .collect(),
     }
 }
 
@@ -445,6 +452,9 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
     )?;
     for p in &r.problems {
         writeln!(out, "note: {p}")?;
+    }
+    for c in &r.clock_sync {
+        writeln!(out, "clock: {c}")?;
     }
     writeln!(out, "\nFindings")?;
     if r.findings.is_empty() {

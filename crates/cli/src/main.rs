@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use gaspard_analyze::distributed::Transport;
 use gaspard_analyze::{dump, profile, trace};
 
 mod cc;
 mod compare;
+mod mpi;
 
 /// gaspard records what each thread of a parallel program does (through the
 /// GASP interface and the runtimes' own tool interfaces) and tells you why
@@ -69,6 +71,13 @@ enum Command {
         args: Vec<String>,
     },
     /// Print every event of a trace, per thread in time order, decoded.
+    ///
+    /// Times are in microseconds since the trace began, on the clock of
+    /// rank or PE 0: a process that measured its clock against it (MPI and
+    /// OpenSHMEM programs do, in their initialization and finalization)
+    /// has its times corrected for the offset and drift measured, shown in a
+    /// `clock:` line per process (JSON: `clock_sync`). Set
+    /// GASPARD_NO_CLOCK_SYNC=1 to see the times as recorded.
     Dump {
         /// Trace directory.
         dir: PathBuf,
@@ -77,6 +86,11 @@ enum Command {
         json: bool,
     },
     /// Count and time events per event name, per callsite and per thread.
+    ///
+    /// Also: findings, time per thread, load balance, communication
+    /// matrices, shared objects in blocks, waits and locks. Times are
+    /// corrected for the clock offsets and drifts measured between
+    /// processes, as the `clock:` lines say (GASPARD_NO_CLOCK_SYNC=1: not).
     Report {
         /// Trace directory.
         dir: PathBuf,
@@ -88,6 +102,13 @@ enum Command {
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
+        /// Share the reading among the ranks of an MPI job:
+        /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
+        /// and decodes the stream files of its share of the recorded
+        /// processes; rank 0 gathers them, analyses and prints the report,
+        /// the same as without --mpi.
+        #[arg(long)]
+        mpi: bool,
     },
     /// Who read and who wrote each block of each shared object, epoch by
     /// epoch (epochs are the intervals between barriers).
@@ -381,6 +402,41 @@ fn main() -> ExitCode {
                 dir,
                 json,
                 block_size,
+                mpi: true,
+            } => {
+                let m = mpi::Mpi::start()?;
+                if !dir.exists() {
+                    if m.rank() == 0 {
+                        eprintln!("gaspard: error: {} does not exist", dir.display());
+                    }
+                    m.finish();
+                    return Ok(ExitCode::from(2));
+                }
+                match gaspard_analyze::distributed::read(&dir, &m) {
+                    Ok(Some(t)) => {
+                        let r = profile::report_with(&t, block_size);
+                        if json {
+                            serde_json::to_writer_pretty(&mut out, &r)?;
+                            writeln!(out)?;
+                        } else {
+                            profile::to_text(&r, &mut out)?;
+                        }
+                        out.flush()?;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        // The other ranks may be waiting for this one.
+                        eprintln!("gaspard: error (rank {}): {e}", m.rank());
+                        m.abort(2);
+                    }
+                }
+                m.finish();
+            }
+            Command::Report {
+                dir,
+                json,
+                block_size,
+                mpi: false,
             } => {
                 let t = read(&dir)?;
                 let r = profile::report_with(&t, block_size);
