@@ -23,7 +23,9 @@ print(json.dumps({
     "per_thread": rows(f"SELECT process, thread, count(*) FROM {ev} GROUP BY ALL ORDER BY ALL"),
     "by_event": rows(
         f"""SELECT kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
-            WHERE phase = 'START' GROUP BY kind ORDER BY kind"""),
+            WHERE phase IN ('START', 'ATOMIC')
+              AND kind NOT IN ('GASPARD_INIT', 'GASPARD_MEASUREMENT', 'GASPARD_LOST')
+            GROUP BY kind ORDER BY kind"""),
     "by_callsite": rows(
         f"""SELECT file, line, kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
             WHERE phase = 'START' AND file IS NOT NULL GROUP BY ALL ORDER BY ALL"""),
