@@ -145,6 +145,52 @@ enum Command {
         #[arg(long)]
         keep_order: bool,
     },
+    /// Write a trace in a format other tools read: OTF2 (Vampir, Scalasca),
+    /// Perfetto (ui.perfetto.dev) or Parquet (DuckDB, pandas).
+    ///
+    /// otf2: OUT is an OTF2 archive directory (open OUT/traces.otf2): a
+    /// location per thread, a location group per process, a region per event
+    /// name and callsite, a communicator per model, an RMA window per shared
+    /// object. Enter/Leave for every START/END; MpiSend/MpiRecv for blocking
+    /// MPI messages, MpiIsend/MpiIrecv and their completions for non-blocking
+    /// ones; MpiCollectiveBegin/End for collectives and barriers (MPI and
+    /// OpenSHMEM); RmaPut/RmaGet/RmaAtomic and RmaOpCompleteBlocking for
+    /// one-sided operations; window creation, fences and locks of MPI
+    /// windows.
+    ///
+    /// perfetto: OUT is one protobuf file: a track per process and thread, a
+    /// slice per START/END pair, flows from each send to its receive and from
+    /// each one-sided access to an instant on its target's track.
+    ///
+    /// parquet: OUT is a directory holding events.parquet (one row per event)
+    /// and communication.parquet (one row per MPI or OpenSHMEM operation with
+    /// a peer).
+    ///
+    /// An existing OUT is replaced only with --force.
+    Export {
+        /// Trace directory.
+        dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Output: a directory for otf2 and parquet, a file for perfetto.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Replace OUT if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Formats of `gaspard export`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ExportFormat {
+    /// OTF2 archive (Vampir, Scalasca).
+    Otf2,
+    /// Perfetto protobuf trace.
+    Perfetto,
+    /// Parquet tables.
+    Parquet,
 }
 
 fn utc_stamp() -> String {
@@ -420,6 +466,51 @@ fn main() -> ExitCode {
                 top,
                 keep_order,
             } => compare::run(&dirs, json, top, keep_order, &mut out)?,
+            Command::Export {
+                dir,
+                format,
+                output,
+                force,
+            } => {
+                let format = match format {
+                    ExportFormat::Otf2 => gaspard_export::Format::Otf2,
+                    ExportFormat::Perfetto => gaspard_export::Format::Perfetto,
+                    ExportFormat::Parquet => gaspard_export::Format::Parquet,
+                };
+                // Checked before reading a possibly big trace.
+                if let (Ok(o), Ok(d)) = (output.canonicalize(), dir.canonicalize()) {
+                    if d.starts_with(&o) {
+                        bail!(
+                            "{} holds the trace {}: choose another output",
+                            output.display(),
+                            dir.display()
+                        );
+                    }
+                }
+                if !force && output.symlink_metadata().is_ok() {
+                    bail!(
+                        "{} already exists: choose another output or pass --force to replace it",
+                        output.display()
+                    );
+                }
+                let t = read(&dir)?;
+                if t.streams.is_empty() {
+                    bail!(
+                        "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+                        dir.display()
+                    );
+                }
+                if !t.problems.is_empty() {
+                    eprintln!(
+                        "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+                        t.problems.len()
+                    );
+                }
+                let summary = gaspard_export::export(&t, format, &output, force)?;
+                for line in summary.lines {
+                    writeln!(out, "{line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)
