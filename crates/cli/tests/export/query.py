@@ -24,7 +24,7 @@ print(json.dumps({
     "by_event": rows(
         f"""SELECT kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
             WHERE phase IN ('START', 'ATOMIC')
-              AND kind NOT IN ('GASPARD_INIT', 'GASPARD_MEASUREMENT', 'GASPARD_LOST')
+              AND kind NOT IN ('GASPARD_INIT', 'GASPARD_MEASUREMENT', 'GASPARD_LOST', 'GASPARD_CLOCK_SYNC')
             GROUP BY kind ORDER BY kind"""),
     "by_callsite": rows(
         f"""SELECT file, line, kind, count(*), coalesce(sum(dur_ns), 0) FROM {ev}
