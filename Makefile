@@ -45,6 +45,7 @@ test: deps
 	cargo test --workspace
 
 bench: deps
+	@bash scripts/install-deps.sh --bench
 	bash bench/run.sh
 
 install: build

@@ -141,7 +141,7 @@ def main():
     w(f"- CPU: {machine['cpu']} ({machine['cores']} cores, TSC {machine['tsc']}, hypervisor: {machine['hypervisor']})")
     w(f"- Kernel: {machine['kernel']}")
     w(f"- Compilers: {machine['cc']}; {machine['rustc']}")
-    w(f"- OTF2 {machine['otf2']}; {machine['valgrind']}")
+    w(f"- OTF2 {machine['otf2']}; {machine['valgrind']}; LTTng {machine.get('lttng', 'none')}")
     w(f"- Date: {machine['date']}; load average before the timed runs {machine['load_before']}, after {machine['load_after']};")
     w(f"  CPU time stolen by the hypervisor during the timed runs: {machine['steal']}%")
     w("")
@@ -185,6 +185,14 @@ def main():
     w("  (which keeps every argument and the file/line/column of each call). A complete tool such")
     w("  as Score-P does more per event than this peer, which is therefore a lower bound.")
     w("  In the *off* scenario this tool only checks its own flag: no OTF2 call is made.")
+    w("- **LTTng-UST**: `bench/lttng_tool.c`, a minimal GASP tool firing one LTTng-UST tracepoint")
+    w("  (`bench/lttng_tp.h`: the event's tag and type, as the OTF2 peer keeps region and")
+    w("  enter/leave) per START and END, with a live session per run (`lttng-sessiond`, a user-space")
+    w("  channel of 8 x 4 MiB sub-buffers per CPU, `lttng start` before the program, `lttng stop`")
+    w("  after it). LTTng-UST reads the clock, writes into per-CPU ring buffers shared with its")
+    w("  consumer daemon, which writes them to disk in another process: that work is not in the")
+    w("  calling thread's time. In discard mode, LTTng drops events when the consumer falls")
+    w("  behind: the *Checks* section counts what reached the trace. Not run under callgrind.")
     w("- **gaspard hot path only** (diagnostic): `crates/gasp/csrc/gasp_shim.c` unchanged, linked with")
     w("  `crates/recorder/csrc/recorder.c` and `bench/hotpath_stub.c` instead of the Rust side:")
     w("  one pre-touched 1 MiB buffer per context, reused from its start when full; events are")
@@ -195,23 +203,26 @@ def main():
     # ---- time
     w("## Time per event (ns, median)")
     w("")
-    w("| scenario | threads | gaspard | noop | OTF2 | gaspard / OTF2 | gaspard - noop | gaspard hot path only |")
-    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    w("| scenario | threads | gaspard | noop | OTF2 | LTTng-UST | gaspard / OTF2 | gaspard / LTTng | gaspard - noop | gaspard hot path only |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for sc in scen:
         for t in threads:
             g, n, x, h = ns("gaspard", sc, t), ns("noop", sc, t), ns("otf2", sc, t), ns("hotpath", sc, t)
+            lt = ns("lttng", sc, t)
             r = ratio(g, x) if sc != "off" else "n/a"
+            rl = ratio(g, lt) if sc != "off" else "n/a"
             xs = fmt(x) + (" (flag check only)" if sc == "off" else "")
-            w(f"| {SCEN_TEXT[sc]} | {t} | {fmt(g)} | {fmt(n)} | {xs} | {r} | {fmt(None if g is None or n is None else g - n)} | {fmt(h)} |")
+            ls = fmt(lt) + (" (flag check only)" if sc == "off" and lt is not None else "")
+            w(f"| {SCEN_TEXT[sc]} | {t} | {fmt(g)} | {fmt(n)} | {xs} | {ls} | {r} | {rl} | {fmt(None if g is None or n is None else g - n)} | {fmt(h)} |")
     w("")
     w("Spread (min - max over the runs), ns/event:")
     w("")
-    w("| scenario | threads | gaspard | noop | OTF2 | gaspard hot path only |")
-    w("|---|---:|---:|---:|---:|---:|")
+    w("| scenario | threads | gaspard | noop | OTF2 | LTTng-UST | gaspard hot path only |")
+    w("|---|---:|---:|---:|---:|---:|---:|")
     for sc in scen:
         for t in threads:
             cells = []
-            for tool in ["gaspard", "noop", "otf2", "hotpath"]:
+            for tool in ["gaspard", "noop", "otf2", "lttng", "hotpath"]:
                 lo, hi = spread(tool, sc, t)
                 cells.append(f"{fmt(lo)} - {fmt(hi)}")
             w(f"| {sc} | {t} | " + " | ".join(cells) + " |")
@@ -278,13 +289,14 @@ def main():
     w("*whole* counts every file (manifest, definitions, anchor file). Divided by every event sent,")
     w("warm-up included.")
     w("")
-    w("| scenario | threads | gaspard | gaspard whole | OTF2 | OTF2 whole | gaspard / OTF2 |")
-    w("|---|---:|---:|---:|---:|---:|---:|")
+    w("| scenario | threads | gaspard | gaspard whole | OTF2 | OTF2 whole | LTTng-UST (ch_* files) | gaspard / OTF2 |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
     for sc in ["get", "user"]:
         for t in threads:
             gb, gw = per_event("gaspard", sc, t, "bytes"), per_event("gaspard", sc, t, "all_bytes")
             xb, xw = per_event("otf2", sc, t, "bytes"), per_event("otf2", sc, t, "all_bytes")
-            w(f"| {sc} | {t} | {fmt(gb, 2)} | {fmt(gw, 2)} | {fmt(xb, 2)} | {fmt(xw, 2)} | {ratio(gb, xb)} |")
+            lb = per_event("lttng", sc, t, "bytes")
+            w(f"| {sc} | {t} | {fmt(gb, 2)} | {fmt(gw, 2)} | {fmt(xb, 2)} | {fmt(xw, 2)} | {fmt(lb, 2)} | {ratio(gb, xb)} |")
     w("")
 
     # ---- other
@@ -365,6 +377,10 @@ def main():
             ok = int(d["trace_events"]) == exp and int(d["lost"]) == 0
             w(f"- gaspard, {sc}: sent {int(d['sent']):,} (+{d['init']} start-of-context), "
               f"trace has {int(d['trace_events']):,}, lost {d['lost']}: {'OK' if ok else '**MISMATCH**'}")
+        elif tool == "lttng":
+            ok = int(d["trace_events"]) == int(d["sent"])
+            w(f"- LTTng-UST, {sc}: sent {int(d['sent']):,}, trace has {int(d['trace_events']):,} "
+              f"events (counted by babeltrace): {'OK' if ok else '**events discarded**'}")
         else:
             ok = int(d["trace_events"]) == int(d["sent"])
             w(f"- OTF2, {sc}: sent {int(d['sent']):,}, archive has {int(d['trace_events']):,} "

@@ -9,7 +9,9 @@
 # WARMUP events per thread before timing (20000), CG_EVENTS (200000: the
 # callgrind runs difference runs of CG_EVENTS/2 and 3*CG_EVENTS/2 events),
 # LONG_EVENTS (40000000) and LONG_REPEATS (3) for the sustained-rate runs,
-# OUT (BENCHMARKS.md). Needs cargo, cc, pkg-config with otf2, valgrind.
+# OUT (BENCHMARKS.md), EVENTS_ONLY=1 to stop after the per-event part. Needs cargo, cc, pkg-config with otf2, valgrind; for the
+# LTTng-UST peer, liblttng-ust-dev, lttng-tools and babeltrace (installed by
+# `make bench` through scripts/install-deps.sh --bench; left out when missing).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,6 +27,12 @@ CC=${CC:-cc}
 THREADS_LIST="1 2"
 SCENARIOS="get user off"
 TOOLS="gaspard noop otf2 hotpath"
+LTTNG=0
+if pkg-config --exists lttng-ust 2>/dev/null && command -v lttng >/dev/null && command -v lttng-sessiond >/dev/null &&
+  command -v babeltrace >/dev/null; then
+  LTTNG=1
+  TOOLS="$TOOLS lttng"
+fi
 
 # Only the settings made here reach the tools.
 for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
@@ -46,6 +54,10 @@ $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC $(pkg-config --cflags otf2) b
 $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC -I"$ROOT/crates/recorder/csrc" \
   bench/hotpath_stub.c crates/gasp/csrc/gasp_shim.c crates/recorder/csrc/recorder.c -o "$BIN/libgaspard_hotpath.so" -pthread
 $CC $CFLAGS $INC bench/notify_bench.c -o "$BIN/notify_bench" -pthread -ldl
+if [ $LTTNG = 1 ]; then
+  $CC $CFLAGS -fPIC -shared -fvisibility=hidden $INC -Ibench bench/lttng_tool.c -o "$BIN/liblttng_tool.so" \
+    $(pkg-config --libs lttng-ust) -ldl
+fi
 
 lib_of() {
   case $1 in
@@ -53,11 +65,41 @@ lib_of() {
     noop) echo "$BIN/libnoop_tool.so" ;;
     otf2) echo "$BIN/libotf2_tool.so" ;;
     hotpath) echo "$BIN/libgaspard_hotpath.so" ;;
+    lttng) echo "$BIN/liblttng_tool.so" ;;
   esac
 }
 
+# LTTng: the session daemon (started here unless one runs already, and then
+# stopped at the end), one session per run.
+SESSIOND_STARTED=0
+if [ $LTTNG = 1 ] && ! pgrep -x lttng-sessiond >/dev/null; then
+  if lttng-sessiond --daemonize >/dev/null 2>&1; then
+    SESSIOND_STARTED=1
+  else
+    say "lttng-sessiond does not start: no LTTng peer"
+    LTTNG=0
+    TOOLS=${TOOLS% lttng}
+  fi
+fi
+stop_lttng() {
+  if [ $SESSIOND_STARTED = 1 ]; then pkill -x lttng-sessiond || true; fi
+}
+# lttng_session DIR CMD...: runs CMD with a live session writing to DIR.
+lttng_session() {
+  local out=$1 name
+  shift
+  name=bench$$_$RANDOM
+  lttng create "$name" --output="$out" >/dev/null
+  lttng enable-channel -u --subbuf-size=4M --num-subbuf=8 ch >/dev/null
+  lttng enable-event -u -c ch 'gaspard_bench:*' >/dev/null
+  lttng start >/dev/null
+  "$@"
+  lttng stop >/dev/null
+  lttng destroy "$name" >/dev/null
+}
+
 WORK=$(mktemp -d /tmp/gaspard-bench.XXXXXX)
-trap 'rm -rf "$WORK"' EXIT
+trap 'rm -rf "$WORK"; stop_lttng' EXIT
 RAW=$WORK/raw.txt
 : >"$RAW"
 CG_DIR=$BIN/callgrind
@@ -84,6 +126,11 @@ run_one() {
       line=$(BENCH_OTF2_DIR=$d/archive "$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
         --label "$tool" --scenario "$sc" --threads "$t" --events "$n" --warmup "$w")
       extra="bytes=$(sum_sizes "$d" '*.evt') all_bytes=$(sum_sizes "$d" '*')"
+      ;;
+    lttng)
+      line=$(lttng_session "$d/lttng" "$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
+        --label "$tool" --scenario "$sc" --threads "$t" --events "$n" --warmup "$w")
+      extra="bytes=$(sum_sizes "$d" 'ch_*') all_bytes=$(sum_sizes "$d" '*')"
       ;;
     *)
       line=$("$@" "$BIN/notify_bench" --tool "$(lib_of "$tool")" \
@@ -133,7 +180,7 @@ say "== timing took $(($(date +%s) - T0)) s"
 say "== callgrind: $CG_EVENTS events differenced"
 NA=$((CG_EVENTS / 2))
 NB=$((CG_EVENTS / 2 * 3))
-for tool in $TOOLS; do
+for tool in gaspard noop otf2 hotpath; do
   for sc in $SCENARIOS; do
     for n in $NA $NB; do
       run_one "$tool" "$sc" 1 "$n" 1000 valgrind --tool=callgrind --separate-threads=yes \
@@ -184,6 +231,14 @@ for sc in get user; do
   got=$(otf2-print "$d/archive/traces.otf2" | awk '$1 == "ENTER" || $1 == "LEAVE" {n++} END {print n + 0}')
   echo "otf2 $sc sent=$((2 * (CN + CW))) trace_events=$got" >>"$CHECKS"
   rm -rf "$d"
+  if [ $LTTNG = 1 ]; then
+    d=$(mktemp -d "$WORK/check.XXXXXX")
+    lttng_session "$d/lttng" "$BIN/notify_bench" --tool "$(lib_of lttng)" --scenario "$sc" --threads 2 \
+      --events $CN --warmup $CW >/dev/null
+    got=$(babeltrace "$d/lttng" 2>/dev/null | grep -c 'gaspard_bench:event' || true)
+    echo "lttng $sc sent=$((2 * (CN + CW))) trace_events=$got" >>"$CHECKS"
+    rm -rf "$d"
+  fi
 done
 
 # --- the report --------------------------------------------------------------
@@ -196,6 +251,7 @@ done
   echo "rustc=$(rustc --version)"
   echo "otf2=$(pkg-config --modversion otf2)"
   echo "valgrind=$(valgrind --version)"
+  echo "lttng=$([ $LTTNG = 1 ] && lttng --version | head -1 || echo none)"
   echo "tsc=$(grep -qw constant_tsc /proc/cpuinfo && grep -qw nonstop_tsc /proc/cpuinfo && echo invariant || echo not-invariant)"
   echo "hypervisor=$(grep -qw hypervisor /proc/cpuinfo && (lscpu 2>/dev/null | sed -n 's/^Hypervisor vendor:[[:space:]]*//p' | head -1 || true) || echo none)"
   echo "date=$(date -u +%Y-%m-%dT%H:%MZ)"
@@ -211,6 +267,10 @@ done
   echo "long_repeats=$LONG_REPEATS"
 } >"$WORK/machine.txt"
 python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
+if [ "${EVENTS_ONLY:-0}" = 1 ]; then
+  say "== wrote $OUT"
+  exit 0
+fi
 say "== runtime adapters"
 bash bench/adapters.sh >>"$OUT"
 say "== whole programs"
@@ -219,6 +279,8 @@ say "== knobs for long runs"
 bash bench/knobs.sh >>"$OUT"
 say "== analysis speed"
 bash bench/analysis.sh >>"$OUT"
+say "== analysis under MPI"
+bash bench/mpi_analysis.sh >>"$OUT"
 say "== browser view"
 bash bench/view.sh >>"$OUT"
 say "== wrote $OUT"

@@ -322,6 +322,51 @@ static int win_world_rank(MPI_Win win, int rank) {
   return cached_rank((const void *)win, rank, win_group);
 }
 
+/* Clock synchronization (Cristian's algorithm): at the end of MPI_Init and
+ * at the start of MPI_Finalize (inside their events), each rank but 0 sends rank 0 a few messages on
+ * a communicator of its own; rank 0 answers each with its time. The round
+ * trip with the shortest time is kept and recorded as a GASPARD_CLOCK_SYNC
+ * event (local send time, rank 0's time, local receive time); the trace
+ * reader corrects each process's times from its first and last. */
+uint64_t gaspard_clock_ns(void);
+#define K_CLOCK_SYNC 260u
+#define SYNC_ROUNDS 8
+#define SYNC_TAG 27301
+static MPI_Comm sync_comm = MPI_COMM_NULL;
+
+static void clock_sync(int at_end) {
+  int up = 0, down = 0, rank = 0, size = 0;
+  PMPI_Initialized(&up);
+  PMPI_Finalized(&down);
+  if (!up || down) return;
+  if (sync_comm == MPI_COMM_NULL && PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS) {
+    sync_comm = MPI_COMM_NULL;
+    return;
+  }
+  PMPI_Comm_rank(sync_comm, &rank);
+  PMPI_Comm_size(sync_comm, &size);
+  if (rank == 0) {
+    for (int r = 1; r < size; r++)
+      for (int k = 0; k < SYNC_ROUNDS; k++) {
+        uint64_t t = 0;
+        PMPI_Recv(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm, MPI_STATUS_IGNORE);
+        t = gaspard_clock_ns();
+        PMPI_Send(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm);
+      }
+  } else {
+    uint64_t best[5] = {0, 0, 0, 0, (uint64_t)at_end}, rtt = UINT64_MAX;
+    for (int k = 0; k < SYNC_ROUNDS; k++) {
+      uint64_t t = 0, s = gaspard_clock_ns();
+      PMPI_Send(&s, 1, MPI_UINT64_T, 0, SYNC_TAG, sync_comm);
+      PMPI_Recv(&t, 1, MPI_UINT64_T, 0, SYNC_TAG, sync_comm, MPI_STATUS_IGNORE);
+      uint64_t e = gaspard_clock_ns();
+      if (e >= s && e - s < rtt) rtt = e - s, best[1] = s, best[2] = t, best[3] = e;
+    }
+    if (rtt != UINT64_MAX) gaspard_record_event(MODEL_MPI, K_CLOCK_SYNC, 2, NULL, 0, best, 5);
+  }
+  if (at_end) PMPI_Comm_free(&sync_comm);
+}
+
 static void forget_comm(MPI_Comm comm) { forget((const void *)comm); }
 static void forget_win(MPI_Win win) { forget((const void *)win); }
 
@@ -365,10 +410,15 @@ def main():
             body.append("  }")
         else:
             body.append(f"  if (rec) {{ a[0] = cp; gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, 1); }}")
+        # Clock synchronization, inside the interval of the call that needs it.
+        if fn["name"] == "MPI_Finalize":
+            body.append("  if (rec) clock_sync(1);")
         cargs = call_args(fn["params"])
         if fn["pre"] and "MPI_Status *st" in fn["pre"]:
             cargs = cargs.replace("status", "st")
         body.append(f"  int r = P{fn['name']}({cargs});")
+        if fn["name"] in ("MPI_Init", "MPI_Init_thread"):
+            body.append("  if (rec && r == MPI_SUCCESS) clock_sync(0);")
         body.append("  if (rec) {")
         for j, (_, _, e) in enumerate(ends):
             if e:
@@ -390,7 +440,8 @@ def main():
         fpn = "p" + lname + "_"
         proto = f"void {fpn}({params});"
         body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2) + 1}] = {{0}};",
-                "  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);", "  int rec = enter();"]
+                "  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);"]
+        body.append("  int rec = enter();")
         if n:
             body.append("  if (rec) {")
             for j, e in enumerate(args):
@@ -398,7 +449,11 @@ def main():
             body.append("  }")
         body.append(f"  a[{n}] = cp;")
         body.append(f"  if (rec) gaspard_record_event(MODEL_MPI, {kid}u, 0, NULL, 0, a, {n + 1});")
+        if name == "MPI_Finalize":
+            body.append("  if (rec) clock_sync(1);")
         body.append(f"  {call};")
+        if name == "MPI_Init":
+            body.append("  if (rec) clock_sync(0);")
         if name == "MPI_Init":
             body.append("  a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;")
             body.append(f"  if (rec) {{ gaspard_record_event(MODEL_MPI, {kid}u, 1, NULL, 0, a, 3); leave(); }}")

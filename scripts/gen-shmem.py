@@ -157,11 +157,15 @@ def main():
         body.append(f"  int rec = enter();")
         body.append(f"  a[{n}] = cp;")
         body.append(f"  if (rec) gaspard_record_event(MODEL_SHMEM, {kid}u, 0, NULL, 0, a, {n + 1});")
+        # Clock synchronization, inside the interval of the call that needs it.
+        if name == "shmem_finalize":
+            body.append("  if (rec) clock_sync(1);")
         if ret == "void":
             body.append(f"  p{name}({cargs});")
         else:
             body.append(f"  {ret} r = p{name}({cargs});")
         if shape == "init":
+            body.append("  if (rec) clock_sync(0);")
             body.append("  a[0] = (uint64_t)(int64_t)pshmem_my_pe(), a[1] = (uint64_t)(int64_t)pshmem_n_pes(), a[2] = cp;")
             endn = 3
         elif shape in END_SHAPES:
@@ -218,6 +222,65 @@ static inline int enter(void) {
 }
 
 static inline void leave(void) { inside = 0; }
+
+/* Clock synchronization (Cristian's algorithm): at the end of shmem_init and
+ * at the start of shmem_finalize (inside their events), each PE but 0 makes a few round trips to PE 0:
+ * it puts a request into its own slot on PE 0, PE 0 answers with its time
+ * and an acknowledgement. The shortest round trip is kept and recorded as a
+ * GASPARD_CLOCK_SYNC event (local send time, PE 0's time, local receive
+ * time); the trace reader corrects each process's times from its first and
+ * last. The slots are a symmetric allocation of the adapter's own. */
+uint64_t gaspard_clock_ns(void);
+#define K_CLOCK_SYNC 260u
+#define SYNC_ROUNDS 8
+static struct sync_area {
+  uint64_t reply;
+  long ack;
+  long req[]; /* one per PE, on PE 0 */
+} *sync_area;
+static long sync_round;
+
+static void clock_sync(int at_end) {
+  int me = pshmem_my_pe(), n = pshmem_n_pes();
+  if (!sync_area) {
+    if (at_end) return;
+    sync_area = pshmem_malloc(sizeof *sync_area + sizeof(long) * (size_t)n);
+    if (!sync_area) return;
+    sync_area->reply = 0, sync_area->ack = 0;
+    for (int i = 0; i < n; i++) sync_area->req[i] = 0;
+    pshmem_barrier_all();
+  }
+  long first = sync_round + 1;
+  sync_round += SYNC_ROUNDS;
+  if (me == 0) {
+    for (int r = 1; r < n; r++)
+      for (long k = first; k <= sync_round; k++) {
+        pshmem_long_wait_until(&sync_area->req[r], SHMEM_CMP_EQ, k);
+        uint64_t t = gaspard_clock_ns();
+        pshmem_putmem(&sync_area->reply, &t, sizeof t, r);
+        pshmem_fence();
+        pshmem_long_p(&sync_area->ack, k, r);
+      }
+    pshmem_quiet();
+  } else {
+    uint64_t best[5] = {0, 0, 0, 0, (uint64_t)at_end}, rtt = UINT64_MAX;
+    for (long k = first; k <= sync_round; k++) {
+      uint64_t s = gaspard_clock_ns();
+      pshmem_long_p(&sync_area->req[me], k, 0);
+      pshmem_quiet();
+      pshmem_long_wait_until(&sync_area->ack, SHMEM_CMP_EQ, k);
+      uint64_t e = gaspard_clock_ns();
+      uint64_t t = *(volatile uint64_t *)&sync_area->reply;
+      if (e >= s && e - s < rtt) rtt = e - s, best[1] = s, best[2] = t, best[3] = e;
+    }
+    if (rtt != UINT64_MAX) gaspard_record_event(MODEL_SHMEM, K_CLOCK_SYNC, 2, NULL, 0, best, 5);
+  }
+  if (at_end) {
+    pshmem_barrier_all();
+    pshmem_free(sync_area);
+    sync_area = NULL;
+  }
+}
 
 """)
         out.write("\n\n".join(cwrap) + "\n")

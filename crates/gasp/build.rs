@@ -27,6 +27,7 @@ const EXPORTS: &[&str] = &[
     "ompt_start_tool",
     "gaspard_context",
     "gaspard_record_event",
+    "gaspard_clock_ns",
 ];
 
 /// The directory holding `header`, asking the compiler wrapper first.

@@ -565,11 +565,12 @@ mod tests {
     use crate::profile::{SiteStats, Stats};
 
     fn stats(name: &str, count: u64, total_ns: u64) -> Stats {
-        let mut s = Stats::default();
-        s.name = name.into();
-        s.count = count;
-        s.total_ns = total_ns;
-        s
+        Stats {
+            name: name.into(),
+            count,
+            total_ns,
+            ..Default::default()
+        }
     }
 
     /// A report of `threads` threads in as many processes, the longest
@@ -619,6 +620,7 @@ mod tests {
             waits: Vec::new(),
             locks: Vec::new(),
             problems: Vec::new(),
+            clock_sync: Vec::new(),
         }
     }
 

@@ -217,6 +217,7 @@ pub fn to_json(t: &Trace) -> Value {
         "unknown_tags": t.unknown_tags(),
         "problems": t.problems,
         "processes": processes_json(t),
+        "clock_sync": t.clock_sync.iter().map(crate::clocksync::to_json).collect::<Vec<_>>(),
     })
 }
 
@@ -243,6 +244,9 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     )?;
     for p in &t.problems {
         writeln!(out, "note: {p}")?;
+    }
+    for c in &t.clock_sync {
+        writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
     }
     for s in &t.streams {
         writeln!(

@@ -9,7 +9,9 @@
 pub mod balance;
 pub mod blocks;
 pub mod caf;
+pub mod clocksync;
 pub mod compare;
+pub mod distributed;
 pub mod dump;
 pub mod findings;
 pub mod intervals;

@@ -28,7 +28,7 @@ pub struct Stats {
     /// Bytes moved (gets, puts, bulk copies, collectives, allocations).
     pub bytes: u64,
     #[serde(skip)]
-    intervals: u64,
+    pub(crate) intervals: u64,
 }
 
 /// What names an event: its kind, its user event, or for a function its
@@ -207,6 +207,8 @@ pub struct Report {
     pub locks: Vec<crate::locks::LockStats>,
     /// Problems met while reading.
     pub problems: Vec<String>,
+    /// How the clocks of processes were synchronized, one line per process.
+    pub clock_sync: Vec<String>,
 }
 
 /// Bytes an event moves, from its size argument.
@@ -232,14 +234,59 @@ fn sort(v: &mut [Stats]) {
     });
 }
 
+/// One stream's profile: its thread's statistics, and its statistics per
+/// (name, callsite number).
+pub(crate) type StreamProfile = (ThreadStats, HashMap<(String, u32), Stats>);
+
+/// A stream's profile with its callsites named by their position rather than
+/// by their number in one trace (as one MPI rank sends it to another).
+#[derive(Debug, Clone)]
+pub struct PortableProfile {
+    /// The thread's statistics.
+    pub thread: ThreadStats,
+    /// Statistics per (name, callsite).
+    pub sites: Vec<(String, crate::trace::Callsite, Stats)>,
+}
+
+impl PortableProfile {
+    /// `s`'s profile, computed on `t`.
+    pub fn of(t: &Trace, s: &Stream) -> PortableProfile {
+        let (thread, sites) = stream_profile(t, s);
+        PortableProfile {
+            thread,
+            sites: sites
+                .into_iter()
+                .map(|((name, site), st)| {
+                    let c = t.callsites.get(site as usize).cloned().unwrap_or_default();
+                    (name, c, st)
+                })
+                .collect(),
+        }
+    }
+
+    /// Back to the callsite numbers of `t` (every callsite is among them when
+    /// `t` holds the stream the profile is of).
+    fn localize(self, numbers: &HashMap<&crate::trace::Callsite, u32>) -> StreamProfile {
+        let sites = self
+            .sites
+            .into_iter()
+            .map(|(name, c, st)| ((name, numbers.get(&c).copied().unwrap_or(u32::MAX)), st))
+            .collect();
+        (self.thread, sites)
+    }
+}
+
 /// One stream's profile, and its statistics per (name, callsite).
-fn stream_profile(t: &Trace, s: &Stream) -> (ThreadStats, HashMap<(String, u32), Stats>) {
+fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
     let mut mine: HashMap<Key, Stats> = HashMap::default();
     let mut sites: HashMap<(Key, u32), Stats> = HashMap::default();
     let tool_kind = |k: u16| {
         matches!(
             k,
-            kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+            kinds::GASPARD_INIT
+                | kinds::GASPARD_MEASUREMENT
+                | kinds::GASPARD_LOST
+                | kinds::GASPARD_CLOCK_SYNC
         )
     };
     for e in &s.events {
@@ -306,10 +353,31 @@ pub fn report(t: &Trace) -> Report {
 
 /// Computes the report, cutting shared objects in blocks of `block_size` bytes.
 pub fn report_with(t: &Trace, block_size: u64) -> Report {
+    report_given(t, block_size, Vec::new())
+}
+
+/// [`report_with`], with the profiles of some streams already computed
+/// (elsewhere): `given[i]`, when there, is the profile of `t.streams[i]`.
+pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfile>>) -> Report {
+    let numbers: HashMap<&crate::trace::Callsite, u32> = if given.iter().any(Option::is_some) {
+        t.callsites.iter().zip(0u32..).collect()
+    } else {
+        HashMap::default()
+    };
+    let mut given = given;
+    given.resize_with(t.streams.len(), || None);
     // Events are grouped by what names them (kind, user event, function),
     // then by name: no string is made per event.
     // Each stream on its own (in parallel), then merged in stream order.
-    let per_stream: Vec<_> = t.streams.par_iter().map(|s| stream_profile(t, s)).collect();
+    let per_stream: Vec<_> = t
+        .streams
+        .par_iter()
+        .zip(given)
+        .map(|(s, g)| match g {
+            Some(p) => p.localize(&numbers),
+            None => stream_profile(t, s),
+        })
+        .collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
@@ -420,6 +488,11 @@ pub fn report_with(t: &Trace, block_size: u64) -> Report {
         waits,
         locks,
         problems: t.problems.clone(),
+        clock_sync: t
+            .clock_sync
+            .iter()
+            .map(crate::clocksync::describe)
+            .collect(),
     }
 }
 
@@ -445,6 +518,9 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
     )?;
     for p in &r.problems {
         writeln!(out, "note: {p}")?;
+    }
+    for c in &r.clock_sync {
+        writeln!(out, "clock: {c}")?;
     }
     writeln!(out, "\nFindings")?;
     if r.findings.is_empty() {

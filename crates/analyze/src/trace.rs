@@ -22,6 +22,9 @@ pub enum TraceError {
     /// Nothing in the directory looks like a gaspard trace.
     #[error("{0} holds no gaspard trace (no .manifest or .gst files)")]
     Empty(PathBuf),
+    /// The stream files could not be read (by the ranks sharing them).
+    #[error("{0}")]
+    Parts(String),
 }
 
 /// A source position, resolved to strings.
@@ -122,6 +125,9 @@ pub struct Trace {
     pub objects: crate::objects::Objects,
     /// Profiles of processes recorded in profile-only mode, by process name.
     pub profiles: Vec<(String, gaspard_format::profile::ProfileFile)>,
+    /// The clock corrections applied, one per process that measured its
+    /// clock against the reference's ([`crate::clocksync`]).
+    pub clock_sync: Vec<crate::clocksync::Correction>,
 }
 
 impl Trace {
@@ -202,6 +208,18 @@ impl Clock {
 
 /// Reads a trace directory. Damage is reported in [`Trace::problems`], never fatal.
 pub fn read(dir: &Path) -> Result<Trace, TraceError> {
+    read_with(dir, |paths, refs| Ok(read_streams(paths, refs)))
+}
+
+/// Reads a trace directory as [`read`] does, with the stream files read by
+/// `stream_parts`: given every stream file (sorted by name) and the clock
+/// references of each process's manifest, it returns what [`read_streams`]
+/// would, in the same order (as [`crate::distributed`] does by sharing the
+/// files among MPI ranks).
+pub fn read_with<F>(dir: &Path, stream_parts: F) -> Result<Trace, TraceError>
+where
+    F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
+{
     let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Dir {
         path: dir.to_path_buf(),
         source: e,
@@ -227,7 +245,8 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
         dir: dir.to_path_buf(),
         ..Default::default()
     };
-    let mut refs: HashMap<String, Vec<(u64, u64)>> = HashMap::default();
+    let mut refs: ClockRefs = HashMap::default();
+    let mut converted: Vec<(Stream, Local)> = Vec::new();
     for m in &manifests {
         let name = m
             .file_stem()
@@ -285,75 +304,26 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
             Err(e) => t.problems.push(format!("{}: {e}", path.display())),
         }
     }
-    // Each stream file is read and decoded on its own, in parallel; what was
-    // wrong with it is reported in file order.
-    let progress = progress_bar(&streams);
-    let read: Vec<_> = streams
-        .par_iter()
-        .map(|path| {
-            let mut problems = Vec::new();
-            let r = read_stream(path, &mut problems);
-            if let Some(pb) = &progress {
-                pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
-            }
-            (r, problems)
-        })
-        .collect();
-    if let Some(pb) = progress {
-        pb.finish_and_clear();
-    }
-    let mut raw_streams = Vec::new();
-    for (r, problems) in read {
-        t.problems.extend(problems);
-        match r {
-            Some((s, chunks)) => {
-                if !t.processes.iter().any(|p| p.name == s.process) {
-                    t.problems.push(format!(
-                        "process {}: no manifest; its streams are read anyway",
-                        s.process
-                    ));
-                    t.processes.push(Process {
-                        name: s.process.clone(),
-                        manifest: None,
-                    });
-                }
-                let r = refs.entry(s.process.clone()).or_default();
-                for c in &chunks {
-                    r.push((c.0.ref_ticks, c.0.ref_ns));
-                }
-                raw_streams.push((s, chunks));
-            }
-            None => continue,
+    let parts = stream_parts(&streams, &refs).map_err(TraceError::Parts)?;
+    for part in parts {
+        t.problems.extend(part.problems);
+        let Some((s, local)) = part.stream else {
+            continue;
+        };
+        if !t.processes.iter().any(|p| p.name == s.process) {
+            t.problems.push(format!(
+                "process {}: no manifest; its streams are read anyway",
+                s.process
+            ));
+            t.processes.push(Process {
+                name: s.process.clone(),
+                manifest: None,
+            });
         }
+        converted.push((s, local));
     }
-    let clocks: HashMap<String, Clock> =
-        refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
-    let base = t
-        .processes
-        .iter()
-        .filter_map(|p| {
-            p.manifest
-                .as_ref()
-                .and_then(|m| m.clock_refs.first().map(|r| r.1))
-        })
-        .min();
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
-    // Events are converted stream by stream in parallel, with callsite and
-    // user event numbers of the stream's own, then renumbered in stream
-    // order (the numbers are the same as converting one stream after the
-    // other).
-    let converted: Vec<(Stream, Local)> = raw_streams
-        .into_par_iter()
-        .map(|(mut s, chunks)| {
-            let mut local = Local::default();
-            let clock = &clocks[&s.process.clone()];
-            for (_, c) in &chunks {
-                convert_chunk(&mut s, c, clock, &mut local);
-            }
-            (s, local)
-        })
-        .collect();
     let mut decoded = Vec::new();
     for (mut s, local) in converted {
         let site_ids: Vec<u32> = local
@@ -392,6 +362,18 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     }
     attach_sources(dir, &mut decoded, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
+    t.clock_sync = crate::clocksync::apply(&mut decoded);
+    let base = t
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let first = p.manifest.as_ref()?.clock_refs.first()?.1;
+            Some(match t.clock_sync.iter().find(|c| c.process == p.name) {
+                Some(c) if crate::clocksync::enabled() => c.correct(first),
+                _ => first,
+            })
+        })
+        .min();
     let base = base
         .map(i128::from)
         .or_else(|| {
@@ -514,6 +496,72 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
 
 /// A progress bar on stderr for reading big traces (at least
 /// [`PROGRESS_BYTES`] of stream files), when stderr is a terminal.
+/// Each process's clock references (ticks, ns) from its manifest.
+pub type ClockRefs = HashMap<String, Vec<(u64, u64)>>;
+
+/// One stream file, read: what was wrong with it, and its stream (times in
+/// ns on its process's clock, callsites and user events numbered by the
+/// stream itself) unless nothing could be read.
+#[derive(Debug)]
+pub struct StreamPart {
+    /// What was wrong, in the order found.
+    pub problems: Vec<String>,
+    /// The stream, with its own numbering of callsites and user events.
+    pub(crate) stream: Option<(Stream, Local)>,
+}
+
+/// Reads, decodes and converts stream files, in parallel. Every stream file
+/// of a process must be among `paths` (a process's clock is fitted to the
+/// references of all its streams). The parts come in the order of `paths`.
+pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamPart> {
+    // Each stream file is read and decoded on its own, in parallel; what was
+    // wrong with it is reported in file order.
+    let progress = progress_bar(paths);
+    let read: Vec<_> = paths
+        .par_iter()
+        .map(|path| {
+            let mut problems = Vec::new();
+            let r = read_stream(path, &mut problems);
+            if let Some(pb) = &progress {
+                pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
+            }
+            (r, problems)
+        })
+        .collect();
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
+    let mut refs: ClockRefs = HashMap::default();
+    for (r, _) in &read {
+        if let Some((s, chunks)) = r {
+            let r = refs
+                .entry(s.process.clone())
+                .or_insert_with(|| manifest_refs.get(&s.process).cloned().unwrap_or_default());
+            for c in chunks {
+                r.push((c.0.ref_ticks, c.0.ref_ns));
+            }
+        }
+    }
+    let clocks: HashMap<String, Clock> =
+        refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
+    // Events are converted stream by stream in parallel, with callsite and
+    // user event numbers of the stream's own (renumbered by the reader in
+    // stream order).
+    read.into_par_iter()
+        .map(|(r, problems)| StreamPart {
+            problems,
+            stream: r.map(|(mut s, chunks)| {
+                let mut local = Local::default();
+                let clock = &clocks[&s.process];
+                for (_, c) in &chunks {
+                    convert_chunk(&mut s, c, clock, &mut local);
+                }
+                (s, local)
+            }),
+        })
+        .collect()
+}
+
 fn progress_bar(streams: &[PathBuf]) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     let total: u64 = streams
@@ -539,11 +587,11 @@ const PROGRESS_BYTES: u64 = 64 << 20;
 
 /// Callsites and user events of one stream, numbered in the order it meets
 /// them.
-#[derive(Default)]
-struct Local {
-    sites: Vec<Callsite>,
+#[derive(Debug, Default)]
+pub(crate) struct Local {
+    pub(crate) sites: Vec<Callsite>,
     site_ids: HashMap<Callsite, u32>,
-    users: Vec<UserDef>,
+    pub(crate) users: Vec<UserDef>,
     user_ids: HashMap<u64, u32>,
 }
 

@@ -6,10 +6,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use gaspard_analyze::distributed::Transport;
 use gaspard_analyze::{dump, profile, trace};
 
 mod cc;
 mod compare;
+mod mpi;
 
 /// gaspard records what each thread of a parallel program does (through the
 /// GASP interface and the runtimes' own tool interfaces) and tells you why
@@ -69,6 +71,13 @@ enum Command {
         args: Vec<String>,
     },
     /// Print every event of a trace, per thread in time order, decoded.
+    ///
+    /// Times are in microseconds since the trace began, on the clock of
+    /// rank or PE 0: a process that measured its clock against it (MPI and
+    /// OpenSHMEM programs do, in their initialization and finalization)
+    /// has its times corrected for the offset and drift measured, shown in a
+    /// `clock:` line per process (JSON: `clock_sync`). Set
+    /// GASPARD_NO_CLOCK_SYNC=1 to see the times as recorded.
     Dump {
         /// Trace directory.
         dir: PathBuf,
@@ -77,6 +86,11 @@ enum Command {
         json: bool,
     },
     /// Count and time events per event name, per callsite and per thread.
+    ///
+    /// Also: findings, time per thread, load balance, communication
+    /// matrices, shared objects in blocks, waits and locks. Times are
+    /// corrected for the clock offsets and drifts measured between
+    /// processes, as the `clock:` lines say (GASPARD_NO_CLOCK_SYNC=1: not).
     Report {
         /// Trace directory.
         dir: PathBuf,
@@ -86,13 +100,21 @@ enum Command {
         /// Also write the browser view as one self-contained HTML file
         /// (timeline, time per thread, communication matrix, blocks of shared
         /// objects, findings, profiles; no network needed to open it).
-        #[arg(long, value_name = "FILE")]
+        /// Not with --mpi.
+        #[arg(long, value_name = "FILE", conflicts_with = "mpi")]
         html: Option<PathBuf>,
         /// Bytes per block of shared objects, for the false-sharing and
         /// producer-consumer analyses (default: a page).
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
+        /// Share the reading among the ranks of an MPI job:
+        /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
+        /// and decodes the stream files of its share of the recorded
+        /// processes; rank 0 gathers them, analyses and prints the report,
+        /// the same as without --mpi.
+        #[arg(long)]
+        mpi: bool,
     },
     /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
     ///
@@ -149,6 +171,52 @@ enum Command {
         #[arg(long)]
         keep_order: bool,
     },
+    /// Write a trace in a format other tools read: OTF2 (Vampir, Scalasca),
+    /// Perfetto (ui.perfetto.dev) or Parquet (DuckDB, pandas).
+    ///
+    /// otf2: OUT is an OTF2 archive directory (open OUT/traces.otf2): a
+    /// location per thread, a location group per process, a region per event
+    /// name and callsite, a communicator per model, an RMA window per shared
+    /// object. Enter/Leave for every START/END; MpiSend/MpiRecv for blocking
+    /// MPI messages, MpiIsend/MpiIrecv and their completions for non-blocking
+    /// ones; MpiCollectiveBegin/End for collectives and barriers (MPI and
+    /// OpenSHMEM); RmaPut/RmaGet/RmaAtomic and RmaOpCompleteBlocking for
+    /// one-sided operations; window creation, fences and locks of MPI
+    /// windows.
+    ///
+    /// perfetto: OUT is one protobuf file: a track per process and thread, a
+    /// slice per START/END pair, flows from each send to its receive and from
+    /// each one-sided access to an instant on its target's track.
+    ///
+    /// parquet: OUT is a directory holding events.parquet (one row per event)
+    /// and communication.parquet (one row per MPI or OpenSHMEM operation with
+    /// a peer).
+    ///
+    /// An existing OUT is replaced only with --force.
+    Export {
+        /// Trace directory.
+        dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Output: a directory for otf2 and parquet, a file for perfetto.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Replace OUT if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Formats of `gaspard export`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ExportFormat {
+    /// OTF2 archive (Vampir, Scalasca).
+    Otf2,
+    /// Perfetto protobuf trace.
+    Perfetto,
+    /// Parquet tables.
+    Parquet,
 }
 
 fn utc_stamp() -> String {
@@ -359,8 +427,43 @@ fn main() -> ExitCode {
             Command::Report {
                 dir,
                 json,
+                block_size,
+                mpi: true,
+                ..
+            } => {
+                let m = mpi::Mpi::start()?;
+                if !dir.exists() {
+                    if m.rank() == 0 {
+                        eprintln!("gaspard: error: {} does not exist", dir.display());
+                    }
+                    m.finish();
+                    return Ok(ExitCode::from(2));
+                }
+                match gaspard_analyze::distributed::report(&dir, block_size, &m) {
+                    Ok(Some(r)) => {
+                        if json {
+                            serde_json::to_writer_pretty(&mut out, &r)?;
+                            writeln!(out)?;
+                        } else {
+                            profile::to_text(&r, &mut out)?;
+                        }
+                        out.flush()?;
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        // The other ranks may be waiting for this one.
+                        eprintln!("gaspard: error (rank {}): {e}", m.rank());
+                        m.abort(2);
+                    }
+                }
+                m.finish();
+            }
+            Command::Report {
+                dir,
+                json,
                 html,
                 block_size,
+                mpi: false,
             } => {
                 let t = read(&dir)?;
                 let r = profile::report_with(&t, block_size);
@@ -413,6 +516,51 @@ fn main() -> ExitCode {
                 top,
                 keep_order,
             } => compare::run(&dirs, json, top, keep_order, &mut out)?,
+            Command::Export {
+                dir,
+                format,
+                output,
+                force,
+            } => {
+                let format = match format {
+                    ExportFormat::Otf2 => gaspard_export::Format::Otf2,
+                    ExportFormat::Perfetto => gaspard_export::Format::Perfetto,
+                    ExportFormat::Parquet => gaspard_export::Format::Parquet,
+                };
+                // Checked before reading a possibly big trace.
+                if let (Ok(o), Ok(d)) = (output.canonicalize(), dir.canonicalize()) {
+                    if d.starts_with(&o) {
+                        bail!(
+                            "{} holds the trace {}: choose another output",
+                            output.display(),
+                            dir.display()
+                        );
+                    }
+                }
+                if !force && output.symlink_metadata().is_ok() {
+                    bail!(
+                        "{} already exists: choose another output or pass --force to replace it",
+                        output.display()
+                    );
+                }
+                let t = read(&dir)?;
+                if t.streams.is_empty() {
+                    bail!(
+                        "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+                        dir.display()
+                    );
+                }
+                if !t.problems.is_empty() {
+                    eprintln!(
+                        "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+                        t.problems.len()
+                    );
+                }
+                let summary = gaspard_export::export(&t, format, &output, force)?;
+                for line in summary.lines {
+                    writeln!(out, "{line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)

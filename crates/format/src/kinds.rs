@@ -128,6 +128,17 @@ const CAF_RMA: &[(&str, ArgType)] = &[
     ("nbytes", Size),
 ];
 const CAF_AT: &[(&str, ArgType)] = &[("image", Int), ("coarray", Ptr), ("offset", Size)];
+/// One clock synchronization with the reference process (rank or PE 0): the
+/// round trip with the shortest time of a few, its local send and receive
+/// times and the reference's time in between, all in nanoseconds of each
+/// process's own clock; `at_end` is 0 at start-up, 1 before finalization.
+const CLOCK_SYNC: &[(&str, ArgType)] = &[
+    ("root", Int),
+    ("send_ns", Size),
+    ("remote_ns", Size),
+    ("recv_ns", Size),
+    ("at_end", Int),
+];
 const CAF_COLL: &[(&str, ArgType)] = &[("root_image", Int), ("nbytes", Size)];
 
 macro_rules! kinds {
@@ -243,6 +254,7 @@ kinds! {
     GASPARD_MEASUREMENT = 257, "GASPARD_MEASUREMENT", Program, &[("on", Int)], NONE;
     GASPARD_USER = 258, "GASPARD_USER", User, NONE, NONE;
     GASPARD_LOST = 259, "GASPARD_LOST", Program, &[("events", Size), ("first", Ticks), ("last", Ticks)], NONE;
+    GASPARD_CLOCK_SYNC = 260, "GASPARD_CLOCK_SYNC", Program, CLOCK_SYNC, NONE;
 }
 
 #[path = "mpi_kinds.rs"]

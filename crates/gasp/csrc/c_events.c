@@ -13,6 +13,7 @@
  * keeps the tool from measuring itself. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,6 +102,16 @@ static __thread fn_frame *fn_stack __attribute__((tls_model("initial-exec")));
 static __thread unsigned fn_depth __attribute__((tls_model("initial-exec")));
 static int thr_state; /* 0 not read yet, 1 on, 2 off */
 static uint64_t thr_calls, thr_ticks, thr_us;
+
+/* In a forked child, throttling starts over on the forking thread (the only
+ * one left): the child's own trace names the functions it throttles. */
+static NO_INSTRUMENT void throttle_forked(void) {
+  if (fn_stats) memset(fn_stats, 0, FN_SLOTS * sizeof *fn_stats);
+}
+
+__attribute__((constructor)) static NO_INSTRUMENT void throttle_setup(void) {
+  pthread_atfork(NULL, NULL, throttle_forked);
+}
 
 int gaspard_throttle(uint64_t *calls, uint64_t *ticks, uint64_t *us);
 void gaspard_note(const char *msg);

@@ -154,6 +154,51 @@ static int win_world_rank(MPI_Win win, int rank) {
   return cached_rank((const void *)win, rank, win_group);
 }
 
+/* Clock synchronization (Cristian's algorithm): at the end of MPI_Init and
+ * at the start of MPI_Finalize (inside their events), each rank but 0 sends rank 0 a few messages on
+ * a communicator of its own; rank 0 answers each with its time. The round
+ * trip with the shortest time is kept and recorded as a GASPARD_CLOCK_SYNC
+ * event (local send time, rank 0's time, local receive time); the trace
+ * reader corrects each process's times from its first and last. */
+uint64_t gaspard_clock_ns(void);
+#define K_CLOCK_SYNC 260u
+#define SYNC_ROUNDS 8
+#define SYNC_TAG 27301
+static MPI_Comm sync_comm = MPI_COMM_NULL;
+
+static void clock_sync(int at_end) {
+  int up = 0, down = 0, rank = 0, size = 0;
+  PMPI_Initialized(&up);
+  PMPI_Finalized(&down);
+  if (!up || down) return;
+  if (sync_comm == MPI_COMM_NULL && PMPI_Comm_dup(MPI_COMM_WORLD, &sync_comm) != MPI_SUCCESS) {
+    sync_comm = MPI_COMM_NULL;
+    return;
+  }
+  PMPI_Comm_rank(sync_comm, &rank);
+  PMPI_Comm_size(sync_comm, &size);
+  if (rank == 0) {
+    for (int r = 1; r < size; r++)
+      for (int k = 0; k < SYNC_ROUNDS; k++) {
+        uint64_t t = 0;
+        PMPI_Recv(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm, MPI_STATUS_IGNORE);
+        t = gaspard_clock_ns();
+        PMPI_Send(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm);
+      }
+  } else {
+    uint64_t best[5] = {0, 0, 0, 0, (uint64_t)at_end}, rtt = UINT64_MAX;
+    for (int k = 0; k < SYNC_ROUNDS; k++) {
+      uint64_t t = 0, s = gaspard_clock_ns();
+      PMPI_Send(&s, 1, MPI_UINT64_T, 0, SYNC_TAG, sync_comm);
+      PMPI_Recv(&t, 1, MPI_UINT64_T, 0, SYNC_TAG, sync_comm, MPI_STATUS_IGNORE);
+      uint64_t e = gaspard_clock_ns();
+      if (e >= s && e - s < rtt) rtt = e - s, best[1] = s, best[2] = t, best[3] = e;
+    }
+    if (rtt != UINT64_MAX) gaspard_record_event(MODEL_MPI, K_CLOCK_SYNC, 2, NULL, 0, best, 5);
+  }
+  if (at_end) PMPI_Comm_free(&sync_comm);
+}
+
 static void forget_comm(MPI_Comm comm) { forget((const void *)comm); }
 static void forget_win(MPI_Win win) { forget((const void *)win); }
 
@@ -163,6 +208,7 @@ EXPORT int MPI_Init(int *argc, char ***argv) {
   int rec = enter();
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1); }
   int r = PMPI_Init(argc, argv);
+  if (rec && r == MPI_SUCCESS) clock_sync(0);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
@@ -183,6 +229,7 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
     gaspard_record_event(MODEL_MPI, 1025u, 0, NULL, 0, a, 2);
   }
   int r = PMPI_Init_thread(argc, argv, required, provided);
+  if (rec && r == MPI_SUCCESS) clock_sync(0);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank_self());
     a[1] = (uint64_t)(int64_t)(world_size());
@@ -198,6 +245,7 @@ EXPORT int MPI_Finalize(void) {
   uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1); }
+  if (rec) clock_sync(1);
   int r = PMPI_Finalize();
   if (rec) {
     a[0] = cp;
@@ -1263,6 +1311,7 @@ EXPORT void mpi_init_(MPI_Fint *ierr) {
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1);
   pmpi_init_(ierr);
+  if (rec) clock_sync(0);
   a[0] = (uint64_t)(int64_t)world_rank_self(), a[1] = (uint64_t)(int64_t)world_size(), a[2] = cp;
   if (rec) { gaspard_record_event(MODEL_MPI, 1024u, 1, NULL, 0, a, 3); leave(); }
 }
@@ -1274,6 +1323,7 @@ EXPORT void mpi_finalize_(MPI_Fint *ierr) {
   int rec = enter();
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1);
+  if (rec) clock_sync(1);
   pmpi_finalize_(ierr);
   if (rec) { gaspard_record_event(MODEL_MPI, 1026u, 1, NULL, 0, a, 1); leave(); }
 }

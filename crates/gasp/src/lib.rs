@@ -190,6 +190,18 @@ pub extern "C" fn pupc_ticks_now() -> u64 {
     rec::now_ticks()
 }
 
+/// The process's time in nanoseconds as its trace states it (the clock of
+/// its clock references): what the adapters exchange to synchronize the
+/// clocks of processes.
+#[no_mangle]
+pub extern "C" fn gaspard_clock_ns() -> u64 {
+    catch_unwind(|| {
+        ensure_init();
+        rec::reference_ns()
+    })
+    .unwrap_or(0)
+}
+
 /// `pupc_ticks_to_us`: a tick difference in microseconds.
 #[no_mangle]
 pub extern "C" fn pupc_ticks_to_us(ticks: u64) -> c_uint {

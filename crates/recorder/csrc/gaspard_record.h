@@ -105,7 +105,7 @@ typedef struct gaspard_enc {
   uint64_t last_user;
   const char *last_file; /* the last callsite's key, to skip the cache */
   uint32_t last_line, last_col; /* last_line 0xffffffff: none */
-  gaspard_prev_kind prev[128 + 4]; /* kinds 0..127, then 256..259 */
+  gaspard_prev_kind prev[128 + 8]; /* kinds 0..127, then 256..263 */
   gaspard_prev_kind shared[GASPARD_SHARED_SLOTS]; /* kinds from 512, `gen` holding the kind */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
   gaspard_user_slot users[GASPARD_USER_SLOTS];
@@ -265,7 +265,7 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   } else {
     /* Emptied by gaspard_enc_reset at each chunk. */
-    gaspard_prev_kind *s = &e->prev[kind < 128 ? kind : 128 + ((kind - 256) & 3)];
+    gaspard_prev_kind *s = &e->prev[kind < 128 ? kind : 128 + ((kind - 256) & 7)];
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   }
   unsigned same = 0;

@@ -98,3 +98,32 @@ pub fn ticks_per_us() -> f64 {
     }
     r
 }
+
+/// An artificial error of this process's clock, for testing clock
+/// synchronization (`GASPARD_CLOCK_SKEW_NS`, `GASPARD_CLOCK_DRIFT_PPM`):
+/// nanoseconds added, and parts per billion of the time since `SKEW_FROM`.
+static SKEW_NS: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+static DRIFT_PPB: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+static SKEW_FROM: AtomicU64 = AtomicU64::new(0);
+
+/// Makes this process's clock wrong on purpose by `skew_ns` plus `drift_ppm`
+/// parts per million of the time elapsed since now.
+pub(crate) fn set_skew(skew_ns: i64, drift_ppm: f64) {
+    SKEW_FROM.store(monotonic_ns(), Ordering::Relaxed);
+    SKEW_NS.store(skew_ns, Ordering::Relaxed);
+    DRIFT_PPB.store((drift_ppm * 1000.0) as i64, Ordering::Relaxed);
+}
+
+/// The process's time in nanoseconds, as its trace states it: the time of
+/// every clock reference (ticks to nanoseconds) and of clock
+/// synchronizations. CLOCK_MONOTONIC, plus the artificial error if one is set.
+pub fn reference_ns() -> u64 {
+    let m = monotonic_ns();
+    let skew = SKEW_NS.load(Ordering::Relaxed);
+    let ppb = DRIFT_PPB.load(Ordering::Relaxed);
+    if skew == 0 && ppb == 0 {
+        return m;
+    }
+    let since = m.saturating_sub(SKEW_FROM.load(Ordering::Relaxed)) as i128;
+    (m as i128 + skew as i128 + since * ppb as i128 / 1_000_000_000).max(0) as u64
+}

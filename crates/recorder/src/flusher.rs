@@ -124,8 +124,14 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         seq: 0,
         failed: false,
     });
-    if p.flush_delay_ms > 0 && !p.finalizing.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(p.flush_delay_ms));
+    if p.flush_delay_ms > 0 {
+        // In steps, so that the end of the program cuts the wait short: a
+        // delay longer than the run holds every buffer until then.
+        let until =
+            clock::monotonic_ns().saturating_add(p.flush_delay_ms.saturating_mul(1_000_000));
+        while !p.finalizing.load(Ordering::Relaxed) && clock::monotonic_ns() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
     let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
     let events = u64::from(buf.events);
@@ -137,7 +143,7 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         base_ts: buf.base_ts,
         last_ts: buf.last_ts,
         ref_ticks: clock::now_ticks(),
-        ref_ns: clock::monotonic_ns(),
+        ref_ns: clock::reference_ns(),
         ..Default::default()
     };
     let head = header.to_bytes(payload);
@@ -249,7 +255,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
         command: p.command.clone(),
         start_unix_ns: p.start_unix_ns,
         clock: if clock::is_tsc() { "tsc" } else { "monotonic" }.into(),
-        clock_refs: vec![p.clock_ref, (clock::now_ticks(), clock::monotonic_ns())],
+        clock_refs: vec![p.clock_ref, (clock::now_ticks(), clock::reference_ns())],
         realtime_ref: p.realtime_ref,
         pts_bytes: p.pts_bytes,
         streams: p.streams.lock().unwrap_or_else(|e| e.into_inner()).clone(),

@@ -21,7 +21,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-pub use clock::{monotonic_ns, now_ticks, ticks_per_us};
+pub use clock::{monotonic_ns, now_ticks, reference_ns, ticks_per_us};
 pub use process::{create_user_event, options_from_args, Options, UserEventRange};
 
 /// The context the C hot path writes through; mirrors `gaspard_ctx`.
@@ -68,6 +68,12 @@ extern "C" {
         n: u32,
         checked: i32,
     );
+}
+
+/// The address of the calling thread's TLS marker (the owner of its contexts).
+fn gaspard_tls_marker_addr_safe() -> *const c_void {
+    // SAFETY: a plain C function returning an address.
+    unsafe { gaspard_tls_marker_addr() }
 }
 
 /// The chunk bookkeeping of a context's encoder.
@@ -216,7 +222,7 @@ pub fn set_measurement(c: *mut Ctx, value: i32) -> i32 {
 /// Flushes everything recorded so far and writes the manifest as complete.
 /// Called at exit; safe to call more than once.
 pub fn finish() {
-    if let Some(p) = process::get() {
+    if let Some(p) = process::started() {
         p.finish();
     }
 }

@@ -53,6 +53,16 @@ pub struct Options {
     /// Profile-only mode (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes
     /// per event name and callsite are kept, not the events.
     pub profile_only: bool,
+    /// Testing aid: nanoseconds added to this process's clock
+    /// (`GASPARD_CLOCK_SKEW_NS`), to see clock synchronization correct it.
+    pub clock_skew_ns: i64,
+    /// Testing aid: parts per million this process's clock runs fast
+    /// (`GASPARD_CLOCK_DRIFT_PPM`, negative: slow).
+    pub clock_drift_ppm: f64,
+    /// Testing aid: the rank (`OMPI_COMM_WORLD_RANK`, `PMIX_RANK` or
+    /// `PMI_RANK`) whose clock gets the skew and drift
+    /// (`GASPARD_CLOCK_SKEW_RANK`); every process's when unset.
+    pub clock_skew_rank: Option<u32>,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -80,6 +90,9 @@ impl Default for Options {
             flush_delay_ms: 0,
             throttle: Some((100_000, 10)),
             profile_only: false,
+            clock_skew_ns: 0,
+            clock_drift_ppm: 0.0,
+            clock_skew_rank: None,
             command,
             warnings: Vec::new(),
         };
@@ -152,6 +165,24 @@ impl Options {
                     "gaspard: ignoring profile-only={v}: expected 1 or 0"
                 )),
             },
+            "clock-skew-ns" => match v.parse() {
+                Ok(n) => self.clock_skew_ns = n,
+                Err(_) => self.warnings.push(format!(
+                    "gaspard: ignoring clock-skew-ns={v}: expected nanoseconds"
+                )),
+            },
+            "clock-drift-ppm" => match v.parse::<f64>() {
+                Ok(n) if n.is_finite() && n.abs() < 1e5 => self.clock_drift_ppm = n,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring clock-drift-ppm={v}: expected parts per million"
+                )),
+            },
+            "clock-skew-rank" => match v.parse() {
+                Ok(n) => self.clock_skew_rank = Some(n),
+                Err(_) => self.warnings.push(format!(
+                    "gaspard: ignoring clock-skew-rank={v}: expected a rank"
+                )),
+            },
             "clock" => match v {
                 "tsc" | "monotonic" => self.clock = Some(v.to_string()),
                 _ => self.warnings.push(format!(
@@ -193,7 +224,7 @@ pub struct UserEventRange {
     pub end: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct UserEntry {
     pub(crate) id: u32,
     pub(crate) name: String,
@@ -242,13 +273,30 @@ pub(crate) struct Process {
 
 static PROCESS: OnceLock<Option<Process>> = OnceLock::new();
 
+/// The process state of a forked child, made by the child handler: it
+/// replaces the parent's (which the child keeps untouched, never flushed).
+static CHILD: AtomicPtr<Process> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The process state in effect, without starting anything.
+fn current() -> Option<&'static Process> {
+    let c = CHILD.load(Ordering::Acquire);
+    if !c.is_null() {
+        // SAFETY: made by Box::leak in the child handler, never freed.
+        return Some(unsafe { &*c });
+    }
+    PROCESS.get().and_then(Option::as_ref)
+}
+
 /// The process state, initialised with the environment's options if nobody
 /// initialised it first. `None` when recording is impossible (no directory)
-/// or stopped (in a forked child).
+/// or stopped (in a forked child that could not set up its own recording).
 pub(crate) fn get() -> Option<&'static Process> {
-    let p = PROCESS
-        .get_or_init(|| Process::new(Options::default()))
-        .as_ref()?;
+    let p = match current() {
+        Some(p) => p,
+        None => PROCESS
+            .get_or_init(|| Process::new(Options::default()))
+            .as_ref()?,
+    };
     if p.forked.load(Ordering::Relaxed) {
         return None;
     }
@@ -256,9 +304,23 @@ pub(crate) fn get() -> Option<&'static Process> {
     Some(p)
 }
 
+/// The process state if it has started recording (its flusher runs):
+/// for exit and signal handlers, which must not start anything.
+pub(crate) fn started() -> Option<&'static Process> {
+    current().filter(|p| p.flusher_thread.get().is_some() && !p.forked.load(Ordering::Relaxed))
+}
+
 pub(crate) fn init(opts: Options) -> Option<&'static Process> {
     PROCESS.get_or_init(|| Process::new(opts));
     get()
+}
+
+/// This process's rank as its launcher gives it (Open MPI's `mpirun` and
+/// `oshrun`, PMIx, PMI).
+fn launcher_rank() -> Option<u32> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok()?.parse().ok())
 }
 
 fn hostname() -> String {
@@ -278,6 +340,13 @@ impl Process {
             eprintln!("{w}");
         }
         clock::set_tsc(clock::choose_tsc(opts.clock.as_deref()));
+        if (opts.clock_skew_ns != 0 || opts.clock_drift_ppm != 0.0)
+            && opts
+                .clock_skew_rank
+                .is_none_or(|r| launcher_rank() == Some(r))
+        {
+            clock::set_skew(opts.clock_skew_ns, opts.clock_drift_ppm);
+        }
         let start_unix_ns = clock::realtime_ns();
         let dir = opts.dir.clone().unwrap_or_else(|| {
             let prog = opts
@@ -302,8 +371,8 @@ impl Process {
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u32;
         let ticks = clock::now_ticks();
-        let mono = clock::monotonic_ns();
-        clock::set_reference(ticks, mono);
+        clock::set_reference(ticks, clock::monotonic_ns());
+        let mono = clock::reference_ns();
         let buffer_bytes = opts.buffer_kb * 1024;
         Some(Process {
             prefix: format!("{}-{pid}", host.replace(['/', ' '], "_")),
@@ -360,31 +429,118 @@ impl Process {
         }
         flusher::make_reserve(self);
         flusher::write_manifest(self, "running");
-        extern "C" fn at_exit() {
-            crate::finish();
-        }
-        extern "C" fn in_child() {
-            if let Some(Some(p)) = PROCESS.get() {
-                // The child has no flusher thread: stop recording rather than fill
-                // buffers nobody drains.
-                p.forked.store(true, Ordering::SeqCst);
-                for i in 0..p.nctx.load(Ordering::Relaxed).min(MAX_CONTEXTS) {
-                    // SAFETY: a published slot; the child is single-threaded here.
-                    unsafe {
-                        let c = ctx_slot(i);
-                        (*c).on = 0;
-                        (*c).cur = std::ptr::null_mut();
-                        (*c).end = std::ptr::null_mut();
-                    }
+        static HANDLERS: std::sync::Once = std::sync::Once::new();
+        HANDLERS.call_once(|| {
+            extern "C" fn at_exit() {
+                crate::finish();
+            }
+            extern "C" fn in_child() {
+                forked_child();
+            }
+            // SAFETY: registering plain extern "C" functions with libc.
+            unsafe {
+                libc::atexit(at_exit);
+                libc::pthread_atfork(None, None, Some(in_child));
+            }
+            crate::signals::install();
+        });
+    }
+
+    /// The state of a forked child (the calling thread, the only one left):
+    /// the same options and directory; its own pid, file names, clock
+    /// references, buffers, counters, notes and flusher (started on first
+    /// use); the contexts of the calling thread kept, as streams of its own,
+    /// without what the parent had recorded in them; the other threads'
+    /// contexts dead. User events are kept (the child goes on using them).
+    fn for_child(&self) -> Process {
+        // SAFETY: getpid and getppid have no preconditions.
+        let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::syscall(libc::SYS_gettid) } as u64;
+        let prefix = format!("{}-{pid}", self.host.replace(['/', ' '], "_"));
+        let me = crate::gaspard_tls_marker_addr_safe();
+        let nctx = self.contexts();
+        let mut streams = Vec::new();
+        for i in 0..nctx {
+            let c = ctx_slot(i);
+            // SAFETY: a published slot; in the child no other thread exists.
+            unsafe {
+                let st = (*c).rs.cast::<CtxState>();
+                let mine = (*c).owner == me;
+                (*c).cur = std::ptr::null_mut();
+                (*c).end = std::ptr::null_mut();
+                (*c).unknown_tags = 0;
+                (*c).filtered = 0;
+                if !st.is_null() {
+                    // The buffer holds the parent's events: the parent writes them.
+                    (*st).buf = std::ptr::null_mut();
+                    (*st).dropped = 0;
+                    (*st).drop_first = 0;
+                    (*st).drop_last = 0;
+                    (*st).lock.store(0, Ordering::Relaxed);
+                }
+                if mine {
+                    streams.push(StreamEntry {
+                        id: i as u32,
+                        file: format!("{prefix}-{i}.gst"),
+                        model: (*c).model,
+                        tid,
+                        thread: streams.len() as u32,
+                    });
+                } else {
+                    // A thread that does not exist in the child.
+                    (*c).on = 0;
+                    (*c).owner = std::ptr::null();
                 }
             }
         }
-        // SAFETY: registering plain extern "C" functions with libc.
-        unsafe {
-            libc::atexit(at_exit);
-            libc::pthread_atfork(None, None, Some(in_child));
+        let users = match self.users.try_lock() {
+            Ok(u) => u.clone(),
+            Err(std::sync::TryLockError::Poisoned(u)) => u.into_inner().clone(),
+            // Held by a thread that is gone: start without the definitions.
+            Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
+        };
+        let start_unix_ns = clock::realtime_ns();
+        let ticks = clock::now_ticks();
+        let mono = clock::reference_ns();
+        let threads = streams.len() as u32;
+        Process {
+            dir: self.dir.clone(),
+            prefix,
+            host: self.host.clone(),
+            pid,
+            command: self.command.clone(),
+            pts_bytes: self.pts_bytes,
+            start_unix_ns,
+            clock_ref: (ticks, mono),
+            realtime_ref: (mono, start_unix_ns),
+            buffer_bytes: self.buffer_bytes,
+            max_buffers: self.max_buffers,
+            on_full: self.on_full,
+            flush_delay_ms: self.flush_delay_ms,
+            throttle: self.throttle,
+            profile_only: self.profile_only,
+            queue: AtomicPtr::new(std::ptr::null_mut()),
+            free: Mutex::new(Vec::new()),
+            allocated: AtomicUsize::new(0),
+            nctx: AtomicUsize::new(nctx),
+            streams: Mutex::new(streams),
+            users: Mutex::new(users),
+            requested: AtomicU64::new(0),
+            done: AtomicU64::new(0),
+            finalizing: AtomicBool::new(false),
+            flusher_tid: AtomicI32::new(0),
+            flusher_thread: OnceLock::new(),
+            events: AtomicU64::new(0),
+            lost: AtomicU64::new(0),
+            bad_contexts: AtomicU64::new(0),
+            notes: Mutex::new(vec![format!(
+                "forked from process {}-{ppid}: this process's events are those after the fork",
+                self.host.replace(['/', ' '], "_")
+            )]),
+            forked: AtomicBool::new(false),
+            threads: AtomicU32::new(threads),
         }
-        crate::signals::install();
     }
 
     pub(crate) fn wake_flusher(&self) {
@@ -725,6 +881,31 @@ impl Process {
     }
 }
 
+/// The child side of fork(): recording goes on in the child's own streams.
+fn forked_child() {
+    let Some(old) = current() else { return };
+    if old.forked.load(Ordering::Relaxed) {
+        return;
+    }
+    let child = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| old.for_child()));
+    match child {
+        Ok(p) => CHILD.store(Box::into_raw(Box::new(p)), Ordering::Release),
+        Err(_) => {
+            // Stop recording rather than fill buffers nobody drains.
+            old.forked.store(true, Ordering::SeqCst);
+            for i in 0..old.contexts() {
+                // SAFETY: a published slot; the child is single-threaded here.
+                unsafe {
+                    let c = ctx_slot(i);
+                    (*c).on = 0;
+                    (*c).cur = std::ptr::null_mut();
+                    (*c).end = std::ptr::null_mut();
+                }
+            }
+        }
+    }
+}
+
 /// Creates (or finds, by name) a user event. Returns its id and the schema
 /// the C side reads its varargs by (null: no arguments are read).
 pub fn create_user_event(
@@ -787,5 +968,28 @@ mod tests {
         assert_eq!(o.dir, Some(PathBuf::from("/tmp/x")));
         assert_eq!(o.on_full, OnFull::Drop);
         assert!(o.warnings.iter().any(|w| w.contains("bogus")));
+    }
+
+    #[test]
+    fn clock_test_knobs() {
+        let mut a: Vec<String> = [
+            "prog",
+            "--gaspard-clock-skew-ns=-2500",
+            "--gaspard-clock-drift-ppm=12.5",
+            "--gaspard-clock-skew-rank=3",
+            "--gaspard-clock-drift-ppm=fast",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let o = options_from_args(&mut a);
+        assert_eq!(a, vec!["prog"]);
+        assert_eq!(o.clock_skew_ns, -2500);
+        assert_eq!(o.clock_drift_ppm, 12.5);
+        assert_eq!(o.clock_skew_rank, Some(3));
+        assert!(o
+            .warnings
+            .iter()
+            .any(|w| w.contains("clock-drift-ppm=fast")));
     }
 }

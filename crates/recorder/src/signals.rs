@@ -47,7 +47,7 @@ pub(crate) fn name(sig: i32) -> &'static str {
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _uctx: *mut libc::c_void) {
     if !HANDLING.swap(true, Ordering::SeqCst) {
         CRASH_SIGNAL.store(sig, Ordering::SeqCst);
-        if let Some(p) = crate::process::get() {
+        if let Some(p) = crate::process::started() {
             // Only atomics, nanosleep and the lock-free queue from here: no allocation.
             p.crash_flush();
         }

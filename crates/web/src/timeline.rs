@@ -94,11 +94,15 @@ fn class_of(kind: u16, user: bool) -> u8 {
     }
 }
 
-/// gaspard's own events (start-up, measurement on/off, losses), not the program's.
+/// gaspard's own events (start-up, measurement on/off, losses, clock
+/// measurements), not the program's.
 fn is_tool(kind: u16) -> bool {
     matches!(
         kind,
-        kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+        kinds::GASPARD_INIT
+            | kinds::GASPARD_MEASUREMENT
+            | kinds::GASPARD_LOST
+            | kinds::GASPARD_CLOCK_SYNC
     )
 }
 

@@ -70,8 +70,18 @@ pub fn finding_kinds(r: &Value) -> Vec<String> {
 /// launchers, each launch with its own session directory (concurrent launches
 /// race creating a shared one). Returns the trace directory and the output.
 pub fn gaspard_run(dir: &Path, cmd: &[&str]) -> (std::path::PathBuf, std::process::Output) {
+    gaspard_run_with(dir, cmd, &[])
+}
+
+/// [`gaspard_run`] with more environment variables.
+pub fn gaspard_run_with(
+    dir: &Path,
+    cmd: &[&str],
+    vars: &[(&str, &str)],
+) -> (std::path::PathBuf, std::process::Output) {
     let trace = dir.join("trace");
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .envs(vars.iter().copied())
         .arg("run")
         .arg("-o")
         .arg(&trace)

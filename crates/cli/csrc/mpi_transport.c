@@ -1,0 +1,59 @@
+/* The MPI calls of `gaspard report --mpi`: start-up, rank and size, and
+ * point-to-point transfers of byte buffers of any length to rank 0 (in
+ * pieces of at most 1 GiB, MPI counts being ints). Called from one thread. */
+#include <mpi.h>
+#include <stdint.h>
+#include <string.h>
+
+#define TAG 0x6770 /* "gp" */
+#define PIECE ((uint64_t)1 << 30)
+
+static int started_here;
+
+int gaspard_mpi_init(int *rank, int *size) {
+  int inited = 0, provided = 0;
+  MPI_Initialized(&inited);
+  if (!inited) {
+    if (MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) return -1;
+    started_here = 1;
+  }
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  if (MPI_Comm_rank(MPI_COMM_WORLD, rank) != MPI_SUCCESS) return -1;
+  if (MPI_Comm_size(MPI_COMM_WORLD, size) != MPI_SUCCESS) return -1;
+  return 0;
+}
+
+int gaspard_mpi_send_to_root(const uint8_t *buf, uint64_t len) {
+  if (MPI_Send(&len, 1, MPI_UINT64_T, 0, TAG, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+  for (uint64_t off = 0; off < len; off += PIECE) {
+    uint64_t n = len - off < PIECE ? len - off : PIECE;
+    if (MPI_Send(buf + off, (int)n, MPI_BYTE, 0, TAG, MPI_COMM_WORLD) != MPI_SUCCESS) return -1;
+  }
+  return 0;
+}
+
+int gaspard_mpi_recv_len(int from, uint64_t *len) {
+  return MPI_Recv(len, 1, MPI_UINT64_T, from, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) ==
+                 MPI_SUCCESS
+             ? 0
+             : -1;
+}
+
+int gaspard_mpi_recv(int from, uint8_t *buf, uint64_t len) {
+  for (uint64_t off = 0; off < len; off += PIECE) {
+    uint64_t n = len - off < PIECE ? len - off : PIECE;
+    if (MPI_Recv(buf + off, (int)n, MPI_BYTE, from, TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE) !=
+        MPI_SUCCESS)
+      return -1;
+  }
+  return 0;
+}
+
+/* Waits for every rank (so none ends while another still sends). */
+int gaspard_mpi_barrier(void) { return MPI_Barrier(MPI_COMM_WORLD) == MPI_SUCCESS ? 0 : -1; }
+
+void gaspard_mpi_finalize(void) {
+  if (started_here) MPI_Finalize();
+}
+
+void gaspard_mpi_abort(int code) { MPI_Abort(MPI_COMM_WORLD, code); }

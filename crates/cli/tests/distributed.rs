@@ -1,0 +1,200 @@
+//! `mpirun -np N gaspard report DIR --mpi`: the ranks share the reading of a
+//! trace and the report is the one `gaspard report DIR` prints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+mod common;
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+
+/// Traces of bundled examples recorded with the real launchers: MPI one-sided
+/// at 4 ranks, OpenSHMEM heat at 3 PEs (callsites found from code addresses)
+/// and Coarray Fortran Jacobi at 2 images (coarray events recognised).
+fn traces(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for (name, compiler, src, cmd, args) in [
+        (
+            "mpi",
+            "mpicc",
+            "examples/mpi/rma_halo.c",
+            ["mpirun", "-np", "4"],
+            &["20"][..],
+        ),
+        (
+            "shmem",
+            "oshcc",
+            "examples/shmem/heat.c",
+            ["oshrun", "-np", "3"],
+            &["20"][..],
+        ),
+        (
+            "caf",
+            "caf",
+            "examples/caf/jacobi.f90",
+            ["cafrun", "-np", "2"],
+            &[][..],
+        ),
+    ] {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        let exe = d.join("prog");
+        let st = Command::new(compiler)
+            .arg("-g")
+            .arg(Path::new(ROOT).join(src))
+            .arg("-o")
+            .arg(&exe)
+            .status()
+            .unwrap();
+        assert!(st.success(), "{compiler} {src}");
+        let mut full: Vec<&str> = cmd.to_vec();
+        full.push("--oversubscribe");
+        if name != "caf" {
+            full.extend(["--mca", "osc", "^rdma"]);
+        }
+        full.push(exe.to_str().unwrap());
+        full.extend(args);
+        let (trace, _) = common::gaspard_run(&d, &full);
+        out.push(trace);
+    }
+    out
+}
+
+/// `gaspard report ARGS`, under `mpirun -np NP` when `np` is given, killed
+/// after two minutes (a rank waiting forever is a failure, not a hang).
+fn report(dir: &Path, np: Option<usize>, args: &[&str]) -> Output {
+    let gaspard = env!("CARGO_BIN_EXE_gaspard");
+    let mut c = match np {
+        Some(n) => {
+            let mut c = Command::new("mpirun");
+            c.args(["-np", &n.to_string(), "--oversubscribe", gaspard]);
+            c
+        }
+        None => Command::new(gaspard),
+    };
+    c.arg("report")
+        .args(args)
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_orte_tmpdir_base", dir)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let child = c.spawn().unwrap();
+    let start = Instant::now();
+    let id = child.id();
+    let watchdog = std::thread::spawn(move || {
+        while start.elapsed() < Duration::from_secs(120) {
+            std::thread::sleep(Duration::from_millis(200));
+            // SAFETY: signal 0 only asks whether the process exists.
+            if unsafe { libc_kill(id as i32, 0) } != 0 {
+                return false;
+            }
+        }
+        // SAFETY: ends the launcher that has run for too long.
+        unsafe { libc_kill(id as i32, 9) };
+        true
+    });
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        !watchdog.join().unwrap(),
+        "gaspard report {args:?} (np {np:?}) hung"
+    );
+    out
+}
+
+extern "C" {
+    #[link_name = "kill"]
+    fn libc_kill(pid: i32, sig: i32) -> i32;
+}
+
+#[test]
+fn the_ranks_report_what_one_process_reports() {
+    let dir = common::tmpdir("distributed-same");
+    for trace in traces(&dir) {
+        let t = trace.to_str().unwrap();
+        for args in [vec![t, "--json"], vec![t]] {
+            let serial = report(&dir, None, &args);
+            assert!(serial.status.success());
+            let mut with = args.clone();
+            with.push("--mpi");
+            for np in [1, 2, 3] {
+                let out = report(&dir, Some(np), &with);
+                assert!(
+                    out.status.success(),
+                    "np {np}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                assert!(
+                    out.stdout == serial.stdout,
+                    "np {np}, {args:?}: the report differs from the serial one"
+                );
+            }
+            if args.len() == 2 {
+                // The report is about the program: events, processes, findings.
+                let v: serde_json::Value = serde_json::from_slice(&serial.stdout).unwrap();
+                assert!(v["processes"].as_u64().unwrap() >= 2, "{}", v["processes"]);
+                assert!(v["events"].as_u64().unwrap() > 100);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_damaged_trace_gives_the_same_problems() {
+    let dir = common::tmpdir("distributed-damaged");
+    let trace = traces(&dir).remove(0);
+    // Cut one stream file in its middle and remove another process's manifest.
+    let mut gst: Vec<PathBuf> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gst"))
+        .collect();
+    gst.sort();
+    let len = std::fs::metadata(&gst[0]).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&gst[0])
+        .unwrap();
+    f.set_len(len / 2).unwrap();
+    let mut manifests: Vec<PathBuf> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "manifest"))
+        .collect();
+    manifests.sort();
+    std::fs::remove_file(manifests.last().unwrap()).unwrap();
+    let t = trace.to_str().unwrap();
+    let serial = report(&dir, None, &[t, "--json"]);
+    assert!(serial.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&serial.stdout).unwrap();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("no manifest")),
+        "{problems:?}"
+    );
+    assert!(problems.len() >= 2, "{problems:?}");
+    let out = report(&dir, Some(2), &[t, "--json", "--mpi"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == serial.stdout,
+        "the damaged trace's report differs"
+    );
+}
+
+#[test]
+fn a_missing_directory_is_an_error_on_every_rank() {
+    let dir = common::tmpdir("distributed-missing");
+    let missing = dir.join("no-such-trace");
+    let out = report(&dir, Some(2), &[missing.to_str().unwrap(), "--mpi"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(out.stdout.is_empty());
+}
