@@ -85,7 +85,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Count and time events per event name, per callsite and per thread.
+    /// What slows the program: findings (most severe first), time per thread
+    /// (computation, synchronization, communication), load balance, wait
+    /// states, locks, who talks to whom, shared objects in blocks, and count,
+    /// time and bytes per event name, callsite and thread.
     ///
     /// Also: findings, time per thread, load balance, communication
     /// matrices, shared objects in blocks, waits and locks. Times are
@@ -105,8 +108,9 @@ enum Command {
         /// Share the reading among the ranks of an MPI job:
         /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
         /// and decodes the stream files of its share of the recorded
-        /// processes; rank 0 gathers them, analyses and prints the report,
-        /// the same as without --mpi.
+        /// processes and computes their profiles; rank 0 gathers them, runs
+        /// the analyses that relate threads to one another and prints the
+        /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
     },
