@@ -85,10 +85,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// What slows the program: findings (most severe first), time per thread
-    /// (computation, synchronization, communication), load balance, wait
-    /// states, locks, who talks to whom, shared objects in blocks, and count,
-    /// time and bytes per event name, callsite and thread.
+    /// What slows the program: findings, time per thread, balance, waits,
+    /// communication, shared blocks, profiles.
+    ///
+    /// Findings (most severe first, with their source lines and advice), each
+    /// thread's time in computation, synchronization and communication, load
+    /// balance at barriers, wait states, locks, who talks to whom, shared
+    /// objects in blocks (false sharing, producer-consumer), and count, time
+    /// and bytes per event name, callsite and thread.
     ///
     /// Also: findings, time per thread, load balance, communication
     /// matrices, shared objects in blocks, waits and locks. Times are
