@@ -85,7 +85,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Count and time events per event name, per callsite and per thread.
+    /// What slows the program: findings, time per thread, balance, waits,
+    /// communication, shared blocks, profiles.
+    ///
+    /// Findings (most severe first, with their source lines and advice), each
+    /// thread's time in computation, synchronization and communication, load
+    /// balance at barriers, wait states, locks, who talks to whom, shared
+    /// objects in blocks (false sharing, producer-consumer), and count, time
+    /// and bytes per event name, callsite and thread.
     ///
     /// Also: findings, time per thread, load balance, communication
     /// matrices, shared objects in blocks, waits and locks. Times are
@@ -111,8 +118,9 @@ enum Command {
         /// Share the reading among the ranks of an MPI job:
         /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
         /// and decodes the stream files of its share of the recorded
-        /// processes; rank 0 gathers them, analyses and prints the report,
-        /// the same as without --mpi.
+        /// processes and computes their profiles; rank 0 gathers them, runs
+        /// the analyses that relate threads to one another and prints the
+        /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
     },
