@@ -336,6 +336,9 @@ fn heat_in_the_browser_served_and_as_a_file() {
     check_timeline_click(&b);
     check_finding_click(&b, &r, false);
     screenshot(&b, "heat-file");
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -477,6 +480,9 @@ fn mpi_matrix_and_block_map() {
         assert!(peers.as_u64().unwrap() > 0);
         screenshot(&b, name);
     }
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -602,6 +608,9 @@ fn view_serves_only_its_own_routes() {
             "{listening:?}"
         );
     }
+    // Kept when the test fails, for a look.
+    drop(v);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const MARKUP_PROGRAM: &str = r#"
@@ -701,6 +710,9 @@ fn markup_from_the_program_stays_text() {
         }
         screenshot(&b, name);
     }
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -744,4 +756,6 @@ fn clear_errors_for_bad_arguments() {
         err.contains(&format!("cannot listen on 127.0.0.1:{port}")),
         "{err}"
     );
+    // Kept when the test fails, for a look.
+    let _ = std::fs::remove_dir_all(&dir);
 }
