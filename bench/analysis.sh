@@ -44,7 +44,18 @@ for ((r = 0; r < REPEATS; r++)); do
 done
 N=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$WORK/report.json")
 
-python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" <<'EOF'
+# The peer: OTF2's C reader on the same events (`gaspard export --format
+# otf2`), read location by location with counting callbacks.
+say "== OTF2 reader, $REPEATS runs"
+# shellcheck disable=SC2046
+cc -O2 -Wall $(pkg-config --cflags otf2) bench/otf2_read.c -o "$BIN/otf2_read" $(pkg-config --libs otf2)
+"$ROOT/target/release/gaspard" export "$WORK/trace" --format otf2 -o "$WORK/otf2" >&2
+: >"$WORK/otf2_times"
+for ((r = 0; r < REPEATS; r++)); do
+  "$BIN/otf2_read" "$WORK/otf2/traces.otf2" >>"$WORK/otf2_times"
+done
+
+python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" <<'EOF'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 n, procs, threads, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -62,4 +73,21 @@ print()
 print("| events | wall (median) | CPU (median) | events/s (wall) | events/s per CPU second | peak memory |")
 print("|---|---|---|---|---|---|")
 print(f"| {n:,} | {wall:.2f} s | {cpu:.2f} s | {n / wall / 1e6:.2f} M | {n / cpu / 1e6:.2f} M | {rss:.0f} MiB ({rss * 1048576 / n:.0f} bytes/event) |")
+otf2 = [dict(kv.split("=") for kv in l.split()) for l in open(sys.argv[9]) if l.strip()]
+if otf2:
+    ev = int(otf2[0]["events"])
+    secs = statistics.median(float(o["seconds"]) for o in otf2)
+    ours = n / cpu
+    theirs = ev / secs
+    print()
+    print("The peer: OTF2's C reader (`bench/otf2_read.c`: location by location, no merge in time order,")
+    print("Enter/Leave callbacks that count) on `gaspard export --format otf2` of the same trace, one")
+    print(f"thread, event reading only (median of {len(otf2)} runs). The archive holds Enter/Leave records")
+    print("without the events' arguments, so the reader does less than gaspard, which decodes every")
+    print("argument and then analyses.")
+    print()
+    print("| | events | events/s per CPU second | gaspard / OTF2 | target (at least 5x) |")
+    print("|---|---|---|---|---|")
+    print(f"| OTF2 reader | {ev:,} | {theirs / 1e6:.1f} M | | |")
+    print(f"| gaspard report (read + every analysis) | {n:,} | {ours / 1e6:.2f} M | {ours / theirs:.2f}x | {'met' if ours >= 5 * theirs else '**not met**'} |")
 EOF

@@ -283,7 +283,10 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
     let tool_kind = |k: u16| {
         matches!(
             k,
-            kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+            kinds::GASPARD_INIT
+                | kinds::GASPARD_MEASUREMENT
+                | kinds::GASPARD_LOST
+                | kinds::GASPARD_CLOCK_SYNC
         )
     };
     for e in &s.events {

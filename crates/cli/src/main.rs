@@ -89,7 +89,14 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Count and time events per event name, per callsite and per thread.
+    /// What slows the program: findings, time per thread, balance, waits,
+    /// communication, shared blocks, profiles.
+    ///
+    /// Findings (most severe first, with their source lines and advice), each
+    /// thread's time in computation, synchronization and communication, load
+    /// balance at barriers, wait states, locks, who talks to whom, shared
+    /// objects in blocks (false sharing, producer-consumer), and count, time
+    /// and bytes per event name, callsite and thread.
     ///
     /// Also: findings, time per thread, load balance, communication
     /// matrices, shared objects in blocks, waits and locks. Times are
@@ -104,6 +111,12 @@ enum Command {
         /// JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Also write the browser view as one self-contained HTML file
+        /// (timeline, time per thread, communication matrix, blocks of shared
+        /// objects, findings, profiles; no network needed to open it).
+        /// Not with --mpi.
+        #[arg(long, value_name = "FILE", conflicts_with = "mpi")]
+        html: Option<PathBuf>,
         /// Bytes per block of shared objects, for the false-sharing and
         /// producer-consumer analyses (default: a page).
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
@@ -112,10 +125,31 @@ enum Command {
         /// Share the reading among the ranks of an MPI job:
         /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
         /// and decodes the stream files of its share of the recorded
-        /// processes; rank 0 gathers them, analyses and prints the report,
-        /// the same as without --mpi.
+        /// processes and computes their profiles; rank 0 gathers them, runs
+        /// the analyses that relate threads to one another and prints the
+        /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
+    },
+    /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
+    ///
+    /// The view: a timeline per thread (mouse wheel zooms, dragging pans,
+    /// a click shows the event and its source line; communication drawn as
+    /// arrows), time per thread, the communication matrix, the blocks of each
+    /// shared object per epoch, the findings (each one shows its place in the
+    /// timeline) and sortable profiles. The URL comes as soon as the trace
+    /// is read and its timeline built; the other views follow when the
+    /// report is computed. Runs until interrupted (Ctrl-C).
+    View {
+        /// Trace directory.
+        dir: PathBuf,
+        /// Port on 127.0.0.1 (default: a free one).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+        /// Bytes per block of shared objects (default: a page).
+        #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        block_size: u64,
     },
     /// Who read and who wrote each block of each shared object, epoch by
     /// epoch (epochs are the intervals between barriers).
@@ -152,6 +186,52 @@ enum Command {
         #[arg(long)]
         keep_order: bool,
     },
+    /// Write a trace in a format other tools read: OTF2 (Vampir, Scalasca),
+    /// Perfetto (ui.perfetto.dev) or Parquet (DuckDB, pandas).
+    ///
+    /// otf2: OUT is an OTF2 archive directory (open OUT/traces.otf2): a
+    /// location per thread, a location group per process, a region per event
+    /// name and callsite, a communicator per model, an RMA window per shared
+    /// object. Enter/Leave for every START/END; MpiSend/MpiRecv for blocking
+    /// MPI messages, MpiIsend/MpiIrecv and their completions for non-blocking
+    /// ones; MpiCollectiveBegin/End for collectives and barriers (MPI and
+    /// OpenSHMEM); RmaPut/RmaGet/RmaAtomic and RmaOpCompleteBlocking for
+    /// one-sided operations; window creation, fences and locks of MPI
+    /// windows.
+    ///
+    /// perfetto: OUT is one protobuf file: a track per process and thread, a
+    /// slice per START/END pair, flows from each send to its receive and from
+    /// each one-sided access to an instant on its target's track.
+    ///
+    /// parquet: OUT is a directory holding events.parquet (one row per event)
+    /// and communication.parquet (one row per MPI or OpenSHMEM operation with
+    /// a peer).
+    ///
+    /// An existing OUT is replaced only with --force.
+    Export {
+        /// Trace directory.
+        dir: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum)]
+        format: ExportFormat,
+        /// Output: a directory for otf2 and parquet, a file for perfetto.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// Replace OUT if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+/// Formats of `gaspard export`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+enum ExportFormat {
+    /// OTF2 archive (Vampir, Scalasca).
+    Otf2,
+    /// Perfetto protobuf trace.
+    Perfetto,
+    /// Parquet tables.
+    Parquet,
 }
 
 fn utc_stamp() -> String {
@@ -364,6 +444,7 @@ fn main() -> ExitCode {
                 json,
                 block_size,
                 mpi: true,
+                ..
             } => {
                 let m = mpi::Mpi::start()?;
                 if !dir.exists() {
@@ -395,11 +476,17 @@ fn main() -> ExitCode {
             Command::Report {
                 dir,
                 json,
+                html,
                 block_size,
                 mpi: false,
             } => {
                 let t = read(&dir)?;
                 let r = profile::report_with(&t, block_size);
+                if let Some(file) = html {
+                    let page = gaspard_web::View::with_report(t, &r).html();
+                    std::fs::write(&file, page)
+                        .with_context(|| format!("cannot write {}", file.display()))?;
+                }
                 if json {
                     serde_json::to_writer_pretty(&mut out, &r)?;
                     writeln!(out)?;
@@ -421,12 +508,74 @@ fn main() -> ExitCode {
                     gaspard_analyze::blocks::epochs_to_text(&b, &mut out)?;
                 }
             }
+            Command::View {
+                dir,
+                port,
+                block_size,
+            } => {
+                let t = read(&dir)?;
+                let server = gaspard_web::server::Server::bind(
+                    gaspard_web::View::start(t, block_size),
+                    port,
+                )
+                .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;
+                writeln!(out, "gaspard view: http://{}/", server.addr()?)?;
+                out.flush()?;
+                drop(out);
+                server.run()?;
+                return Ok(ExitCode::SUCCESS);
+            }
             Command::Compare {
                 dirs,
                 json,
                 top,
                 keep_order,
             } => compare::run(&dirs, json, top, keep_order, &mut out)?,
+            Command::Export {
+                dir,
+                format,
+                output,
+                force,
+            } => {
+                let format = match format {
+                    ExportFormat::Otf2 => gaspard_export::Format::Otf2,
+                    ExportFormat::Perfetto => gaspard_export::Format::Perfetto,
+                    ExportFormat::Parquet => gaspard_export::Format::Parquet,
+                };
+                // Checked before reading a possibly big trace.
+                if let (Ok(o), Ok(d)) = (output.canonicalize(), dir.canonicalize()) {
+                    if d.starts_with(&o) {
+                        bail!(
+                            "{} holds the trace {}: choose another output",
+                            output.display(),
+                            dir.display()
+                        );
+                    }
+                }
+                if !force && output.symlink_metadata().is_ok() {
+                    bail!(
+                        "{} already exists: choose another output or pass --force to replace it",
+                        output.display()
+                    );
+                }
+                let t = read(&dir)?;
+                if t.streams.is_empty() {
+                    bail!(
+                        "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+                        dir.display()
+                    );
+                }
+                if !t.problems.is_empty() {
+                    eprintln!(
+                        "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+                        t.problems.len()
+                    );
+                }
+                let summary = gaspard_export::export(&t, format, &output, force)?;
+                for line in summary.lines {
+                    writeln!(out, "{line}")?;
+                }
+            }
         }
         out.flush()?;
         Ok(ExitCode::SUCCESS)

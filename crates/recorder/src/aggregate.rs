@@ -37,7 +37,10 @@ pub(crate) struct Aggregates {
 fn is_tool_kind(k: u16) -> bool {
     matches!(
         k,
-        kinds::GASPARD_INIT | kinds::GASPARD_MEASUREMENT | kinds::GASPARD_LOST
+        kinds::GASPARD_INIT
+            | kinds::GASPARD_MEASUREMENT
+            | kinds::GASPARD_LOST
+            | kinds::GASPARD_CLOCK_SYNC
     )
 }
 

@@ -1,0 +1,761 @@
+//! The browser view, tested in a real browser: `gaspard view` and the file
+//! of `gaspard report --html` for traces of real programs, opened in
+//! headless Chromium through chromedriver, their numbers compared with
+//! `gaspard report --json`; the server's routes probed with raw requests;
+//! markup in what a program names shown as text. Screenshots go to
+//! target/web-screenshots/.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+mod common;
+#[path = "web/webdriver.rs"]
+mod webdriver;
+
+use webdriver::{get, raw_request, Browser};
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn screenshot(b: &Browser, name: &str) {
+    b.screenshot(&workspace().join(format!("target/web-screenshots/{name}.png")));
+}
+
+/// `gaspard view TRACE` on a free port, ended on drop.
+struct Viewer {
+    child: Child,
+    port: u16,
+}
+
+impl Viewer {
+    fn start(trace: &Path) -> Viewer {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .arg("view")
+            .arg(trace)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("gaspard view: http://127.0.0.1:")
+            .unwrap_or_else(|| panic!("gaspard view printed {line:?}"));
+        let port = url.trim_end_matches('/').parse().unwrap();
+        Viewer { child, port }
+    }
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/", self.port)
+    }
+}
+
+impl Drop for Viewer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// examples/gasp/heat.c (four threads, one with more work) built against
+/// libgaspard and run; its trace directory.
+fn heat_trace(dir: &Path) -> PathBuf {
+    let lib = workspace().join("target/debug");
+    let exe = dir.join("heat");
+    let out = Command::new("cc")
+        .args(["-O2", "-g", "-pthread", "-I"])
+        .arg(workspace().join("crates/gasp/include"))
+        .arg(workspace().join("examples/gasp/heat.c"))
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lgaspard", "-o"])
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    common::gaspard_run(dir, &[exe.to_str().unwrap(), "60"]).0
+}
+
+fn report_html(trace: &Path, html: &Path) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(trace)
+        .arg("--json")
+        .arg("--html")
+        .arg(html)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn file_url(p: &Path) -> String {
+    format!("file://{}", p.canonicalize().unwrap().display())
+}
+
+const READY: &str = "return document.body.dataset.ready === '1' && \
+    document.getElementById('timeline').dataset.loaded !== undefined;";
+
+/// What every view shows, compared with the report: findings, gauges, profiles.
+fn check_common(b: &Browser, r: &Value) {
+    let findings = b.eval("return document.querySelectorAll('#findings li.finding').length;");
+    assert_eq!(findings, r["findings"].as_array().unwrap().len());
+    let msgs = b.eval(
+        "return [...document.querySelectorAll('#findings li.finding .msg')].map(e => e.textContent);",
+    );
+    for (m, f) in msgs
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r["findings"].as_array().unwrap())
+    {
+        assert_eq!(m, &f["message"]);
+    }
+    let gauges = b.eval("return document.querySelectorAll('#gauges tr[data-row]').length;");
+    assert_eq!(gauges, r["breakdown"].as_array().unwrap().len());
+    // Profile per event: each name's count.
+    let rows = b.eval(
+        "return [...document.querySelectorAll('#profile-events tr')].slice(1).map(tr => \
+         [...tr.children].map(td => td.dataset.value));",
+    );
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), r["by_event"].as_array().unwrap().len());
+    for e in r["by_event"].as_array().unwrap() {
+        let row = rows
+            .iter()
+            .find(|row| row[0] == e["name"])
+            .unwrap_or_else(|| panic!("no row for {}", e["name"]));
+        assert_eq!(row[1].as_str().unwrap(), e["count"].to_string());
+        assert_eq!(row[2].as_str().unwrap(), e["total_ns"].to_string());
+    }
+}
+
+/// Sorting a profile table by a column, by clicking its header.
+fn check_sorting(b: &Browser) {
+    b.click("#profile-events tr th:nth-child(2)");
+    let counts = b.eval(
+        "return [...document.querySelectorAll('#profile-events tr')].slice(1).map(tr => \
+         Number(tr.children[1].dataset.value));",
+    );
+    let counts: Vec<u64> = counts
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
+    assert!(counts.windows(2).all(|w| w[0] >= w[1]), "{counts:?}");
+    b.click("#profile-events tr th:nth-child(2)");
+    let first = b.eval(
+        "return Number(document.querySelector('#profile-events tr:nth-child(2)').children[1].dataset.value);",
+    );
+    assert_eq!(first.as_u64().unwrap(), *counts.iter().min().unwrap());
+}
+
+/// Clicking the first finding's "show in timeline" zooms to its place and
+/// selects its event.
+fn check_finding_click(b: &Browser, r: &Value, served: bool) {
+    let place = b.eval("return window.gaspard.summary.finding_places[0];");
+    assert!(place["event"].is_u64(), "the finding has no place: {place}");
+    let span = r["findings"][0]["location"].clone();
+    b.click("#findings li.finding button.place");
+    b.wait_for(&format!(
+        "const c = document.getElementById('timeline'); \
+         return Number(c.dataset.t0) <= {t0} && Number(c.dataset.t1) >= {t1} && \
+         document.getElementById('details').dataset.event === '{ev}' && \
+         document.getElementById('details').dataset.row === '{row}';",
+        t0 = place["t0"],
+        t1 = place["t1"],
+        ev = place["event"],
+        row = place["row"],
+    ));
+    let shown = b.eval(
+        "const c = document.getElementById('timeline'); \
+         const s = window.gaspard.summary.span; \
+         return [Number(c.dataset.t1) - Number(c.dataset.t0), s[1] - s[0]];",
+    );
+    // The place with half its length on each side (at least 1 us), within the run.
+    let d = place["t1"].as_f64().unwrap() - place["t0"].as_f64().unwrap();
+    let want = (d + 2.0 * (d * 0.5).max(1000.0)).min(shown[1].as_f64().unwrap());
+    assert!(
+        (shown[0].as_f64().unwrap() - want).abs() <= 2.0,
+        "{shown} vs {want}"
+    );
+    let where_ = b.eval("return document.querySelector('#details .d-where').textContent;");
+    let loc = format!(
+        "{}:{}",
+        span["file"].as_str().unwrap(),
+        span["line"].as_u64().unwrap()
+    );
+    assert!(
+        where_.as_str().unwrap().ends_with(&loc),
+        "{where_} vs {loc}"
+    );
+    // The event's source line, from the program's own file (from the
+    // server), or embedded in the file.
+    let css = if served {
+        "#details .d-source .hl"
+    } else {
+        "#details .d-line"
+    };
+    b.wait_for(&format!("return document.querySelector('{css}') !== null;"));
+    let hl = b.eval(&format!(
+        "return document.querySelector('{css}').textContent;"
+    ));
+    let src = std::fs::read_to_string(workspace().join("examples/gasp/heat.c")).unwrap();
+    let line = src
+        .lines()
+        .nth(span["line"].as_u64().unwrap() as usize - 1)
+        .unwrap();
+    assert!(hl.as_str().unwrap().contains(line.trim()), "{hl} vs {line}");
+    // The finding's source button shows that line too.
+    b.click("#findings li.finding button.src");
+    b.wait_for("return document.querySelector('#source-view .hl') !== null;");
+    let hl = b.eval("return document.querySelector('#source-view .hl').textContent;");
+    assert!(hl.as_str().unwrap().contains(line.trim()), "{hl} vs {line}");
+}
+
+/// Clicking on the timeline canvas where a span is drawn shows that span.
+fn check_timeline_click(b: &Browser) {
+    b.eval("document.getElementById('timeline').scrollIntoView(); return 0;");
+    let target = b.eval(
+        "const st = window.gaspard, c = document.getElementById('timeline'); \
+         const r = c.getBoundingClientRect(); \
+         const row = st.data.threads.length - 1, th = st.data.threads[row]; \
+         let best = null; \
+         for (const sp of th.spans) if (sp[3] === 0 && sp[0] >= st.t0 && sp[1] <= st.t1 && \
+             (!best || sp[1] - sp[0] > best[1] - best[0])) best = sp; \
+         const w = c.width - 190; \
+         const x = r.left + 190 + ((best[0] + best[1]) / 2 - st.t0) / (st.t1 - st.t0) * w; \
+         return [Math.round(x), Math.round(r.top + row * 46 + 7), row, best[6]];",
+    );
+    let t = target.as_array().unwrap();
+    b.click_at(t[0].as_i64().unwrap(), t[1].as_i64().unwrap());
+    b.wait_for(&format!(
+        "const d = document.getElementById('details'); \
+         return d.dataset.row === '{}' && d.dataset.event === '{}';",
+        t[2], t[3]
+    ));
+}
+
+/// The shown range of the timeline, as (t0, t1).
+fn shown(b: &Browser) -> (f64, f64) {
+    let v = b.eval(
+        "const c = document.getElementById('timeline'); \
+         return [Number(c.dataset.t0), Number(c.dataset.t1)];",
+    );
+    (v[0].as_f64().unwrap(), v[1].as_f64().unwrap())
+}
+
+/// The mouse wheel zooms in around the pointer, dragging pans, and the
+/// view's data follows.
+fn check_zoom_and_pan(b: &Browser) {
+    b.click("#zoom-reset");
+    b.eval("document.getElementById('timeline').scrollIntoView(); return 0;");
+    let (t0, t1) = shown(b);
+    let geo = b.eval(
+        "const c = document.getElementById('timeline'), r = c.getBoundingClientRect(); \
+         return [Math.round(r.left + 190 + (c.width - 190) / 2), Math.round(r.top + 20), c.width - 190];",
+    );
+    let (x, y, w) = (
+        geo[0].as_i64().unwrap(),
+        geo[1].as_i64().unwrap(),
+        geo[2].as_f64().unwrap(),
+    );
+    let mid = |a: f64, b: f64| (a + b) / 2.0;
+    for _ in 0..3 {
+        b.wheel_at(x, y, -100);
+    }
+    let (z0, z1) = shown(b);
+    // Three steps of 0.8 around the middle.
+    let want = (t1 - t0) * 0.8f64.powi(3);
+    assert!(
+        ((z1 - z0) - want).abs() < want * 0.02,
+        "{z0}..{z1}, want {want}"
+    );
+    assert!((mid(z0, z1) - mid(t0, t1)).abs() < (t1 - t0) * 0.01);
+    // Drag right by 100 px: earlier times come into view.
+    b.drag(x, y, 100);
+    let (p0, p1) = shown(b);
+    let dt = 100.0 / w * (z1 - z0);
+    assert!((z0 - p0 - dt).abs() < dt * 0.1, "{p0} vs {z0} - {dt}");
+    assert!(((p1 - p0) - (z1 - z0)).abs() < 2.0);
+    b.wait_for(&format!(
+        "return document.getElementById('timeline').dataset.loaded === '{}-{}';",
+        p0, p1
+    ));
+    let spans_in_view = b.eval(
+        "const st = window.gaspard; return st.data.t0 === st.t0 && st.data.t1 === st.t1 && \
+         st.data.threads.every(t => t.spans.every(s => s[1] >= st.t0 && s[0] < st.t1));",
+    );
+    assert_eq!(spans_in_view, true);
+}
+
+#[test]
+fn heat_in_the_browser_served_and_as_a_file() {
+    let dir = common::tmpdir("web-heat");
+    let trace = heat_trace(&dir);
+    let html = dir.join("heat.html");
+    let r = report_html(&trace, &html);
+    assert!(!r["findings"].as_array().unwrap().is_empty());
+    let size = std::fs::metadata(&html).unwrap().len();
+    assert!(size < 2 << 20, "the HTML file has {size} bytes");
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains("http://") && !page.contains("https://"));
+    // Its scripts run under a Content-Security-Policy with a nonce.
+    assert!(page.contains(r#"<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-"#));
+    assert_eq!(page.matches("<script nonce=\"").count(), 1);
+
+    let b = Browser::start(&dir.join("chromium"));
+    let v = Viewer::start(&trace);
+    b.goto(&v.url());
+    b.wait_for(READY);
+    check_common(&b, &r);
+    check_zoom_and_pan(&b);
+    check_timeline_click(&b);
+    check_finding_click(&b, &r, true);
+    screenshot(&b, "heat-served");
+    check_sorting(&b);
+
+    b.goto(&file_url(&html));
+    b.wait_for(READY);
+    check_common(&b, &r);
+    check_zoom_and_pan(&b);
+    check_timeline_click(&b);
+    check_finding_click(&b, &r, false);
+    screenshot(&b, "heat-file");
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn mpi_matrix_and_block_map() {
+    let dir = common::tmpdir("web-mpi");
+    let exe = dir.join("rma_halo");
+    let out = Command::new("mpicc")
+        .arg("-g")
+        .arg(workspace().join("examples/mpi/rma_halo.c"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (trace, _) = common::gaspard_run(
+        &dir,
+        &[
+            "mpirun",
+            "-np",
+            "4",
+            "--oversubscribe",
+            exe.to_str().unwrap(),
+            "10",
+        ],
+    );
+    let html = dir.join("mpi.html");
+    let r = report_html(&trace, &html);
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("blocks")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    let blocks: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let m = &r["communication"][0];
+    assert_eq!(m["model"], "MPI");
+    assert_eq!(m["ranks"], 4);
+
+    let b = Browser::start(&dir.join("chromium"));
+    let v = Viewer::start(&trace);
+    for (url, name) in [(v.url(), "mpi-served"), (file_url(&html), "mpi-file")] {
+        b.goto(&url);
+        b.wait_for(READY);
+        check_common(&b, &r);
+        // The matrix heat map: every cell, for operations, then for bytes.
+        for metric in ["ops", "bytes"] {
+            b.eval(&format!(
+                "const s = document.getElementById('matrix-metric'); s.value = '{metric}'; \
+                 s.dispatchEvent(new Event('change')); return 0;"
+            ));
+            let cells = b.eval(
+                "return [...document.querySelectorAll('#matrix td')].map(td => \
+                 [Number(td.dataset.from), Number(td.dataset.to), Number(td.textContent)]);",
+            );
+            let cells = cells.as_array().unwrap();
+            assert_eq!(cells.len(), 16);
+            for c in cells {
+                let (i, j) = (
+                    c[0].as_u64().unwrap() as usize,
+                    c[1].as_u64().unwrap() as usize,
+                );
+                assert_eq!(c[2], m[metric][i][j], "{metric} {i}->{j}");
+            }
+        }
+        // The block map of the first object at its first epoch with accesses.
+        let epochs = blocks["epochs"].as_array().unwrap();
+        let first = epochs
+            .iter()
+            .filter(|e| e["object"] == 0)
+            .map(|e| e["epoch"].as_u64().unwrap())
+            .min()
+            .expect("accesses to object 0");
+        let mut want: Vec<(u64, u64, &str)> = epochs
+            .iter()
+            .filter(|e| e["object"] == 0 && e["epoch"] == first)
+            .map(|e| {
+                let w = e["writers"].as_array().unwrap().len();
+                let state = match w {
+                    0 => "b-r",
+                    1 => "b-w1",
+                    _ => "b-wm",
+                };
+                (
+                    e["home"].as_u64().unwrap(),
+                    e["block"].as_u64().unwrap(),
+                    state,
+                )
+            })
+            .collect();
+        want.sort();
+        let shown = b.eval(
+            "return [...document.querySelectorAll('#blocks .blk')].filter(c => \
+             c.classList.length > 1).map(c => [Number(c.dataset.home), Number(c.dataset.block), \
+             [...c.classList].find(k => k.startsWith('b-') && k !== 'b-fs')]);",
+        );
+        let mut got: Vec<(u64, u64, String)> = shown
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c[0].as_u64().unwrap(),
+                    c[1].as_u64().unwrap(),
+                    c[2].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        got.sort();
+        let got: Vec<(u64, u64, &str)> = got.iter().map(|(a, b, c)| (*a, *b, c.as_str())).collect();
+        assert_eq!(got, want);
+        // Falsely shared blocks of the object are outlined, in every epoch.
+        let fs: Vec<(u64, u64)> = r["blocks"]["false_sharing"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["object"] == 0)
+            .map(|b| (b["home"].as_u64().unwrap(), b["block"].as_u64().unwrap()))
+            .collect();
+        let shown_fs = b.eval(
+            "return [...document.querySelectorAll('#blocks .blk.b-fs')].map(c => \
+             [Number(c.dataset.home), Number(c.dataset.block)]);",
+        );
+        let mut shown_fs: Vec<(u64, u64)> = shown_fs
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| (c[0].as_u64().unwrap(), c[1].as_u64().unwrap()))
+            .collect();
+        shown_fs.sort();
+        assert_eq!(shown_fs, fs);
+        // Communication arrows: puts to neighbours have their target row.
+        let peers = b.eval(
+            "return window.gaspard.data.threads.flatMap(t => t.spans).filter(s => s[7] >= 0).length;",
+        );
+        assert!(peers.as_u64().unwrap() > 0);
+        screenshot(&b, name);
+    }
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn view_serves_only_its_own_routes() {
+    let dir = common::tmpdir("web-routes");
+    let trace = heat_trace(&dir);
+    let v = Viewer::start(&trace);
+    let p = v.port;
+    // The summary comes when the report is computed: "loading" until then.
+    let t = std::time::Instant::now();
+    loop {
+        let r = get(p, "/api/summary");
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503);
+        assert_eq!(r.text(), r#"{"loading":true}"#);
+        assert!(t.elapsed().as_secs() < 60, "no summary");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Its own routes, each with its security headers.
+    for path in [
+        "/",
+        "/app.js",
+        "/app.css",
+        "/api/core",
+        "/api/summary",
+        "/api/timeline?width=50",
+    ] {
+        let r = get(p, path);
+        assert_eq!(r.status, 200, "{path}");
+        let csp = r.header("content-security-policy").unwrap_or("");
+        assert!(csp.contains("default-src 'none'"), "{path}: {csp}");
+        assert_eq!(r.header("x-content-type-options"), Some("nosniff"));
+    }
+    // Nothing else, however the path is spelled.
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap();
+    let first = passwd.lines().next().unwrap();
+    for path in [
+        "/../../etc/passwd",
+        "/../../../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/etc/passwd",
+        "/%2E%2E%2F%2E%2E%2Fetc%2Fpasswd",
+        "/..%2f..%2f..%2fetc%2fpasswd",
+        "/app.js/../../etc/passwd",
+        "//etc/passwd",
+        "/etc/passwd",
+        "/.%2e/.%2e/etc/passwd",
+        "/%252e%252e/etc/passwd",
+        "/api/source?file=/etc/passwd",
+        "/api/source?file=%2Fetc%2Fpasswd",
+        "/api/source?file=../../../../etc/passwd",
+        "/api/source?file=..%2F..%2F..%2F..%2Fetc%2Fpasswd",
+        "/api/event?row=99999&event=0",
+        "/api/event?row=a&event=b",
+        "/api/timeline?t0=10&t1=5",
+    ] {
+        let r = get(p, path);
+        assert!(
+            matches!(r.status, 400 | 403 | 404),
+            "{path}: {} {}",
+            r.status,
+            r.text()
+        );
+        assert!(!r.text().contains(first), "{path} served /etc/passwd");
+    }
+    // Extreme or nonsense numbers give an answer, not a crash.
+    for path in [
+        "/api/timeline?t0=18446744073709551614&t1=18446744073709551615&width=99999999",
+        "/api/timeline?t0=0&t1=18446744073709551615&width=0",
+        "/api/timeline?t0=abc&t1=-5&width=1e9",
+    ] {
+        let r = get(p, path);
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        let v: Value = serde_json::from_slice(&r.body).unwrap();
+        assert_eq!(v["threads"].as_array().unwrap().len(), 4, "{path}");
+    }
+    // The program's own source, named by a callsite, is served.
+    let heat = std::fs::canonicalize(workspace().join("examples/gasp/heat.c")).unwrap();
+    let summary: Value = serde_json::from_slice(&get(p, "/api/summary").body).unwrap();
+    let file = summary["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s[0].as_str())
+        .find(|f| f.ends_with("heat.c"))
+        .expect("a callsite in heat.c")
+        .to_string();
+    let enc: String = file.bytes().map(|b| format!("%{b:02X}")).collect();
+    let r = get(p, &format!("/api/source?file={enc}"));
+    assert_eq!(r.status, 200);
+    let src: Value = serde_json::from_slice(&r.body).unwrap();
+    assert_eq!(src["text"], std::fs::read_to_string(heat).unwrap());
+    // Other methods, other hosts (DNS rebinding), no host.
+    let r = raw_request(
+        p,
+        format!("POST /api/summary HTTP/1.1\r\nHost: 127.0.0.1:{p}\r\nContent-Length: 0\r\n\r\n")
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 405);
+    let r = raw_request(
+        p,
+        b"GET /api/summary HTTP/1.1\r\nHost: attacker.example\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(r.status, 403);
+    let r = raw_request(p, b"GET /api/summary HTTP/1.0\r\n\r\n");
+    assert_eq!(r.status, 403);
+    // A garbage request gets an answer, and the server goes on.
+    let r = raw_request(p, b"\x00\xff garbage\r\n\r\n");
+    assert!(r.status >= 400);
+    assert_eq!(get(p, "/api/summary").status, 200);
+    // Only on the loopback interface.
+    let out = Command::new("ss").args(["-ltn"]).output();
+    if let Ok(out) = out {
+        let text = String::from_utf8_lossy(&out.stdout);
+        let listening: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains(&format!(":{p} ")))
+            .collect();
+        assert!(!listening.is_empty(), "{text}");
+        assert!(
+            listening.iter().all(|l| l.contains("127.0.0.1:")),
+            "{listening:?}"
+        );
+    }
+    // Kept when the test fails, for a look.
+    drop(v);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const MARKUP_PROGRAM: &str = r#"
+#include <pupc.h>
+static volatile double sink;
+static void spin(int n) { for (int i = 0; i < n * 1000; i++) sink += i; }
+int main(void) {
+  unsigned a = pupc_create_event("<img src=x onerror=window.pwned=1>", "%d");
+  unsigned b = pupc_create_event("<script>window.pwned=2</script>", NULL);
+  unsigned c = pupc_create_event("\"quoted\" & <b>bold</b>", NULL);
+  for (int i = 0; i < 5; i++) {
+    pupc_event_start(a, i);
+    spin(50);
+    pupc_event_start(b);
+    spin(20);
+    pupc_event_end(b);
+    pupc_event_atomic(c);
+    pupc_event_end(a, i);
+  }
+  return 0;
+}
+"#;
+
+#[test]
+fn markup_from_the_program_stays_text() {
+    let dir = common::tmpdir("web-markup");
+    // The source file's name is markup too.
+    let src = dir.join("<svg onload=window.pwned=3>.c");
+    std::fs::write(&src, MARKUP_PROGRAM).unwrap();
+    let exe = dir.join("markup");
+    let lib = workspace().join("target/debug");
+    let out = Command::new("cc")
+        .args(["-O1", "-DGASPARD_PROFILE=1", "-I"])
+        .arg(workspace().join("crates/gasp/include"))
+        .arg(&src)
+        .arg(format!("-L{}", lib.display()))
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-lgaspard")
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (trace, _) = common::gaspard_run(&dir, &[exe.to_str().unwrap()]);
+    let html = dir.join("markup.html");
+    let r = report_html(&trace, &html);
+    let names: Vec<&str> = r["by_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    for n in [
+        "<img src=x onerror=window.pwned=1>",
+        "<script>window.pwned=2</script>",
+        "\"quoted\" & <b>bold</b>",
+    ] {
+        assert!(names.contains(&n), "{names:?}");
+    }
+    // No raw markup from the program in the file's text.
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(!page.contains("<img") && !page.contains("<svg") && !page.contains("<b>"));
+    assert_eq!(page.matches("<script").count(), 2);
+
+    let b = Browser::start(&dir.join("chromium"));
+    let v = Viewer::start(&trace);
+    for (url, name) in [(v.url(), "markup-served"), (file_url(&html), "markup-file")] {
+        b.goto(&url);
+        b.wait_for(READY);
+        // Click the widest span (an "<img ..." event) and show a finding's source.
+        check_timeline_click(&b);
+        let d = b.eval("return document.getElementById('details').innerText;");
+        assert!(
+            d.as_str()
+                .unwrap()
+                .contains("<img src=x onerror=window.pwned=1>"),
+            "{d}"
+        );
+        let injected = b.eval(
+            "return [document.querySelectorAll('img, svg, b, main script, section script').length, \
+             window.pwned === undefined];",
+        );
+        assert_eq!(injected, serde_json::json!([0, true]), "{name}");
+        let text = b.eval("return document.body.innerText;");
+        let text = text.as_str().unwrap();
+        for n in [
+            "<img src=x onerror=window.pwned=1>",
+            "<script>window.pwned=2</script>",
+            "\"quoted\" & <b>bold</b>",
+            "<svg onload=window.pwned=3>.c",
+        ] {
+            assert!(text.contains(n), "{name}: {n} not shown literally");
+        }
+        screenshot(&b, name);
+    }
+    // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn clear_errors_for_bad_arguments() {
+    let dir = common::tmpdir("web-errors");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let missing = dir.join("no-such-trace");
+    let out = run(&["view", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let trace = heat_trace(&dir);
+    let html = dir.join("no-such-dir").join("x.html");
+    let out = run(&[
+        "report",
+        trace.to_str().unwrap(),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("cannot write") && err.contains("x.html"),
+        "{err}"
+    );
+
+    // A port already taken.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let out = run(&["view", trace.to_str().unwrap(), "--port", &port]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!("cannot listen on 127.0.0.1:{port}")),
+        "{err}"
+    );
+    // Kept when the test fails, for a look.
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,705 @@
+//! OTF2 archives, for Vampir and Scalasca, written with the OTF2 library
+//! through the small C layer in `csrc/otf2_shim.c`.
+//!
+//! Definitions: a location per thread, a location group per process, a
+//! region per event name and callsite, an RMA window per shared object (MPI
+//! window or symmetric allocation), a communicator per model (the MPI ranks
+//! of MPI_COMM_WORLD, the OpenSHMEM PEs). Events: every START/END pair is an
+//! Enter/Leave of its region (an ATOMIC event both at once); inside, blocking
+//! MPI sends and receives are MpiSend/MpiRecv, non-blocking ones
+//! MpiIsend/MpiIrecvRequest with MpiIsendComplete/MpiIrecv where the call
+//! that completed them ends ([`crate::Completion`]), collectives and barriers
+//! MpiCollectiveBegin/End, one-sided puts, gets and atomics RmaPut, RmaGet,
+//! RmaAtomic, each followed by RmaOpCompleteBlocking at the operation's end;
+//! MPI windows are created and destroyed (RmaWinCreate, RmaWinDestroy),
+//! fenced (RmaCollectiveBegin/End) and locked (RmaRequestLock,
+//! RmaAcquireLock, RmaReleaseLock).
+
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::path::Path;
+
+use anyhow::{anyhow, Context, Result};
+use gaspard_analyze::dump::event_name;
+use gaspard_analyze::intervals::intervals;
+use gaspard_analyze::objects::arg;
+use gaspard_format::kinds::{self, Class};
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::{location_name, Model, OpClass, Summary};
+
+extern "C" {
+    fn gotf2_error_name(code: c_int) -> *const c_char;
+    fn gotf2_error_description(code: c_int) -> *const c_char;
+    fn gotf2_open(dir: *const c_char, name: *const c_char, out: *mut *mut c_void) -> c_int;
+    fn gotf2_begin_location(h: *mut c_void, location: u64) -> c_int;
+    fn gotf2_end_location(h: *mut c_void, events: *mut u64) -> c_int;
+    fn gotf2_enter(h: *mut c_void, t: u64, region: u32) -> c_int;
+    fn gotf2_leave(h: *mut c_void, t: u64, region: u32) -> c_int;
+    fn gotf2_mpi_send(h: *mut c_void, t: u64, peer: u32, comm: u32, tag: u32, len: u64) -> c_int;
+    fn gotf2_mpi_recv(h: *mut c_void, t: u64, peer: u32, comm: u32, tag: u32, len: u64) -> c_int;
+    fn gotf2_collective_begin(h: *mut c_void, t: u64) -> c_int;
+    fn gotf2_mpi_isend(
+        h: *mut c_void,
+        t: u64,
+        peer: u32,
+        comm: u32,
+        tag: u32,
+        len: u64,
+        request: u64,
+    ) -> c_int;
+    fn gotf2_mpi_isend_complete(h: *mut c_void, t: u64, request: u64) -> c_int;
+    fn gotf2_mpi_irecv_request(h: *mut c_void, t: u64, request: u64) -> c_int;
+    fn gotf2_mpi_irecv(
+        h: *mut c_void,
+        t: u64,
+        peer: u32,
+        comm: u32,
+        tag: u32,
+        len: u64,
+        request: u64,
+    ) -> c_int;
+    fn gotf2_collective_end(
+        h: *mut c_void,
+        t: u64,
+        op: u32,
+        comm: u32,
+        root: u32,
+        sent: u64,
+        received: u64,
+    ) -> c_int;
+    fn gotf2_rma_put(h: *mut c_void, t: u64, win: u32, remote: u32, bytes: u64, id: u64) -> c_int;
+    fn gotf2_rma_get(h: *mut c_void, t: u64, win: u32, remote: u32, bytes: u64, id: u64) -> c_int;
+    fn gotf2_rma_atomic(
+        h: *mut c_void,
+        t: u64,
+        win: u32,
+        remote: u32,
+        fetch: c_int,
+        bytes: u64,
+        id: u64,
+    ) -> c_int;
+    fn gotf2_rma_complete(h: *mut c_void, t: u64, win: u32, id: u64) -> c_int;
+    fn gotf2_rma_win_create(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_win_destroy(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_collective_begin(h: *mut c_void, t: u64) -> c_int;
+    fn gotf2_rma_fence_end(h: *mut c_void, t: u64, win: u32) -> c_int;
+    fn gotf2_rma_request_lock(
+        h: *mut c_void,
+        t: u64,
+        win: u32,
+        remote: u32,
+        shared: c_int,
+    ) -> c_int;
+    fn gotf2_rma_acquire_lock(
+        h: *mut c_void,
+        t: u64,
+        win: u32,
+        remote: u32,
+        shared: c_int,
+    ) -> c_int;
+    fn gotf2_rma_release_lock(h: *mut c_void, t: u64, win: u32, remote: u32) -> c_int;
+    fn gotf2_def_clock(h: *mut c_void, length: u64) -> c_int;
+    fn gotf2_def_string(h: *mut c_void, id: u32, s: *const c_char) -> c_int;
+    fn gotf2_def_paradigms(h: *mut c_void, mpi: u32, shmem: u32) -> c_int;
+    fn gotf2_def_region(
+        h: *mut c_void,
+        id: u32,
+        name: u32,
+        file: u32,
+        line: u32,
+        role: u32,
+        paradigm: u32,
+    ) -> c_int;
+    fn gotf2_def_system_tree(h: *mut c_void, id: u32, name: u32, class: u32, parent: u32) -> c_int;
+    fn gotf2_def_location_group(h: *mut c_void, id: u32, name: u32, node: u32) -> c_int;
+    fn gotf2_def_location(h: *mut c_void, id: u64, name: u32, events: u64, group: u32) -> c_int;
+    fn gotf2_def_group(
+        h: *mut c_void,
+        id: u32,
+        name: u32,
+        locations: c_int,
+        paradigm: u32,
+        n: u32,
+        members: *const u64,
+    ) -> c_int;
+    fn gotf2_def_comm(h: *mut c_void, id: u32, name: u32, group: u32) -> c_int;
+    fn gotf2_def_rma_win(h: *mut c_void, id: u32, name: u32, comm: u32) -> c_int;
+    fn gotf2_close(h: *mut c_void, locations: *const u64, n: u64) -> c_int;
+}
+
+/// `OTF2_UNDEFINED_UINT32`.
+const UNDEFINED: u32 = u32::MAX;
+
+/// A global definition, written after the strings.
+enum Def {
+    SystemTree(u32, u32),
+    LocationGroup(u32, u32),
+    Location(u64, u32, u64, u32),
+    Region(u32, u32, u32, u32, u32, u32),
+    Group(u32, u32, c_int, u32, Vec<u64>),
+    Comm(u32, u32, u32),
+    RmaWin(u32, u32, u32),
+}
+
+/// An open archive; closed (and freed) by [`Archive::close`] or on drop.
+struct Archive {
+    h: *mut c_void,
+}
+
+fn check(code: c_int, what: &str) -> Result<()> {
+    if code == 0 {
+        return Ok(());
+    }
+    // SAFETY: OTF2 returns pointers to static strings for every code.
+    let (name, desc) = unsafe {
+        let n = gotf2_error_name(code);
+        let d = gotf2_error_description(code);
+        (
+            if n.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(n).to_string_lossy().into_owned()
+            },
+            if d.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr(d).to_string_lossy().into_owned()
+            },
+        )
+    };
+    Err(anyhow!("OTF2: {what} failed: {name} ({desc})"))
+}
+
+impl Archive {
+    fn open(dir: &Path) -> Result<Archive> {
+        let d = CString::new(dir.to_string_lossy().as_bytes())
+            .context("the output path holds a NUL byte")?;
+        let name = c"traces";
+        let mut h = std::ptr::null_mut();
+        // SAFETY: both strings are NUL-terminated and outlive the call; `h` is
+        // written by the callee.
+        check(
+            unsafe { gotf2_open(d.as_ptr(), name.as_ptr(), &mut h) },
+            "opening the archive",
+        )?;
+        Ok(Archive { h })
+    }
+
+    fn close(mut self, locations: &[u64]) -> Result<()> {
+        let h = std::mem::replace(&mut self.h, std::ptr::null_mut());
+        // SAFETY: `h` came from gotf2_open and is closed once (dropped as null).
+        check(
+            unsafe { gotf2_close(h, locations.as_ptr(), locations.len() as u64) },
+            "closing the archive",
+        )
+    }
+}
+
+impl Drop for Archive {
+    fn drop(&mut self) {
+        if !self.h.is_null() {
+            // SAFETY: an archive not closed by `close` (an error on the way):
+            // closed and freed once here; what was written may be incomplete.
+            unsafe { gotf2_close(self.h, std::ptr::null(), 0) };
+        }
+    }
+}
+
+/// Strings of the global definitions.
+#[derive(Default)]
+struct Strings {
+    ids: HashMap<String, u32>,
+    list: Vec<String>,
+}
+
+impl Strings {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&i) = self.ids.get(s) {
+            return i;
+        }
+        let i = self.list.len() as u32;
+        self.ids.insert(s.to_string(), i);
+        self.list.push(s.to_string());
+        i
+    }
+}
+
+/// A region: name, file, line, role, paradigm (codes of the C layer).
+type RegionKey = (String, u32, u32, u32, u32);
+
+fn role(name: &str, class: Option<OpClass>) -> u32 {
+    match class {
+        Some(
+            OpClass::Send | OpClass::Recv | OpClass::SendRecv | OpClass::Isend | OpClass::Irecv,
+        ) => return 3,
+        Some(OpClass::Put | OpClass::Get) => return 4,
+        Some(OpClass::Atomic { .. }) => return 6,
+        Some(OpClass::Collective(0)) => return 2,
+        Some(OpClass::Collective(_)) => return 5,
+        None => {}
+    }
+    let Some(k) = kinds::kind_by_name(name.split(' ').next().unwrap_or(name)) else {
+        return 0;
+    };
+    match k.class {
+        Class::Function => 1,
+        Class::Memory => 7,
+        Class::Sync if k.name.contains("BARRIER") => 2,
+        Class::Sync if k.name.contains("LOCK") || k.name.contains("CRITICAL") => 10,
+        Class::Work if k.name.contains("PARALLEL") => 8,
+        Class::Work => 9,
+        _ => 0,
+    }
+}
+
+fn paradigm(name: &str) -> u32 {
+    if name.starts_with("GASP_MPI_") {
+        1
+    } else if name.starts_with("GASP_SHMEM_") {
+        2
+    } else if name.starts_with("GASP_OMP_") {
+        3
+    } else if name.starts_with("GASP_C_FUNC") {
+        4
+    } else {
+        0
+    }
+}
+
+/// Writes the OTF2 archive `out` (a directory holding `traces.otf2`).
+pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
+    let t = m.trace;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let archive = Archive::open(out)?;
+    let h = archive.h;
+    let mut strings = Strings::default();
+    let mut regions: HashMap<RegionKey, u32> = HashMap::default();
+    let mut region_list: Vec<RegionKey> = Vec::new();
+    // A communicator per model present, numbered from 0 (OTF2 wants
+    // definitions numbered densely, in order).
+    let comms: Vec<(&str, u32, &str)> = [
+        ("MPI", 1u32, "MPI_COMM_WORLD"),
+        ("SHMEM", 2, "OpenSHMEM PEs"),
+    ]
+    .into_iter()
+    .filter(|(model, _, _)| m.ranks.contains_key(model))
+    .collect();
+    let comm_of = |model: &str| -> u32 {
+        comms
+            .iter()
+            .position(|c| c.0 == model)
+            .map_or(UNDEFINED, |i| i as u32)
+    };
+    let mut counts = [0u64; 8]; // enter, leave, send, recv, coll, put, get, atomic
+    let mut events_per_location = Vec::with_capacity(t.streams.len());
+    for (si, s) in t.streams.iter().enumerate() {
+        let mut start_of_end: HashMap<usize, usize> = HashMap::default();
+        let mut starts = rustc_hash::FxHashSet::default();
+        for iv in intervals(s) {
+            start_of_end.insert(iv.end_event, iv.start_event);
+            starts.insert(iv.start_event);
+        }
+        let mut region_at: HashMap<usize, u32> = HashMap::default();
+        // SAFETY: `h` is the open archive; the location number is ours.
+        check(
+            unsafe { gotf2_begin_location(h, si as u64) },
+            "opening a location",
+        )?;
+        let mut last = 0u64;
+        for (i, e) in s.events.iter().enumerate() {
+            let matched_end = start_of_end.get(&i).copied();
+            if e.phase == 0 && !starts.contains(&i) {
+                continue;
+            }
+            if e.phase == 1 && matched_end.is_none() {
+                continue;
+            }
+            let time = e.t_ns.max(last);
+            last = time;
+            let op_index = match (e.phase, matched_end) {
+                (1, Some(st)) => m.op_at[si].get(&st).copied(),
+                _ => m.op_at[si].get(&i).copied(),
+            };
+            let op = op_index.map(|o| &m.ops[o]);
+            let region = match (e.phase, matched_end) {
+                (1, Some(st)) => region_at.get(&st).copied().unwrap_or(0),
+                _ => {
+                    let name = event_name(t, e);
+                    let site = t.callsites.get(e.callsite as usize);
+                    let file = site
+                        .and_then(|c| c.file.as_deref())
+                        .map(|f| strings.id(f))
+                        .unwrap_or(UNDEFINED);
+                    let line = site.map_or(0, |c| c.line);
+                    let key = (
+                        name.clone(),
+                        file,
+                        line,
+                        role(&name, op.and_then(|o| o.class)),
+                        paradigm(&name),
+                    );
+                    let next = region_list.len() as u32;
+                    let r = *regions.entry(key.clone()).or_insert_with(|| {
+                        region_list.push(key);
+                        next
+                    });
+                    if e.phase == 0 {
+                        region_at.insert(i, r);
+                    }
+                    r
+                }
+            };
+            // SAFETY (every call below): `h` is the open archive with this
+            // location's event writer open.
+            if e.phase != 1 {
+                check(unsafe { gotf2_enter(h, time, region) }, "writing Enter")?;
+                counts[0] += 1;
+            }
+            if let Some(op) = op.filter(|_| e.phase == 0) {
+                let comm = comm_of(op.model);
+                let win = op.window.unwrap_or(0) as u32;
+                let peer = op.peer.map_or(UNDEFINED, |p| p as u32);
+                let id = op_index.unwrap_or(0) as u64;
+                match op.class {
+                    Some(OpClass::Send | OpClass::SendRecv) => {
+                        let tag = op.tag.unwrap_or(0) as u32;
+                        check(
+                            unsafe { gotf2_mpi_send(h, time, peer, comm, tag, op.bytes) },
+                            "writing MpiSend",
+                        )?;
+                        counts[2] += 1;
+                    }
+                    Some(OpClass::Isend) => {
+                        let tag = op.tag.unwrap_or(0) as u32;
+                        check(
+                            unsafe { gotf2_mpi_isend(h, time, peer, comm, tag, op.bytes, id) },
+                            "writing MpiIsend",
+                        )?;
+                        counts[2] += 1;
+                    }
+                    Some(OpClass::Irecv) if op.completion.is_some() => {
+                        check(
+                            unsafe { gotf2_mpi_irecv_request(h, time, id) },
+                            "writing MpiIrecvRequest",
+                        )?;
+                    }
+                    Some(OpClass::Collective(_)) => {
+                        check(
+                            unsafe { gotf2_collective_begin(h, time) },
+                            "writing MpiCollectiveBegin",
+                        )?;
+                    }
+                    Some(OpClass::Put) => {
+                        check(
+                            unsafe { gotf2_rma_put(h, time, win, peer, op.bytes, id) },
+                            "writing RmaPut",
+                        )?;
+                        counts[5] += 1;
+                    }
+                    Some(OpClass::Get) => {
+                        check(
+                            unsafe { gotf2_rma_get(h, time, win, peer, op.bytes, id) },
+                            "writing RmaGet",
+                        )?;
+                        counts[6] += 1;
+                    }
+                    Some(OpClass::Atomic { fetch }) => {
+                        check(
+                            unsafe {
+                                gotf2_rma_atomic(h, time, win, peer, fetch as c_int, op.bytes, id)
+                            },
+                            "writing RmaAtomic",
+                        )?;
+                        counts[7] += 1;
+                    }
+                    _ => {}
+                }
+            }
+            if let Some(op) = op.filter(|_| e.phase == 1) {
+                let comm = comm_of(op.model);
+                let tag = op.tag.unwrap_or(0) as u32;
+                let id = op_index.unwrap_or(0) as u64;
+                match op.class {
+                    Some(OpClass::Recv) => {
+                        let peer = op.peer.map_or(UNDEFINED, |p| p as u32);
+                        check(
+                            unsafe { gotf2_mpi_recv(h, time, peer, comm, tag, op.bytes) },
+                            "writing MpiRecv",
+                        )?;
+                        counts[3] += 1;
+                    }
+                    Some(OpClass::SendRecv) => {
+                        if let Some((src, bytes)) = op.recv {
+                            check(
+                                unsafe { gotf2_mpi_recv(h, time, src as u32, comm, tag, bytes) },
+                                "writing MpiRecv",
+                            )?;
+                            counts[3] += 1;
+                        }
+                    }
+                    Some(OpClass::Collective(c)) => {
+                        let root = op.root.map_or(UNDEFINED, |r| r as u32);
+                        let root = if matches!(c, 1 | 2 | 3 | 7) {
+                            root
+                        } else {
+                            UNDEFINED
+                        };
+                        check(
+                            unsafe {
+                                gotf2_collective_end(h, time, c, comm, root, op.bytes, op.bytes)
+                            },
+                            "writing MpiCollectiveEnd",
+                        )?;
+                        counts[4] += 1;
+                    }
+                    Some(c) if c.is_rma() => {
+                        let win = op.window.unwrap_or(0) as u32;
+                        check(
+                            unsafe { gotf2_rma_complete(h, time, win, id) },
+                            "writing RmaOpCompleteBlocking",
+                        )?;
+                    }
+                    _ => {}
+                }
+            }
+            // MPI windows: made, freed, fenced, locked.
+            if let Some(kname) = kinds::kind(e.kind)
+                .map(|k| k.name)
+                .filter(|n| n.starts_with("GASP_MPI_WIN_"))
+            {
+                let win = arg(s, e, "win")
+                    .and_then(|w| m.win_index.get(&(s.process.clone(), w)))
+                    .map(|&w| w as u32);
+                if let Some(win) = win {
+                    let target = arg(s, e, "target").map_or(UNDEFINED, |v| v as u32);
+                    // MPI_LOCK_SHARED (Open MPI's value).
+                    let shared = c_int::from(arg(s, e, "lock_type") == Some(2));
+                    let written = match (kname, e.phase) {
+                        ("GASP_MPI_WIN_ALLOCATE" | "GASP_MPI_WIN_CREATE", 1) => Some((
+                            unsafe { gotf2_rma_win_create(h, time, win) },
+                            "writing RmaWinCreate",
+                        )),
+                        ("GASP_MPI_WIN_FREE", 0) => Some((
+                            unsafe { gotf2_rma_win_destroy(h, time, win) },
+                            "writing RmaWinDestroy",
+                        )),
+                        ("GASP_MPI_WIN_FENCE", 0) => Some((
+                            unsafe { gotf2_rma_collective_begin(h, time) },
+                            "writing RmaCollectiveBegin",
+                        )),
+                        ("GASP_MPI_WIN_FENCE", 1) => Some((
+                            unsafe { gotf2_rma_fence_end(h, time, win) },
+                            "writing RmaCollectiveEnd",
+                        )),
+                        ("GASP_MPI_WIN_LOCK", 0) => Some((
+                            unsafe { gotf2_rma_request_lock(h, time, win, target, shared) },
+                            "writing RmaRequestLock",
+                        )),
+                        ("GASP_MPI_WIN_LOCK", 1) => Some((
+                            unsafe { gotf2_rma_acquire_lock(h, time, win, target, shared) },
+                            "writing RmaAcquireLock",
+                        )),
+                        ("GASP_MPI_WIN_UNLOCK", 1) => Some((
+                            unsafe { gotf2_rma_release_lock(h, time, win, target) },
+                            "writing RmaReleaseLock",
+                        )),
+                        _ => None,
+                    };
+                    if let Some((code, what)) = written {
+                        check(code, what)?;
+                    }
+                }
+            }
+            // Non-blocking sends and receives this call completed.
+            if e.phase == 1 {
+                for &oi in m.completed_at[si].get(&i).into_iter().flatten() {
+                    let op = &m.ops[oi];
+                    let Some(c) = op.completion else {
+                        continue;
+                    };
+                    if op.class == Some(OpClass::Isend) {
+                        check(
+                            unsafe { gotf2_mpi_isend_complete(h, time, oi as u64) },
+                            "writing MpiIsendComplete",
+                        )?;
+                    } else {
+                        let source = c.source.map_or(UNDEFINED, |p| p as u32);
+                        let tag = c.tag.unwrap_or(0) as u32;
+                        check(
+                            unsafe {
+                                gotf2_mpi_irecv(
+                                    h,
+                                    time,
+                                    source,
+                                    comm_of(op.model),
+                                    tag,
+                                    op.bytes,
+                                    oi as u64,
+                                )
+                            },
+                            "writing MpiIrecv",
+                        )?;
+                        counts[3] += 1;
+                    }
+                }
+            }
+            if e.phase != 0 {
+                check(unsafe { gotf2_leave(h, time, region) }, "writing Leave")?;
+                counts[1] += 1;
+            }
+        }
+        let mut n = 0u64;
+        // SAFETY: closes the writer opened above; `n` is written by the callee.
+        check(
+            unsafe { gotf2_end_location(h, &mut n) },
+            "closing a location",
+        )?;
+        events_per_location.push(n);
+        progress.inc(s.events.len() as u64);
+    }
+
+    // Global definitions: every string first (readers resolve names as
+    // they go), then the definitions that refer to them.
+    let length = t
+        .streams
+        .iter()
+        .filter_map(|s| s.events.last().map(|e| e.t_ns))
+        .max()
+        .unwrap_or(0);
+    let mut defs: Vec<Def> = Vec::new();
+    let (mpi, shmem) = (strings.id("MPI"), strings.id("OpenSHMEM"));
+    let (root, machine) = (strings.id("gaspard trace"), strings.id("machine"));
+    defs.push(Def::SystemTree(root, machine));
+    // A location group per process that has threads, numbered densely in
+    // the order of the streams.
+    let mut process_index: HashMap<&str, u32> = HashMap::default();
+    for s in &t.streams {
+        let next = process_index.len() as u32;
+        process_index.entry(s.process.as_str()).or_insert(next);
+    }
+    let mut groups_done = vec![false; process_index.len()];
+    for (si, s) in t.streams.iter().enumerate() {
+        let Some(&g) = process_index.get(s.process.as_str()) else {
+            continue;
+        };
+        if !std::mem::replace(&mut groups_done[g as usize], true) {
+            let name = match m.stream_rank[si] {
+                Some((model, me)) => format!(
+                    "{} {me} ({})",
+                    if model == "SHMEM" { "PE" } else { "rank" },
+                    s.process
+                ),
+                None => s.process.clone(),
+            };
+            defs.push(Def::LocationGroup(g, strings.id(&name)));
+        }
+    }
+    let mut locations = Vec::new();
+    for (si, s) in t.streams.iter().enumerate() {
+        let g = process_index
+            .get(s.process.as_str())
+            .copied()
+            .unwrap_or(UNDEFINED);
+        let n = strings.id(&location_name(m, si));
+        defs.push(Def::Location(si as u64, n, events_per_location[si], g));
+        locations.push(si as u64);
+    }
+    for (id, (name, file, line, role, paradigm)) in region_list.iter().enumerate() {
+        let n = strings.id(name);
+        defs.push(Def::Region(id as u32, n, *file, *line, *role, *paradigm));
+    }
+    for (comm, &(model, paradigm, label)) in comms.iter().enumerate() {
+        let comm = comm as u32;
+        let Some(ranks) = m.ranks.get(model) else {
+            continue;
+        };
+        let members: Vec<u64> = ranks
+            .iter()
+            .map(|r| r.map_or(u64::MAX, |s| s as u64))
+            .collect();
+        let indices: Vec<u64> = (0..ranks.len() as u64).collect();
+        let ln = strings.id(&format!("{label} locations"));
+        let gn = strings.id(label);
+        defs.push(Def::Group(2 * comm, ln, 1, paradigm, members));
+        defs.push(Def::Group(2 * comm + 1, gn, 0, paradigm, indices));
+        defs.push(Def::Comm(comm, gn, 2 * comm + 1));
+    }
+    for (id, w) in m.windows.iter().enumerate() {
+        let n = strings.id(&w.name);
+        defs.push(Def::RmaWin(id as u32, n, comm_of(w.model)));
+    }
+    // SAFETY (every definition call): `h` is the open archive; pointers and
+    // lengths come from live vectors and strings.
+    check(unsafe { gotf2_def_clock(h, length) }, "writing the clock")?;
+    for (id, s) in strings.list.iter().enumerate() {
+        let c = CString::new(s.replace('\0', "?")).unwrap_or_default();
+        check(
+            unsafe { gotf2_def_string(h, id as u32, c.as_ptr()) },
+            "writing a string",
+        )?;
+    }
+    check(
+        unsafe { gotf2_def_paradigms(h, mpi, shmem) },
+        "writing paradigms",
+    )?;
+    for d in &defs {
+        let (code, what) = match d {
+            Def::SystemTree(n, c) => (
+                unsafe { gotf2_def_system_tree(h, 0, *n, *c, UNDEFINED) },
+                "writing the system tree",
+            ),
+            Def::LocationGroup(g, n) => (
+                unsafe { gotf2_def_location_group(h, *g, *n, 0) },
+                "writing a location group",
+            ),
+            Def::Location(id, n, ev, g) => (
+                unsafe { gotf2_def_location(h, *id, *n, *ev, *g) },
+                "writing a location",
+            ),
+            Def::Region(id, n, file, line, role, paradigm) => (
+                unsafe { gotf2_def_region(h, *id, *n, *file, *line, *role, *paradigm) },
+                "writing a region",
+            ),
+            Def::Group(id, n, locs, paradigm, members) => (
+                unsafe {
+                    gotf2_def_group(
+                        h,
+                        *id,
+                        *n,
+                        *locs,
+                        *paradigm,
+                        members.len() as u32,
+                        members.as_ptr(),
+                    )
+                },
+                "writing a group",
+            ),
+            Def::Comm(id, n, g) => (
+                unsafe { gotf2_def_comm(h, *id, *n, *g) },
+                "writing a communicator",
+            ),
+            Def::RmaWin(id, n, c) => (
+                unsafe { gotf2_def_rma_win(h, *id, *n, *c) },
+                "writing an RMA window",
+            ),
+        };
+        check(code, what)?;
+    }
+    archive.close(&locations)?;
+    let total: u64 = events_per_location.iter().sum();
+    Ok(Summary {
+        lines: vec![
+            format!(
+                "{}: {} locations, {} regions, {} RMA windows, {total} events",
+                out.join("traces.otf2").display(),
+                locations.len(),
+                region_list.len(),
+                m.windows.len()
+            ),
+            format!(
+                "Enter {} Leave {} sends {} receives {} collectives {} RmaPut {} RmaGet {} RmaAtomic {}",
+                counts[0], counts[1], counts[2], counts[3], counts[4], counts[5], counts[6], counts[7]
+            ),
+        ],
+    })
+}

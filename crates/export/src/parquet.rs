@@ -1,0 +1,255 @@
+//! Parquet tables, for SQL engines and data frames (DuckDB, pandas, Spark):
+//! `events.parquet`, one row per event, and `communication.parquet`, one row
+//! per MPI or OpenSHMEM operation with a peer (as the communication matrices
+//! count them).
+
+use std::fs::File;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use gaspard_analyze::dump::{event_name, phase_name};
+use gaspard_analyze::intervals::intervals;
+use parquet::basic::Compression;
+use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::{location_name, Model, Summary};
+
+/// Rows per row group.
+const ROW_GROUP: usize = 1 << 18;
+
+enum Data {
+    I64(Vec<i64>),
+    Str(Vec<ByteArray>),
+}
+
+struct Column {
+    optional: bool,
+    data: Data,
+    defs: Vec<i16>,
+}
+
+/// A table written in row groups.
+struct Table {
+    writer: SerializedFileWriter<File>,
+    cols: Vec<Column>,
+    rows: usize,
+    total: u64,
+}
+
+/// Column kinds of a schema line.
+enum Ty {
+    I64,
+    Str,
+}
+
+impl Table {
+    fn create(path: &Path, name: &str, cols: &[(&str, Ty, bool)]) -> Result<Table> {
+        let mut schema = format!("message {name} {{\n");
+        for (n, ty, optional) in cols {
+            let rep = if *optional { "optional" } else { "required" };
+            match ty {
+                Ty::I64 => schema.push_str(&format!("  {rep} int64 {n};\n")),
+                Ty::Str => schema.push_str(&format!("  {rep} binary {n} (STRING);\n")),
+            }
+        }
+        schema.push('}');
+        let schema = Arc::new(parse_message_type(&schema)?);
+        let file =
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        // Snappy: fast, and the dictionary-encoded columns shrink further.
+        let props = Arc::new(
+            WriterProperties::builder()
+                .set_compression(Compression::SNAPPY)
+                .build(),
+        );
+        let writer = SerializedFileWriter::new(file, schema, props)?;
+        Ok(Table {
+            writer,
+            cols: cols
+                .iter()
+                .map(|(_, ty, optional)| Column {
+                    optional: *optional,
+                    data: match ty {
+                        Ty::I64 => Data::I64(Vec::new()),
+                        Ty::Str => Data::Str(Vec::new()),
+                    },
+                    defs: Vec::new(),
+                })
+                .collect(),
+            rows: 0,
+            total: 0,
+        })
+    }
+
+    fn i(&mut self, c: usize, v: Option<i64>) {
+        let col = &mut self.cols[c];
+        col.defs.push(v.is_some() as i16);
+        if let (Data::I64(d), Some(v)) = (&mut col.data, v) {
+            d.push(v);
+        }
+    }
+
+    fn s(&mut self, c: usize, v: Option<&str>) {
+        let col = &mut self.cols[c];
+        col.defs.push(v.is_some() as i16);
+        if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
+            d.push(ByteArray::from(v));
+        }
+    }
+
+    fn end_row(&mut self) -> Result<()> {
+        self.rows += 1;
+        self.total += 1;
+        if self.rows >= ROW_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut rg = self.writer.next_row_group()?;
+        for col in &mut self.cols {
+            let mut cw = rg
+                .next_column()?
+                .context("the table has fewer columns than its schema")?;
+            let defs = col.optional.then_some(col.defs.as_slice());
+            match &mut col.data {
+                Data::I64(v) => {
+                    cw.typed::<Int64Type>().write_batch(v, defs, None)?;
+                    v.clear();
+                }
+                Data::Str(v) => {
+                    cw.typed::<ByteArrayType>().write_batch(v, defs, None)?;
+                    v.clear();
+                }
+            }
+            col.defs.clear();
+            cw.close()?;
+        }
+        rg.close()?;
+        self.rows = 0;
+        Ok(())
+    }
+
+    fn close(mut self) -> Result<u64> {
+        self.flush()?;
+        self.writer.close()?;
+        Ok(self.total)
+    }
+}
+
+/// Writes `out/events.parquet` and `out/communication.parquet`.
+pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
+    let t = m.trace;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut ev = Table::create(
+        &out.join("events.parquet"),
+        "events",
+        &[
+            ("process", Ty::Str, false),
+            ("pid", Ty::I64, false),
+            ("thread", Ty::I64, false),
+            ("thread_name", Ty::Str, false),
+            ("rank", Ty::I64, true),
+            ("t_ns", Ty::I64, false),
+            ("dur_ns", Ty::I64, true),
+            ("kind", Ty::Str, false),
+            ("phase", Ty::Str, false),
+            ("file", Ty::Str, true),
+            ("line", Ty::I64, true),
+            ("peer", Ty::I64, true),
+            ("bytes", Ty::I64, true),
+            ("object", Ty::Str, true),
+            ("offset", Ty::I64, true),
+        ],
+    )?;
+    for (si, s) in t.streams.iter().enumerate() {
+        let name = location_name(m, si);
+        let rank = m.stream_rank[si].map(|r| r.1 as i64);
+        let mut dur: HashMap<usize, u64> = HashMap::default();
+        for iv in intervals(s) {
+            dur.insert(iv.start_event, iv.end.saturating_sub(iv.start));
+        }
+        for (i, e) in s.events.iter().enumerate() {
+            let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
+            let site = t.callsites.get(e.callsite as usize);
+            ev.s(0, Some(&s.process));
+            ev.i(1, Some(s.pid as i64));
+            ev.i(2, Some(si as i64));
+            ev.s(3, Some(&name));
+            ev.i(4, rank);
+            ev.i(5, Some(e.t_ns as i64));
+            ev.i(6, dur.get(&i).map(|&d| d as i64));
+            ev.s(7, Some(&event_name(t, e)));
+            ev.s(8, Some(phase_name(e.phase)));
+            ev.s(9, site.and_then(|c| c.file.as_deref()));
+            ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));
+            ev.i(11, op.and_then(|o| o.peer).map(|p| p as i64));
+            ev.i(12, op.map(|o| o.bytes as i64));
+            ev.s(
+                13,
+                op.and_then(|o| o.window)
+                    .map(|w| m.windows[w].name.as_str()),
+            );
+            ev.i(14, op.and_then(|o| o.offset).map(|o| o as i64));
+            ev.end_row()?;
+        }
+        progress.inc(s.events.len() as u64);
+    }
+    let events = ev.close()?;
+
+    let mut cm = Table::create(
+        &out.join("communication.parquet"),
+        "communication",
+        &[
+            ("model", Ty::Str, false),
+            ("kind", Ty::Str, false),
+            ("src_thread", Ty::I64, false),
+            ("dst_thread", Ty::I64, true),
+            ("src_rank", Ty::I64, false),
+            ("dst_rank", Ty::I64, false),
+            ("bytes", Ty::I64, false),
+            ("tag", Ty::I64, true),
+            ("t_start", Ty::I64, false),
+            ("t_end", Ty::I64, false),
+            ("object", Ty::Str, true),
+            ("object_offset", Ty::I64, true),
+        ],
+    )?;
+    for op in &m.ops {
+        let Some(peer) = op.peer else {
+            continue;
+        };
+        cm.s(0, Some(op.model));
+        cm.s(1, Some(op.name));
+        cm.i(2, Some(op.stream as i64));
+        cm.i(3, m.rank_stream(op.model, peer).map(|s| s as i64));
+        cm.i(4, Some(op.me as i64));
+        cm.i(5, Some(peer as i64));
+        cm.i(6, Some(op.bytes as i64));
+        cm.i(7, op.tag.map(|t| t as i64));
+        cm.i(8, Some(op.t_start as i64));
+        cm.i(9, Some(op.t_end as i64));
+        cm.s(10, op.window.map(|w| m.windows[w].name.as_str()));
+        cm.i(11, op.offset.map(|o| o as i64));
+        cm.end_row()?;
+    }
+    let comms = cm.close()?;
+    Ok(Summary {
+        lines: vec![
+            format!("{}: {events} events", out.join("events.parquet").display()),
+            format!(
+                "{}: {comms} operations",
+                out.join("communication.parquet").display()
+            ),
+        ],
+    })
+}

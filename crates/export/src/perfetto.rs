@@ -1,0 +1,482 @@
+//! Perfetto traces (`perfetto.protos.Trace`, open with ui.perfetto.dev or
+//! trace_processor): a track per process and per thread, a slice per
+//! START/END pair, an instant per ATOMIC event, and flows for communication:
+//! from each send to the receive it matches (for a non-blocking receive, to
+//! the call that completed it), and from each one-sided access
+//! to an instant on the target's track ("remote put", "remote get",
+//! "remote atomic") at the access's end.
+//!
+//! Only the messages of Perfetto's schema that are used are declared here,
+//! with their field numbers from `protos/perfetto/trace/`.
+
+use std::io::Write as _;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use gaspard_analyze::dump::event_name;
+use gaspard_analyze::intervals::intervals;
+use prost::Message;
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::{location_name, Model, OpClass, Summary};
+
+/// `perfetto.protos.TracePacket` (the fields used).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TracePacket {
+    /// Nanoseconds.
+    #[prost(uint64, optional, tag = "8")]
+    pub timestamp: Option<u64>,
+    /// The writer's sequence.
+    #[prost(uint32, optional, tag = "10")]
+    pub trusted_packet_sequence_id: Option<u32>,
+    /// A slice or instant.
+    #[prost(message, optional, tag = "11")]
+    pub track_event: Option<TrackEvent>,
+    /// Interned names.
+    #[prost(message, optional, tag = "12")]
+    pub interned_data: Option<InternedData>,
+    /// `SEQ_INCREMENTAL_STATE_CLEARED` (1), `SEQ_NEEDS_INCREMENTAL_STATE` (2).
+    #[prost(uint32, optional, tag = "13")]
+    pub sequence_flags: Option<u32>,
+    /// A track.
+    #[prost(message, optional, tag = "60")]
+    pub track_descriptor: Option<TrackDescriptor>,
+}
+
+/// `perfetto.protos.TrackDescriptor`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TrackDescriptor {
+    /// Track id.
+    #[prost(uint64, optional, tag = "1")]
+    pub uuid: Option<u64>,
+    /// Name.
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+    /// A process track.
+    #[prost(message, optional, tag = "3")]
+    pub process: Option<ProcessDescriptor>,
+    /// A thread track.
+    #[prost(message, optional, tag = "4")]
+    pub thread: Option<ThreadDescriptor>,
+    /// Enclosing track.
+    #[prost(uint64, optional, tag = "5")]
+    pub parent_uuid: Option<u64>,
+}
+
+/// `perfetto.protos.ProcessDescriptor`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ProcessDescriptor {
+    /// Process id.
+    #[prost(int32, optional, tag = "1")]
+    pub pid: Option<i32>,
+    /// Name.
+    #[prost(string, optional, tag = "6")]
+    pub process_name: Option<String>,
+}
+
+/// `perfetto.protos.ThreadDescriptor`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct ThreadDescriptor {
+    /// Process id.
+    #[prost(int32, optional, tag = "1")]
+    pub pid: Option<i32>,
+    /// Thread id.
+    #[prost(int32, optional, tag = "2")]
+    pub tid: Option<i32>,
+    /// Name.
+    #[prost(string, optional, tag = "5")]
+    pub thread_name: Option<String>,
+}
+
+/// `perfetto.protos.TrackEvent`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TrackEvent {
+    /// Arguments shown with the slice.
+    #[prost(message, repeated, tag = "4")]
+    pub debug_annotations: Vec<DebugAnnotation>,
+    /// 1 slice begin, 2 slice end, 3 instant.
+    #[prost(int32, optional, tag = "9")]
+    pub r#type: Option<i32>,
+    /// Interned name.
+    #[prost(uint64, optional, tag = "10")]
+    pub name_iid: Option<u64>,
+    /// The track.
+    #[prost(uint64, optional, tag = "11")]
+    pub track_uuid: Option<u64>,
+    /// Interned source location.
+    #[prost(uint64, optional, tag = "34")]
+    pub source_location_iid: Option<u64>,
+    /// Flows leaving this slice.
+    #[prost(fixed64, repeated, packed = "false", tag = "47")]
+    pub flow_ids: Vec<u64>,
+    /// Flows ending at this slice.
+    #[prost(fixed64, repeated, packed = "false", tag = "48")]
+    pub terminating_flow_ids: Vec<u64>,
+}
+
+/// `perfetto.protos.DebugAnnotation`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct DebugAnnotation {
+    /// Unsigned value.
+    #[prost(uint64, optional, tag = "3")]
+    pub uint_value: Option<u64>,
+    /// String value.
+    #[prost(string, optional, tag = "6")]
+    pub string_value: Option<String>,
+    /// Name.
+    #[prost(string, optional, tag = "10")]
+    pub name: Option<String>,
+}
+
+/// `perfetto.protos.InternedData`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct InternedData {
+    /// Event names.
+    #[prost(message, repeated, tag = "2")]
+    pub event_names: Vec<EventName>,
+    /// Source locations.
+    #[prost(message, repeated, tag = "4")]
+    pub source_locations: Vec<SourceLocation>,
+}
+
+/// `perfetto.protos.SourceLocation`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SourceLocation {
+    /// Id.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// File.
+    #[prost(string, optional, tag = "2")]
+    pub file_name: Option<String>,
+    /// Line.
+    #[prost(uint32, optional, tag = "4")]
+    pub line_number: Option<u32>,
+}
+
+/// `perfetto.protos.EventName`.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct EventName {
+    /// Id.
+    #[prost(uint64, optional, tag = "1")]
+    pub iid: Option<u64>,
+    /// Name.
+    #[prost(string, optional, tag = "2")]
+    pub name: Option<String>,
+}
+
+const SEQ: u32 = 1;
+const SLICE_BEGIN: i32 = 1;
+const SLICE_END: i32 = 2;
+const INSTANT: i32 = 3;
+
+struct Out {
+    w: std::io::BufWriter<std::fs::File>,
+    packets: u64,
+}
+
+impl Out {
+    /// Appends one packet: field 1 of `Trace`, length-delimited.
+    fn packet(&mut self, p: &TracePacket) -> Result<()> {
+        self.w.write_all(&[0x0a])?;
+        self.w.write_all(&p.encode_length_delimited_to_vec())?;
+        self.packets += 1;
+        Ok(())
+    }
+}
+
+fn annotation_u(name: &str, v: u64) -> DebugAnnotation {
+    DebugAnnotation {
+        name: Some(name.into()),
+        uint_value: Some(v),
+        string_value: None,
+    }
+}
+
+fn annotation_s(name: &str, v: String) -> DebugAnnotation {
+    DebugAnnotation {
+        name: Some(name.into()),
+        uint_value: None,
+        string_value: Some(v),
+    }
+}
+
+/// Writes the Perfetto trace `out`.
+pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
+    let t = m.trace;
+    let file =
+        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let mut o = Out {
+        w: std::io::BufWriter::new(file),
+        packets: 0,
+    };
+    // Names, interned once in the first packet of the sequence.
+    let mut names: HashMap<String, u64> = HashMap::default();
+    for s in &t.streams {
+        for e in &s.events {
+            let n = event_name(t, e);
+            let next = names.len() as u64 + 1;
+            names.entry(n).or_insert(next);
+        }
+    }
+    for n in ["remote put", "remote get", "remote atomic"] {
+        let next = names.len() as u64 + 1;
+        names.entry(n.to_string()).or_insert(next);
+    }
+    let mut list: Vec<(&String, &u64)> = names.iter().collect();
+    list.sort_by_key(|(_, &i)| i);
+    o.packet(&TracePacket {
+        trusted_packet_sequence_id: Some(SEQ),
+        sequence_flags: Some(1),
+        interned_data: Some(InternedData {
+            event_names: list
+                .iter()
+                .map(|(n, &i)| EventName {
+                    iid: Some(i),
+                    name: Some((*n).clone()),
+                })
+                .collect(),
+            // Callsite i (with a file) is source location i + 1.
+            source_locations: t
+                .callsites
+                .iter()
+                .enumerate()
+                .filter_map(|(i, c)| {
+                    Some(SourceLocation {
+                        iid: Some(i as u64 + 1),
+                        file_name: Some(c.file.clone()?),
+                        line_number: Some(c.line),
+                    })
+                })
+                .collect(),
+        }),
+        ..Default::default()
+    })?;
+
+    // Tracks: a process track (uuid = 1 + process index) and a thread track
+    // (uuid = 1_000_000_000 + stream index) under it.
+    let process_uuid = |i: usize| 1 + i as u64;
+    let thread_uuid = |si: usize| 1_000_000_000 + si as u64;
+    let process_index: HashMap<&str, usize> = t
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| (p.name.as_str(), i))
+        .collect();
+    let mut seen = vec![false; t.processes.len()];
+    for (si, s) in t.streams.iter().enumerate() {
+        let pi = process_index.get(s.process.as_str()).copied();
+        if let Some(pi) = pi {
+            if !std::mem::replace(&mut seen[pi], true) {
+                let name = match m.stream_rank[si] {
+                    Some((model, me)) => format!(
+                        "{} {me} ({})",
+                        if model == "SHMEM" { "PE" } else { "rank" },
+                        s.process
+                    ),
+                    None => s.process.clone(),
+                };
+                o.packet(&TracePacket {
+                    track_descriptor: Some(TrackDescriptor {
+                        uuid: Some(process_uuid(pi)),
+                        process: Some(ProcessDescriptor {
+                            pid: Some(s.pid as i32),
+                            process_name: Some(name),
+                        }),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+            }
+        }
+        o.packet(&TracePacket {
+            track_descriptor: Some(TrackDescriptor {
+                uuid: Some(thread_uuid(si)),
+                parent_uuid: pi.map(process_uuid),
+                thread: Some(ThreadDescriptor {
+                    pid: Some(s.pid as i32),
+                    tid: Some(s.tid as i32),
+                    thread_name: Some(location_name(m, si)),
+                }),
+                ..Default::default()
+            }),
+            ..Default::default()
+        })?;
+    }
+
+    // Flows: each matched message (send -> receive) and each one-sided
+    // access (access -> instant on the target), numbered from 1.
+    // Flows leaving and ending at slices, by (stream, START event).
+    let mut flow_out: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
+    let mut flow_in: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
+    // A non-blocking receive's flow ends at the call that completed it (the
+    // data has arrived when it returns).
+    let mut start_of_end: HashMap<usize, HashMap<usize, usize>> = HashMap::default();
+    let mut receive_slice = |r: usize| -> (usize, usize) {
+        let op = &m.ops[r];
+        if let (Some(crate::OpClass::Irecv), Some(c)) = (op.class, op.completion) {
+            let ends = start_of_end.entry(op.stream).or_insert_with(|| {
+                intervals(&t.streams[op.stream])
+                    .iter()
+                    .map(|iv| (iv.end_event, iv.start_event))
+                    .collect()
+            });
+            if let Some(&start) = ends.get(&c.end_event) {
+                return (op.stream, start);
+            }
+        }
+        (op.stream, op.start_event)
+    };
+    let mut next_flow = 1u64;
+    for (s, r) in m.messages() {
+        let op = &m.ops[s];
+        flow_out
+            .entry((op.stream, op.start_event))
+            .or_default()
+            .push(next_flow);
+        flow_in.entry(receive_slice(r)).or_default().push(next_flow);
+        next_flow += 1;
+    }
+    // Remote instants per target stream: (time, name, flow).
+    let mut remote: HashMap<usize, Vec<(u64, &'static str, u64)>> = HashMap::default();
+    for op in &m.ops {
+        let Some(class) = op.class.filter(|c| c.is_rma()) else {
+            continue;
+        };
+        let Some(target) = op.peer.and_then(|p| m.rank_stream(op.model, p)) else {
+            continue;
+        };
+        let name = match class {
+            OpClass::Put => "remote put",
+            OpClass::Get => "remote get",
+            _ => "remote atomic",
+        };
+        flow_out
+            .entry((op.stream, op.start_event))
+            .or_default()
+            .push(next_flow);
+        remote
+            .entry(target)
+            .or_default()
+            .push((op.t_end, name, next_flow));
+        next_flow += 1;
+    }
+
+    let (mut begins, mut ends, mut instants) = (0u64, 0u64, 0u64);
+    for (si, s) in t.streams.iter().enumerate() {
+        let track = thread_uuid(si);
+        let mut starts = rustc_hash::FxHashSet::default();
+        let mut end_of = HashMap::default();
+        for iv in intervals(s) {
+            starts.insert(iv.start_event);
+            end_of.insert(iv.end_event, iv.start_event);
+        }
+        // Events and remote instants of this track, merged in time order.
+        let mut remote_here = remote.remove(&si).unwrap_or_default();
+        remote_here.sort_by_key(|r| r.0);
+        let mut rq = remote_here.into_iter().peekable();
+        let mut last = 0u64;
+        for (i, e) in s.events.iter().enumerate() {
+            while let Some(&(rt, name, flow)) = rq.peek() {
+                if rt > e.t_ns {
+                    break;
+                }
+                rq.next();
+                o.packet(&TracePacket {
+                    timestamp: Some(rt.max(last)),
+                    trusted_packet_sequence_id: Some(SEQ),
+                    sequence_flags: Some(2),
+                    track_event: Some(TrackEvent {
+                        r#type: Some(INSTANT),
+                        name_iid: Some(names[name]),
+                        track_uuid: Some(track),
+                        terminating_flow_ids: vec![flow],
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })?;
+                instants += 1;
+                last = rt.max(last);
+            }
+            let ty = match e.phase {
+                0 if starts.contains(&i) => SLICE_BEGIN,
+                1 if end_of.contains_key(&i) => SLICE_END,
+                2 => INSTANT,
+                _ => continue,
+            };
+            let time = e.t_ns.max(last);
+            last = time;
+            let mut ev = TrackEvent {
+                r#type: Some(ty),
+                track_uuid: Some(track),
+                ..Default::default()
+            };
+            if ty != SLICE_END {
+                ev.name_iid = Some(names[&event_name(t, e)]);
+                if t.callsites
+                    .get(e.callsite as usize)
+                    .is_some_and(|c| c.file.is_some())
+                {
+                    ev.source_location_iid = Some(e.callsite as u64 + 1);
+                }
+            }
+            if ty == SLICE_BEGIN {
+                if let Some(&oi) = m.op_at[si].get(&i) {
+                    let op = &m.ops[oi];
+                    if let Some(p) = op.peer {
+                        ev.debug_annotations.push(annotation_u("peer", p as u64));
+                    }
+                    ev.debug_annotations.push(annotation_u("bytes", op.bytes));
+                    if let Some(w) = op.window {
+                        ev.debug_annotations
+                            .push(annotation_s("object", m.windows[w].name.clone()));
+                    }
+                    if let Some(off) = op.offset {
+                        ev.debug_annotations.push(annotation_u("offset", off));
+                    }
+                }
+                ev.flow_ids = flow_out.remove(&(si, i)).unwrap_or_default();
+                ev.terminating_flow_ids = flow_in.remove(&(si, i)).unwrap_or_default();
+            }
+            match ty {
+                SLICE_BEGIN => begins += 1,
+                SLICE_END => ends += 1,
+                _ => instants += 1,
+            }
+            o.packet(&TracePacket {
+                timestamp: Some(time),
+                trusted_packet_sequence_id: Some(SEQ),
+                sequence_flags: Some(2),
+                track_event: Some(ev),
+                ..Default::default()
+            })?;
+        }
+        for (rt, name, flow) in rq {
+            o.packet(&TracePacket {
+                timestamp: Some(rt.max(last)),
+                trusted_packet_sequence_id: Some(SEQ),
+                sequence_flags: Some(2),
+                track_event: Some(TrackEvent {
+                    r#type: Some(INSTANT),
+                    name_iid: Some(names[name]),
+                    track_uuid: Some(track),
+                    terminating_flow_ids: vec![flow],
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })?;
+            instants += 1;
+        }
+        progress.inc(s.events.len() as u64);
+    }
+    o.w.flush()
+        .with_context(|| format!("cannot write {}", out.display()))?;
+    Ok(Summary {
+        lines: vec![format!(
+            "{}: {} packets, {} tracks, {begins} slices, {ends} slice ends, {instants} instants, {} flows",
+            out.display(),
+            o.packets,
+            t.streams.len() + seen.iter().filter(|&&b| b).count(),
+            next_flow - 1
+        )],
+    })
+}

@@ -1,0 +1,389 @@
+//! The browser view of a gaspard trace.
+//!
+//! [`View`] holds what the interface shows: the report (`gaspard report
+//! --json`), the block map of each shared object per epoch, where each
+//! finding happens, and the [`timeline::Timeline`]. [`server`] serves it
+//! from 127.0.0.1; [`View::html`] writes it as one self-contained file.
+#![warn(missing_docs, missing_debug_implementations)]
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+
+use serde_json::{json, Value};
+
+use gaspard_analyze::trace::Trace;
+
+pub mod server;
+pub mod timeline;
+
+/// Spans sent per thread for one timeline request.
+pub const SPANS_PER_THREAD: usize = 4000;
+/// Callsites whose line of text the summary carries at most.
+const MAX_SITE_LINES: usize = 20_000;
+/// Block-epoch entries the summary carries at most.
+const MAX_BLOCK_EPOCHS: usize = 20_000;
+/// Columns of the timeline embedded in an HTML file, per thread, at most.
+const HTML_COLUMNS: usize = 2048;
+/// Bytes of summary columns an HTML file embeds, all threads together
+/// (about 6 per column and thread).
+const HTML_COLUMN_BYTES: usize = 600_000;
+/// Spans embedded in an HTML file, all threads together (about 55 bytes each).
+const HTML_SPANS: usize = 12_000;
+/// Block-epoch entries an HTML file embeds.
+const HTML_BLOCK_EPOCHS: usize = 4_000;
+
+const PAGE: &str = include_str!("../assets/index.html");
+/// The interface's script.
+pub const APP_JS: &str = include_str!("../assets/app.js");
+/// The interface's style sheet.
+pub const APP_CSS: &str = include_str!("../assets/app.css");
+
+/// Everything the interface shows of one trace.
+///
+/// The timeline and the "core" (thread rows, span names, callsites, time
+/// span) are there from the start; the report ([`View::summary_json`])
+/// may come later ([`View::start`]).
+#[derive(Debug)]
+pub struct View {
+    trace: Arc<Trace>,
+    core: Value,
+    core_text: String,
+    summary: OnceLock<(Value, String)>,
+    /// The timeline.
+    pub timeline: timeline::Timeline,
+    sources: HashSet<String>,
+}
+
+impl View {
+    /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
+    pub fn new(trace: Trace, block_size: u64) -> View {
+        let trace = Arc::new(trace);
+        // The report and the timeline only read the trace: both at once.
+        let (report, timeline) = std::thread::scope(|scope| {
+            let tl = scope.spawn(|| timeline::Timeline::build(&trace));
+            let report = gaspard_analyze::profile::report_with(&trace, block_size);
+            let tl = tl.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+            (report, tl)
+        });
+        let view = View::assemble(trace, timeline);
+        view.set_report(&report);
+        view
+    }
+
+    /// As [`View::new`], with the report of `trace` already computed.
+    pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
+        let trace = Arc::new(trace);
+        let timeline = timeline::Timeline::build(&trace);
+        let view = View::assemble(trace, timeline);
+        view.set_report(report);
+        view
+    }
+
+    /// The timeline now, the report in the background: the view can be
+    /// served as soon as this returns, its summary following.
+    pub fn start(trace: Trace, block_size: u64) -> Arc<View> {
+        let trace = Arc::new(trace);
+        let timeline = timeline::Timeline::build(&trace);
+        let view = Arc::new(View::assemble(trace, timeline));
+        let bg = Arc::clone(&view);
+        std::thread::spawn(move || {
+            let report = gaspard_analyze::profile::report_with(&bg.trace, block_size);
+            bg.set_report(&report);
+        });
+        view
+    }
+
+    fn assemble(trace: Arc<Trace>, timeline: timeline::Timeline) -> View {
+        let mut core = json!({
+            "rows": timeline.threads.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            "classes": timeline::CLASSES,
+            "names": timeline.names,
+            "sites": trace
+                .callsites
+                .iter()
+                .map(|c| json!([c.file, c.line]))
+                .collect::<Vec<_>>(),
+            "span": [timeline.t0, timeline.t1],
+        });
+        let sources = trace
+            .callsites
+            .iter()
+            .filter_map(|c| c.file.clone())
+            .collect();
+        let mut view = View {
+            core: Value::Null,
+            core_text: String::new(),
+            summary: OnceLock::new(),
+            timeline,
+            trace,
+            sources,
+        };
+        core["site_lines"] = view.site_lines();
+        view.core_text = core.to_string();
+        view.core = core;
+        view
+    }
+
+    /// Adds the report (and what depends on it) to the summary.
+    fn set_report(&self, report: &gaspard_analyze::profile::Report) {
+        let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
+        // The report's blocks hold every epoch; its JSON leaves them out.
+        let blocks = &report.blocks;
+        let epochs =
+            serde_json::to_value(&blocks.epochs[..blocks.epochs.len().min(MAX_BLOCK_EPOCHS)])
+                .unwrap_or_default();
+        summary["block_epochs"] = epochs;
+        summary["block_epochs_total"] = json!(blocks.epochs.len());
+        summary["finding_places"] = Value::Array(
+            report
+                .findings
+                .iter()
+                .map(|f| place_of(&self.trace, &self.timeline, f))
+                .collect(),
+        );
+        if let (Some(m), Some(core)) = (summary.as_object_mut(), self.core.as_object()) {
+            for (k, v) in core {
+                m.insert(k.clone(), v.clone());
+            }
+        }
+        let text = summary.to_string();
+        let _ = self.summary.set((summary, text));
+    }
+
+    /// The text of each callsite's line (the HTML file shows it without the
+    /// server), `null` where the file cannot be read.
+    fn site_lines(&self) -> Value {
+        let mut files: std::collections::HashMap<&str, Option<Vec<String>>> =
+            std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(self.trace.callsites.len().min(MAX_SITE_LINES));
+        for c in self.trace.callsites.iter().take(MAX_SITE_LINES) {
+            let line = c.file.as_deref().and_then(|f| {
+                let text = files.entry(f).or_insert_with(|| {
+                    self.source(f)
+                        .map(|t| t.lines().map(|l| l.chars().take(300).collect()).collect())
+                });
+                text.as_ref()?
+                    .get((c.line as usize).checked_sub(1)?)
+                    .cloned()
+            });
+            out.push(json!(line));
+        }
+        Value::Array(out)
+    }
+
+    /// The core as JSON text: row names, span names, callsites (and the
+    /// text of their lines), class names and the time span.
+    pub fn core_json(&self) -> &str {
+        &self.core_text
+    }
+
+    /// The summary as JSON text: the core, the report, the block map and the
+    /// findings' places; `None` while the report is being computed.
+    pub fn summary_json(&self) -> Option<&str> {
+        self.summary.get().map(|(_, t)| t.as_str())
+    }
+
+    /// The timeline of `[t0, t1)` at `width` pixels.
+    pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> Value {
+        self.timeline.window(t0, t1, width, SPANS_PER_THREAD)
+    }
+
+    /// One event, decoded, with its callsite and source line; `None` when
+    /// there is no such event.
+    pub fn event_json(&self, row: usize, event: usize) -> Option<Value> {
+        let s = self.trace.streams.get(row)?;
+        let e = s.events.get(event)?;
+        let mut v = gaspard_analyze::dump::event_json(&self.trace, s, e);
+        let site = self.trace.callsites.get(e.callsite as usize);
+        if let Some(c) = site {
+            v["file"] = json!(c.file);
+            v["line"] = json!(c.line);
+            if let Some(text) = c.file.as_deref().and_then(|f| self.source(f)) {
+                let l = c.line as usize;
+                let lines: Vec<&str> = text.lines().collect();
+                if l >= 1 && l <= lines.len() {
+                    let from = l.saturating_sub(3);
+                    let to = (l + 2).min(lines.len());
+                    v["source"] = json!({
+                        "first": from + 1,
+                        "lines": lines[from..to],
+                    });
+                }
+            }
+        }
+        v["thread"] = json!(self.timeline.threads.get(row).map(|t| t.name.clone()));
+        Some(v)
+    }
+
+    /// The text of a source file named by one of the trace's callsites;
+    /// `None` for any other path or an unreadable file.
+    pub fn source(&self, file: &str) -> Option<String> {
+        if !self.sources.contains(file) {
+            return None;
+        }
+        let p = Path::new(file);
+        let candidates: Vec<PathBuf> = if p.is_absolute() {
+            vec![p.to_path_buf()]
+        } else {
+            let mut v = vec![p.to_path_buf()];
+            if let Some(parent) = self.trace.dir.parent() {
+                v.push(parent.join(p));
+            }
+            v
+        };
+        candidates.iter().find_map(|c| {
+            let meta = std::fs::metadata(c).ok()?;
+            if !meta.is_file() || meta.len() > 4 << 20 {
+                return None;
+            }
+            std::fs::read_to_string(c).ok()
+        })
+    }
+
+    /// The page as served: assets and data come from the server.
+    pub fn served_page(&self) -> String {
+        PAGE.replace(
+            "<!--HEAD-->",
+            "<link rel=\"stylesheet\" href=\"/app.css\">\n<script src=\"/app.js\" defer></script>",
+        )
+        .replace("<!--DATA-->", "")
+    }
+
+    /// One self-contained HTML file: style, script, the summary and a
+    /// coarse timeline (every span when few enough) inline; no network.
+    pub fn html(&self) -> String {
+        let nonce = nonce();
+        let rows = self.timeline.threads.len().max(1);
+        let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
+        let coarse = self.timeline.window(
+            self.timeline.t0,
+            self.timeline.t1,
+            columns,
+            (HTML_SPANS / rows).max(20),
+        );
+        let mut summary = match self.summary.get() {
+            Some((v, _)) => v.clone(),
+            None => self.core.clone(),
+        };
+        if let Some(epochs) = summary["block_epochs"].as_array_mut() {
+            epochs.truncate(HTML_BLOCK_EPOCHS);
+        }
+        let data = format!("{{\"summary\":{summary},\"timeline\":{coarse}}}");
+        let csp = format!(
+            "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+             img-src data:; base-uri 'none'; form-action 'none'"
+        );
+        PAGE.replace(
+            "<!--HEAD-->",
+            &format!(
+                "<meta http-equiv=\"Content-Security-Policy\" content=\"{csp}\">\n\
+                 <style nonce=\"{nonce}\">\n{APP_CSS}</style>"
+            ),
+        )
+        .replace(
+            "<!--DATA-->",
+            &format!(
+                "<script type=\"application/json\" id=\"gaspard-data\">{}</script>\n\
+                 <script nonce=\"{nonce}\">\n{}</script>",
+                escape_script_json(&data),
+                APP_JS.replace("</", "<\\/")
+            ),
+        )
+    }
+}
+
+/// JSON text made safe inside a `<script>` element: no `<`, `>`, `&` or
+/// line separators left as such (they are the same characters to JSON).
+pub fn escape_script_json(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + s.len() / 16);
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A fresh value for the page's Content-Security-Policy nonce.
+fn nonce() -> String {
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        bytes = (t ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Where the timeline shows a finding: the longest span of one of its
+/// threads at its source line (or the whole run of its first thread).
+fn place_of(
+    trace: &Trace,
+    tl: &timeline::Timeline,
+    f: &gaspard_analyze::findings::Finding,
+) -> Value {
+    let rows: Vec<usize> = tl
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, th)| f.threads.contains(&th.name))
+        .map(|(i, _)| i)
+        .collect();
+    let at_line = |site: u32| {
+        let Some(loc) = &f.location else {
+            return false;
+        };
+        trace.callsites.get(site as usize).is_some_and(|c| {
+            c.line == loc.line
+                && c.file.as_deref().is_some_and(|file| {
+                    file == loc.file || file.ends_with(&format!("/{}", loc.file))
+                })
+        })
+    };
+    let mut best: Option<(usize, &timeline::Span)> = None;
+    for &r in &rows {
+        for sp in &tl.threads[r].spans {
+            if at_line(sp.site) && best.is_none_or(|(_, b)| sp.end - sp.start > b.end - b.start) {
+                best = Some((r, sp));
+            }
+        }
+    }
+    match best {
+        Some((r, sp)) => json!({"row": r, "t0": sp.start, "t1": sp.end, "event": sp.event}),
+        None => json!({
+            "row": rows.first().copied(),
+            "t0": tl.t0,
+            "t1": tl.t1,
+            "event": null,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_in_a_script_element() {
+        let s = escape_script_json("{\"a\":\"</script><img src=x onerror=1>&\u{2028}\"}");
+        assert!(!s.contains(['<', '>', '&', '\u{2028}']));
+        let v: Value = serde_json::from_str(&s).unwrap();
+        assert_eq!(v["a"], "</script><img src=x onerror=1>&\u{2028}");
+    }
+
+    #[test]
+    fn nonces_differ() {
+        assert_ne!(nonce(), nonce());
+        assert_eq!(nonce().len(), 32);
+    }
+}

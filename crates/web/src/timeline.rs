@@ -1,0 +1,507 @@
+//! The timeline of every thread, summarised for any zoom level.
+//!
+//! Each thread's START/END intervals ("spans") are kept in lanes by nesting
+//! depth; within a lane, spans follow one another, so the spans of a time
+//! window are found by binary search. For views too wide to show every
+//! span, a pyramid of pixel-sized bins (the busy fraction and the kind class
+//! that takes most of each bin's time, the innermost span counting) answers
+//! in time proportional to the pixels asked for, not to the events.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde_json::{json, Value};
+
+use gaspard_analyze::intervals::intervals;
+use gaspard_analyze::trace::{Stream, Trace};
+use gaspard_format::kinds::{self, Class};
+
+/// Class names, by class number (0 is time in no span: computation).
+pub const CLASSES: [&str; 9] = [
+    "compute", "sync", "comm", "memory", "work", "program", "cache", "function", "user",
+];
+
+/// Bins of the finest pyramid level over the whole trace.
+const FINEST_BINS: usize = 1 << 15;
+/// Lanes kept apart; deeper spans share the last one.
+const MAX_LANES: usize = 16;
+
+/// One interval of one thread.
+#[derive(Debug, Clone, Copy)]
+pub struct Span {
+    /// START time, ns.
+    pub start: u64,
+    /// END time, ns.
+    pub end: u64,
+    /// Class number (index in [`CLASSES`]).
+    pub class: u8,
+    /// Lane (nesting depth, capped).
+    pub depth: u8,
+    /// Index in [`Timeline::names`].
+    pub name: u32,
+    /// Callsite index of the trace.
+    pub site: u32,
+    /// Index of the START event in its stream.
+    pub event: u32,
+    /// Thread (row) on the other side of a communication, if known.
+    pub peer: Option<u32>,
+}
+
+#[derive(Debug, Default)]
+struct Lane {
+    /// Indices in the thread's spans, by start.
+    spans: Vec<u32>,
+    /// Largest end among `spans[..=i]`.
+    max_end: Vec<u64>,
+}
+
+/// One thread's spans, lanes and pyramid.
+#[derive(Debug)]
+pub struct ThreadLine {
+    /// How findings name the thread.
+    pub name: String,
+    /// Its spans, by start.
+    pub spans: Vec<Span>,
+    lanes: Vec<Lane>,
+    /// Level k has `FINEST_BINS >> k` bins of (class, busy 0..255).
+    levels: Vec<Vec<[u8; 2]>>,
+}
+
+/// Every thread's timeline.
+#[derive(Debug)]
+pub struct Timeline {
+    /// First event, ns.
+    pub t0: u64,
+    /// Last event, ns.
+    pub t1: u64,
+    /// Rows, in stream order.
+    pub threads: Vec<ThreadLine>,
+    /// Span names.
+    pub names: Vec<String>,
+}
+
+fn class_of(kind: u16, user: bool) -> u8 {
+    if user {
+        return 8;
+    }
+    match kinds::kind(kind).map(|k| k.class) {
+        Some(Class::Sync) => 1,
+        Some(Class::Comm) => 2,
+        Some(Class::Memory) => 3,
+        Some(Class::Work) => 4,
+        Some(Class::Program) | None => 5,
+        Some(Class::Cache) => 6,
+        Some(Class::Function) => 7,
+        Some(Class::User) => 8,
+    }
+}
+
+/// gaspard's own events (start-up, measurement on/off, losses, clock
+/// measurements), not the program's.
+fn is_tool(kind: u16) -> bool {
+    matches!(
+        kind,
+        kinds::GASPARD_INIT
+            | kinds::GASPARD_MEASUREMENT
+            | kinds::GASPARD_LOST
+            | kinds::GASPARD_CLOCK_SYNC
+    )
+}
+
+/// The other side of a communication event, as a rank.
+fn peer_rank(s: &Stream, e: &gaspard_analyze::trace::Event) -> Option<u64> {
+    use gaspard_analyze::objects::arg;
+    arg(s, e, "pe")
+        .or_else(|| arg(s, e, "peer"))
+        .or_else(|| arg(s, e, "target"))
+}
+
+impl Timeline {
+    /// Builds the timeline of a trace.
+    pub fn build(t: &Trace) -> Timeline {
+        let t0 = t
+            .streams
+            .iter()
+            .filter_map(|s| s.events.first().map(|e| e.t_ns))
+            .min()
+            .unwrap_or(0);
+        let t1 = t
+            .streams
+            .iter()
+            .filter_map(|s| s.events.last().map(|e| e.t_ns))
+            .max()
+            .unwrap_or(t0)
+            .max(t0 + 1);
+        // Row of each (model, rank): the first stream of that rank's process.
+        let ranks: Vec<Option<gaspard_analyze::matrix::Rank>> = t
+            .streams
+            .iter()
+            .map(gaspard_analyze::matrix::rank)
+            .collect();
+        let mut row_of_rank: HashMap<(&str, usize), u32> = HashMap::default();
+        for (i, r) in ranks.iter().enumerate() {
+            if let Some(r) = r {
+                row_of_rank.entry((r.model, r.me)).or_insert(i as u32);
+            }
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut name_ids: HashMap<String, u32> = HashMap::default();
+        let mut key_ids: HashMap<(u16, Option<u32>), u32> = HashMap::default();
+        let mut threads = Vec::with_capacity(t.streams.len());
+        for (si, s) in t.streams.iter().enumerate() {
+            let mut spans = Vec::new();
+            for iv in intervals(s) {
+                if is_tool(iv.kind) {
+                    continue;
+                }
+                let e = &s.events[iv.start_event];
+                let name = if e.kind == kinds::C_FUNC && e.user.is_none() {
+                    let n = gaspard_analyze::dump::event_name(t, e);
+                    let next = names.len() as u32;
+                    *name_ids.entry(n.clone()).or_insert_with(|| {
+                        names.push(n);
+                        next
+                    })
+                } else {
+                    let next = names.len() as u32;
+                    *key_ids.entry((e.kind, e.user)).or_insert_with(|| {
+                        names.push(gaspard_analyze::dump::event_name(t, e));
+                        next
+                    })
+                };
+                let class = class_of(iv.kind, e.user.is_some());
+                let peer = if class == 2 {
+                    ranks[si].and_then(|r| {
+                        let p = peer_rank(s, &s.events[iv.end_event])?;
+                        row_of_rank.get(&(r.model, p as usize)).copied()
+                    })
+                } else {
+                    None
+                };
+                spans.push(Span {
+                    start: iv.start,
+                    end: iv.end.max(iv.start),
+                    class,
+                    depth: 0,
+                    name,
+                    site: iv.callsite,
+                    event: iv.start_event as u32,
+                    peer,
+                });
+            }
+            threads.push(ThreadLine::new(
+                gaspard_analyze::findings::thread_name(s),
+                spans,
+                t0,
+                t1,
+            ));
+        }
+        Timeline {
+            t0,
+            t1,
+            threads,
+            names,
+        }
+    }
+
+    /// The view of `[a, b)` at `width` pixels: per thread, columns of
+    /// (class, busy) and the spans, as many whole lanes as fit in `limit`
+    /// spans per thread.
+    pub fn window(&self, a: u64, b: u64, width: usize, limit: usize) -> Value {
+        let width = width.clamp(1, 8192);
+        let b = b.max(a.saturating_add(1));
+        let threads: Vec<Value> = self
+            .threads
+            .iter()
+            .map(|th| th.window(self.t0, self.t1, a, b, width, limit))
+            .collect();
+        json!({
+            "t0": a,
+            "t1": b,
+            "width": width,
+            "threads": threads,
+        })
+    }
+}
+
+impl ThreadLine {
+    fn new(name: String, mut spans: Vec<Span>, t0: u64, t1: u64) -> ThreadLine {
+        spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+        // Depth: spans still open when this one starts.
+        let mut open: Vec<u64> = Vec::new();
+        let mut lanes: Vec<Lane> = Vec::new();
+        for (i, sp) in spans.iter_mut().enumerate() {
+            while open.last().is_some_and(|&e| e <= sp.start) {
+                open.pop();
+            }
+            // Ends not properly nested: drop those that ended anyway.
+            open.retain(|&e| e > sp.start);
+            let d = open.len().min(MAX_LANES - 1);
+            sp.depth = d as u8;
+            open.push(sp.end);
+            if lanes.len() <= d {
+                lanes.resize_with(d + 1, Lane::default);
+            }
+            let lane = &mut lanes[d];
+            let m = lane.max_end.last().copied().unwrap_or(0).max(sp.end);
+            lane.spans.push(i as u32);
+            lane.max_end.push(m);
+        }
+        let levels = pyramid(&spans, t0, t1);
+        ThreadLine {
+            name,
+            spans,
+            lanes,
+            levels,
+        }
+    }
+
+    fn window(&self, t0: u64, t1: u64, a: u64, b: u64, width: usize, limit: usize) -> Value {
+        // Columns from the coarsest level whose bins are no wider than a pixel.
+        let px = (b - a) as f64 / width as f64;
+        let total = (t1 - t0) as f64;
+        let mut level = 0;
+        while level + 1 < self.levels.len() && total / (self.levels[level + 1].len() as f64) <= px {
+            level += 1;
+        }
+        let bins = &self.levels[level];
+        let bin_w = total / bins.len() as f64;
+        let mut cls = Vec::with_capacity(width);
+        let mut busy = Vec::with_capacity(width);
+        for x in 0..width {
+            let from = a as f64 + x as f64 * px - t0 as f64;
+            let to = from + px;
+            let lo = (from / bin_w).floor().max(0.0) as usize;
+            let hi = ((to / bin_w).ceil().max(0.0) as usize).min(bins.len());
+            let mut weight = [0u32; CLASSES.len()];
+            let (mut sum, mut n) = (0u32, 0u32);
+            for bin in bins.iter().take(hi).skip(lo) {
+                weight[bin[0] as usize] += bin[1] as u32;
+                sum += bin[1] as u32;
+                n += 1;
+            }
+            let c = (0..CLASSES.len()).max_by_key(|&c| weight[c]).unwrap_or(0);
+            cls.push(if sum == 0 { 0 } else { c });
+            busy.push(sum.checked_div(n).unwrap_or(0));
+        }
+        // Spans: whole lanes, outermost first, while they fit.
+        let ranges: Vec<(usize, usize)> = self
+            .lanes
+            .iter()
+            .map(|l| {
+                let lo = l.max_end.partition_point(|&m| m <= a);
+                let hi = l
+                    .spans
+                    .partition_point(|&i| self.spans[i as usize].start < b);
+                (lo, hi.max(lo))
+            })
+            .collect();
+        let mut spans = Vec::new();
+        let mut complete = true;
+        let mut count = 0;
+        for (lane, &(lo, hi)) in self.lanes.iter().zip(&ranges) {
+            if count + (hi - lo) > limit {
+                complete = false;
+                break;
+            }
+            count += hi - lo;
+            for &i in &lane.spans[lo..hi] {
+                let s = &self.spans[i as usize];
+                if s.end < a {
+                    continue;
+                }
+                spans.push(json!([
+                    s.start,
+                    s.end,
+                    s.class,
+                    s.depth,
+                    s.name,
+                    s.site,
+                    s.event,
+                    s.peer.map_or(-1, |p| p as i64)
+                ]));
+            }
+        }
+        json!({
+            "name": self.name,
+            "level": level,
+            "cls": cls,
+            "busy": busy,
+            "complete": complete,
+            "lanes": self.lanes.len(),
+            "spans": spans,
+        })
+    }
+}
+
+/// Bins of busy time per class, innermost span counting, at every level.
+fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
+    let n = CLASSES.len();
+    let total = (t1 - t0) as f64;
+    let bin_w = total / FINEST_BINS as f64;
+    let mut acc = vec![0f32; FINEST_BINS * n];
+    let mut add = |from: u64, to: u64, class: u8| {
+        if to <= from {
+            return;
+        }
+        let f = (from.saturating_sub(t0)) as f64 / bin_w;
+        let g = (to.saturating_sub(t0)) as f64 / bin_w;
+        let (lo, hi) = (f.floor() as usize, (g.ceil() as usize).min(FINEST_BINS));
+        for bin in lo.min(FINEST_BINS)..hi {
+            let o = (g.min(bin as f64 + 1.0) - f.max(bin as f64)).max(0.0);
+            acc[bin * n + class as usize] += o as f32;
+        }
+    };
+    // Sweep the span boundaries in time order, ends first at equal times.
+    let mut ends: Vec<(u64, u32)> = spans
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.end, i as u32))
+        .collect();
+    ends.sort_unstable();
+    let mut active: Vec<u32> = Vec::new();
+    let (mut si, mut ei) = (0, 0);
+    let mut now = t0;
+    while si < spans.len() || ei < ends.len() {
+        let take_end = ei < ends.len() && (si >= spans.len() || ends[ei].0 <= spans[si].start);
+        let at = if take_end {
+            ends[ei].0
+        } else {
+            spans[si].start
+        };
+        if let Some(&top) = active.last() {
+            add(now, at, spans[top as usize].class);
+        }
+        now = at;
+        if take_end {
+            let id = ends[ei].1;
+            if let Some(p) = active.iter().rposition(|&x| x == id) {
+                active.remove(p);
+            }
+            ei += 1;
+        } else {
+            active.push(si as u32);
+            si += 1;
+        }
+    }
+    let mut levels = Vec::new();
+    let mut cur = acc;
+    let mut bins = FINEST_BINS;
+    loop {
+        levels.push(
+            (0..bins)
+                .map(|b| {
+                    let row = &cur[b * n..(b + 1) * n];
+                    let sum: f32 = row.iter().sum();
+                    let c = (1..n)
+                        .max_by(|&x, &y| row[x].total_cmp(&row[y]))
+                        .unwrap_or(0);
+                    let busy = (sum.min(1.0) * 255.0).round() as u8;
+                    [if busy == 0 { 0 } else { c as u8 }, busy]
+                })
+                .collect(),
+        );
+        if bins == 1 {
+            break;
+        }
+        bins /= 2;
+        let mut next = vec![0f32; bins * n];
+        for b in 0..bins {
+            for c in 0..n {
+                next[b * n + c] = (cur[2 * b * n + c] + cur[(2 * b + 1) * n + c]) / 2.0;
+            }
+        }
+        cur = next;
+    }
+    levels
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn span(start: u64, end: u64, class: u8, event: u32) -> Span {
+        Span {
+            start,
+            end,
+            class,
+            depth: 0,
+            name: 0,
+            site: 0,
+            event,
+            peer: None,
+        }
+    }
+
+    /// A thread busy in [0, 1000): sync [0, 1000) holding comm [200, 400);
+    /// then idle until 2000.
+    fn line() -> ThreadLine {
+        ThreadLine::new(
+            "t".into(),
+            vec![span(200, 400, 2, 1), span(0, 1000, 1, 0)],
+            0,
+            2000,
+        )
+    }
+
+    #[test]
+    fn lanes_by_nesting_depth() {
+        let th = line();
+        assert_eq!(th.spans[0].event, 0);
+        assert_eq!(th.spans[0].depth, 0);
+        assert_eq!(th.spans[1].depth, 1);
+        assert_eq!(th.lanes.len(), 2);
+    }
+
+    #[test]
+    fn columns_give_busy_share_and_main_class() {
+        let th = line();
+        let v = th.window(0, 2000, 0, 2000, 4, 100);
+        // Columns of 500 ns: [0,500) busy, sync 300 vs comm 200 (innermost
+        // counts); [500,1000) sync; then idle.
+        assert_eq!(v["cls"], json!([1, 1, 0, 0]));
+        assert_eq!(v["busy"], json!([255, 255, 0, 0]));
+        let v = th.window(0, 2000, 200, 400, 2, 100);
+        assert_eq!(v["cls"], json!([2, 2]));
+        assert_eq!(v["busy"], json!([255, 255]));
+        // Half of a column busy.
+        let v = th.window(0, 2000, 0, 2000, 1, 100);
+        assert_eq!(v["busy"], json!([128]));
+    }
+
+    #[test]
+    fn spans_of_a_window_whole_lanes_within_the_limit() {
+        let th = line();
+        let v = th.window(0, 2000, 500, 2000, 10, 100);
+        // Only the outer span reaches past 500.
+        let spans = v["spans"].as_array().unwrap();
+        assert_eq!(spans.len(), 1);
+        assert_eq!(spans[0][6], 0);
+        assert_eq!(v["complete"], true);
+        let v = th.window(0, 2000, 0, 2000, 10, 1);
+        assert_eq!(v["spans"].as_array().unwrap().len(), 1);
+        assert_eq!(v["complete"], false);
+        let v = th.window(0, 2000, 1500, 2000, 10, 100);
+        assert!(v["spans"].as_array().unwrap().is_empty());
+    }
+
+    #[test]
+    fn many_spans_cost_no_more_than_the_limit() {
+        // 100000 back-to-back spans: a whole-run view sends none of them,
+        // a narrow one sends just those inside it.
+        let spans: Vec<Span> = (0..100_000u64)
+            .map(|i| span(i * 10, i * 10 + 5, 1 + (i % 2) as u8, i as u32))
+            .collect();
+        let th = ThreadLine::new("t".into(), spans, 0, 1_000_000);
+        let v = th.window(0, 1_000_000, 0, 1_000_000, 100, 4000);
+        assert!(v["spans"].as_array().unwrap().is_empty());
+        assert_eq!(v["complete"], false);
+        assert_eq!(v["busy"][0], 128);
+        let v = th.window(0, 1_000_000, 500_000, 500_100, 100, 4000);
+        let got: Vec<u64> = v["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s[6].as_u64().unwrap())
+            .collect();
+        assert_eq!(got, (50_000..50_010).collect::<Vec<_>>());
+    }
+}
