@@ -477,19 +477,25 @@ fn check_manifests(
     let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
     let present: std::collections::HashSet<String> =
         streams.iter().filter_map(|p| file_name(p)).collect();
+    let profiled: std::collections::HashSet<String> = profiles
+        .iter()
+        .filter_map(|f| f.file_stem().map(|s| s.to_string_lossy().into_owned()))
+        .collect();
+    let mut by_process: HashMap<&str, Vec<&(Stream, Local)>> = HashMap::default();
+    for r in read {
+        by_process.entry(r.0.process.as_str()).or_default().push(r);
+    }
     for p in &t.processes {
         let Some(m) = &p.manifest else { continue };
-        let profiled = profiles
-            .iter()
-            .any(|f| f.file_stem().is_some_and(|s| s.to_string_lossy() == p.name));
-        if profiled || m.status == "running" {
+        if profiled.contains(&p.name) || m.status == "running" {
             continue;
         }
-        let mine: Vec<&(Stream, Local)> =
-            read.iter().filter(|(s, _)| s.process == p.name).collect();
+        let mine = by_process.remove(p.name.as_str()).unwrap_or_default();
+        let listed: std::collections::HashSet<&str> =
+            m.streams.iter().map(|e| e.file.as_str()).collect();
         for (s, _) in &mine {
             let f = file_name(&s.path).unwrap_or_default();
-            if !m.streams.iter().any(|e| e.file == f) {
+            if !listed.contains(f.as_str()) {
                 t.problems.push(format!(
                     "process {}: stream file {f} is not listed in its manifest",
                     p.name
@@ -520,7 +526,7 @@ fn check_manifests(
             || skipped
                 .iter()
                 .filter_map(|p| file_name(p))
-                .any(|f| m.streams.iter().any(|e| e.file == f));
+                .any(|f| listed.contains(f.as_str()));
         if gone.is_empty() && !reported {
             t.problems.push(format!(
                 "process {}: its manifest counts {} events but its streams hold {n}: \
