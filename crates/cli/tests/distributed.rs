@@ -63,6 +63,20 @@ fn traces(dir: &Path) -> Vec<PathBuf> {
 
 /// `gaspard report ARGS`, under `mpirun -np NP` when `np` is given, killed
 /// after two minutes (a rank waiting forever is a failure, not a hang).
+/// The first line where two outputs differ, for the failure message.
+fn first_difference(a: &[u8], b: &[u8]) -> String {
+    let (a, b) = (String::from_utf8_lossy(a), String::from_utf8_lossy(b));
+    match a
+        .lines()
+        .zip(b.lines())
+        .enumerate()
+        .find(|(_, (x, y))| x != y)
+    {
+        Some((i, (x, y))) => format!("line {}: {x:?} vs {y:?}", i + 1),
+        None => format!("{} lines vs {}", a.lines().count(), b.lines().count()),
+    }
+}
+
 fn report(dir: &Path, np: Option<usize>, args: &[&str]) -> Output {
     let gaspard = env!("CARGO_BIN_EXE_gaspard");
     let mut c = match np {
@@ -127,7 +141,8 @@ fn the_ranks_report_what_one_process_reports() {
                 );
                 assert!(
                     out.stdout == serial.stdout,
-                    "np {np}, {args:?}: the report differs from the serial one"
+                    "np {np}, {args:?}: the report differs from the serial one: {}",
+                    first_difference(&serial.stdout, &out.stdout)
                 );
             }
             if args.len() == 2 {
@@ -184,7 +199,8 @@ fn a_damaged_trace_gives_the_same_problems() {
     );
     assert!(
         out.stdout == serial.stdout,
-        "the damaged trace's report differs"
+        "the damaged trace's report differs: {}",
+        first_difference(&serial.stdout, &out.stdout)
     );
 }
 
