@@ -184,7 +184,9 @@ struct Clock {
 }
 
 impl Clock {
-    fn fit(mut refs: Vec<(u64, u64)>) -> Clock {
+    /// The clock through the first and last references; with only one,
+    /// ticking at `slope` ns per tick.
+    fn fit(mut refs: Vec<(u64, u64)>, slope: f64) -> Clock {
         refs.sort_unstable();
         refs.dedup();
         match (refs.first(), refs.last()) {
@@ -193,7 +195,7 @@ impl Clock {
                 n0,
                 slope: (n1 - n0) as f64 / (t1 - t0) as f64,
             },
-            (Some(&(t0, n0)), _) => Clock { t0, n0, slope: 1.0 },
+            (Some(&(t0, n0)), _) => Clock { t0, n0, slope },
             _ => Clock {
                 t0: 0,
                 n0: 0,
@@ -204,6 +206,37 @@ impl Clock {
     fn ns(&self, t: u64) -> i128 {
         self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
     }
+}
+
+/// Ns per tick of each host's clock, from the manifests that have two
+/// references or more (the median of its processes'), for the processes
+/// whose streams give only one (a process without its manifest, one chunk
+/// long): the processes of one host read one clock.
+fn host_slopes(manifest_refs: &ClockRefs) -> HashMap<String, f64> {
+    let mut names: Vec<&String> = manifest_refs.keys().collect();
+    names.sort();
+    let mut by_host: HashMap<String, Vec<f64>> = HashMap::default();
+    for name in names {
+        let mut r = manifest_refs[name].clone();
+        r.sort_unstable();
+        r.dedup();
+        if let (Some(&(t0, n0)), Some(&(t1, n1))) = (r.first(), r.last()) {
+            if t1 > t0 && n1 > n0 {
+                let host = name.rsplit_once('-').map_or(name.as_str(), |(h, _)| h);
+                by_host
+                    .entry(host.to_string())
+                    .or_default()
+                    .push((n1 - n0) as f64 / (t1 - t0) as f64);
+            }
+        }
+    }
+    by_host
+        .into_iter()
+        .map(|(h, mut v)| {
+            v.sort_by(f64::total_cmp);
+            (h, v[v.len() / 2])
+        })
+        .collect()
 }
 
 /// Reads a trace directory. Damage is reported in [`Trace::problems`], never fatal.
@@ -381,6 +414,21 @@ where
             })
         })
         .min();
+    // A process without its manifest may have started before every process
+    // that has one: its first event then starts the trace.
+    let unlisted = decoded
+        .iter()
+        .filter(|s| {
+            !t.processes
+                .iter()
+                .any(|p| p.name == s.process && p.manifest.is_some())
+        })
+        .filter_map(|s| s.events.first().map(|e| e.t_ns))
+        .min();
+    let base = match (base, unlisted) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let base = base
         .map(i128::from)
         .or_else(|| {
@@ -642,8 +690,15 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
             }
         }
     }
-    let clocks: HashMap<String, Clock> =
-        refs.into_iter().map(|(k, v)| (k, Clock::fit(v))).collect();
+    let slopes = host_slopes(manifest_refs);
+    let clocks: HashMap<String, Clock> = refs
+        .into_iter()
+        .map(|(k, v)| {
+            let host = k.rsplit_once('-').map_or(k.as_str(), |(h, _)| h);
+            let slope = slopes.get(host).copied().unwrap_or(1.0);
+            (k, Clock::fit(v, slope))
+        })
+        .collect();
     // Events are converted stream by stream in parallel, with callsite and
     // user event numbers of the stream's own (renumbered by the reader in
     // stream order).

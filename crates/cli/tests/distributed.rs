@@ -172,13 +172,64 @@ fn a_damaged_trace_gives_the_same_problems() {
         .open(&gst[0])
         .unwrap();
     f.set_len(len / 2).unwrap();
-    let mut manifests: Vec<PathBuf> = std::fs::read_dir(&trace)
+    // The process that started first loses its manifest: its events come
+    // before those of every process that keeps one.
+    let before = common::dump(&trace);
+    let first_of = |v: &serde_json::Value| -> (String, u64) {
+        v["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| !t["events"].as_array().unwrap().is_empty())
+            .map(|t| {
+                let ev = t["events"].as_array().unwrap();
+                let at = |phase: &str| {
+                    ev.iter()
+                        .find(|e| e["kind"] == "GASP_MPI_INIT" && e["phase"] == phase)
+                        .map_or(0, |e| e["t_ns"].as_u64().unwrap())
+                };
+                (
+                    t["process"].as_str().unwrap().to_string(),
+                    at("END") - at("START"),
+                )
+            })
+            .min_by_key(|(p, _)| {
+                let t = before["threads"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|t| t["process"] == p.as_str())
+                    .unwrap();
+                t["events"][0]["t_ns"].as_u64().unwrap()
+            })
+            .unwrap()
+    };
+    let (earliest, gap) = first_of(&before);
+    std::fs::remove_file(trace.join(format!("{earliest}.manifest"))).unwrap();
+    // Its events keep their times: none is pulled to the start of the trace,
+    // which would shorten its MPI_Init.
+    let after = common::dump(&trace);
+    let kept = after["threads"]
+        .as_array()
         .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "manifest"))
-        .collect();
-    manifests.sort();
-    std::fs::remove_file(manifests.last().unwrap()).unwrap();
+        .iter()
+        .find(|t| t["process"] == earliest.as_str())
+        .unwrap();
+    let at = |phase: &str| {
+        kept["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["kind"] == "GASP_MPI_INIT" && e["phase"] == phase)
+            .unwrap()["t_ns"]
+            .as_u64()
+            .unwrap()
+    };
+    let init = at("END") - at("START");
+    assert!(
+        init.abs_diff(gap) <= gap / 100_000 + 2000,
+        "{earliest}: MPI_Init takes {init} ns, {gap} ns with its manifest"
+    );
     let t = trace.to_str().unwrap();
     let serial = report(&dir, None, &[t, "--json"]);
     assert!(serial.status.success());
