@@ -91,14 +91,16 @@ pub fn share(paths: &[PathBuf], ranks: usize) -> Vec<usize> {
 ///
 /// Besides its streams, each rank sends the profile of each (computed on the
 /// trace of its own processes: a profile depends on no other stream), which
-/// rank 0 takes instead of computing it again.
+/// rank 0 takes instead of computing it again: the streams first, then the
+/// profiles, so that rank 0 decodes the one while the other is computed.
 pub fn report(
     dir: &Path,
     block_size: u64,
     tr: &dyn Transport,
 ) -> Result<Option<Report>, TraceError> {
     if tr.rank() != 0 {
-        let mut out = Vec::new();
+        // The streams go first, so that rank 0 decodes them while this rank
+        // computes their profiles; the profiles follow.
         let mine = trace::read_with(dir, |paths, refs| {
             let owner = share(paths, tr.size());
             let index: Vec<usize> = (0..paths.len())
@@ -106,7 +108,9 @@ pub fn report(
                 .collect();
             let my_paths: Vec<PathBuf> = index.iter().map(|&i| paths[i].clone()).collect();
             let parts = trace::read_streams(&my_paths, refs);
+            let mut out = Vec::new();
             encode(&index, &parts, &mut out);
+            tr.send_to_root(&out)?;
             Ok(parts)
         })?;
         let profiles: Vec<PortableProfile> = mine
@@ -115,12 +119,24 @@ pub fn report(
             .map(|s| PortableProfile::of(&mine, s))
             .collect();
         drop(mine);
+        let mut out = Vec::new();
         encode_profiles(&profiles, &mut out);
         tr.send_to_root(&out).map_err(TraceError::Parts)?;
         return Ok(None);
     }
+    let t = trace::read_with(dir, |paths, refs| gather(paths, refs, tr))?;
     let mut profiles: HashMap<(String, u32), PortableProfile> = HashMap::default();
-    let t = trace::read_with(dir, |paths, refs| gather(paths, refs, tr, &mut profiles))?;
+    for from in 1..tr.size() {
+        let bytes = tr.recv_from(from).map_err(TraceError::Parts)?;
+        let mut r = In(Reader::new(&bytes), bytes.len());
+        let bad = |e: String| TraceError::Parts(format!("the profiles rank {from} sent: {e}"));
+        for p in decode_profiles(&mut r).map_err(bad)? {
+            profiles.insert((p.thread.process.clone(), p.thread.stream), p);
+        }
+        if r.remaining() != 0 {
+            return Err(bad(format!("{} bytes left over", r.remaining())));
+        }
+    }
     let given = t
         .streams
         .iter()
@@ -133,7 +149,6 @@ fn gather(
     paths: &[PathBuf],
     refs: &ClockRefs,
     tr: &dyn Transport,
-    profiles: &mut HashMap<(String, u32), PortableProfile>,
 ) -> Result<Vec<StreamPart>, String> {
     let owner = share(paths, tr.size());
     let mine: Vec<usize> = (0..paths.len())
@@ -147,7 +162,7 @@ fn gather(
     }
     for from in 1..tr.size() {
         let bytes = tr.recv_from(from)?;
-        let bad = |e: String| format!("what rank {from} sent: {e}");
+        let bad = |e: String| format!("the streams rank {from} sent: {e}");
         let mut r = In(Reader::new(&bytes), bytes.len());
         for (i, p) in decode(&mut r).map_err(bad)? {
             match slots.get_mut(i) {
@@ -158,9 +173,6 @@ fn gather(
                     ))
                 }
             }
-        }
-        for p in decode_profiles(&mut r).map_err(bad)? {
-            profiles.insert((p.thread.process.clone(), p.thread.stream), p);
         }
         if r.remaining() != 0 {
             return Err(bad(format!("{} bytes left over", r.remaining())));

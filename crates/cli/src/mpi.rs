@@ -11,7 +11,6 @@ mod ffi {
         pub fn gaspard_mpi_send_to_root(buf: *const u8, len: u64) -> i32;
         pub fn gaspard_mpi_recv_len(from: i32, len: *mut u64) -> i32;
         pub fn gaspard_mpi_recv(from: i32, buf: *mut u8, len: u64) -> i32;
-        pub fn gaspard_mpi_barrier() -> i32;
         pub fn gaspard_mpi_finalize();
         pub fn gaspard_mpi_abort(code: i32);
     }
@@ -38,13 +37,10 @@ impl Mpi {
         })
     }
 
-    /// Waits for every rank, then ends MPI.
+    /// Ends MPI (every transfer of this rank is complete by then).
     pub fn finish(self) {
         // SAFETY: MPI was started by `start`; no transfer is outstanding.
-        unsafe {
-            ffi::gaspard_mpi_barrier();
-            ffi::gaspard_mpi_finalize();
-        }
+        unsafe { ffi::gaspard_mpi_finalize() };
     }
 
     /// Ends the whole job at once (a rank that cannot go on would leave the
