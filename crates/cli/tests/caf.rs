@@ -36,9 +36,9 @@ fn of<'a>(evs: &'a [Value], kind: &str) -> Vec<&'a Value> {
         .collect()
 }
 
-#[test]
-fn coarray_operations_are_recognised() {
-    let dir = common::tmpdir("caf");
+/// The program at `n` images: each image's coarray operations, recognised.
+fn run_on(n: usize) {
+    let dir = common::tmpdir(&format!("caf-{n}"));
     let src = dir.join("d.f90");
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("d");
@@ -60,20 +60,22 @@ fn coarray_operations_are_recognised() {
         &[
             "cafrun",
             "-np",
-            "2",
+            &n.to_string(),
             "--oversubscribe",
             exe.to_str().unwrap(),
         ],
     );
     let v = dump(&trace);
     let images = events(&v);
-    assert_eq!(images.len(), 2);
+    assert_eq!(images.len(), n);
+    let mut seen = Vec::new();
     for evs in &images {
         let me = evs
             .iter()
             .find(|e| e["kind"] == "GASP_MPI_INIT_THREAD" && e["phase"] == "END")
             .map(|e| e["args"]["rank"].as_u64().unwrap() + 1)
             .expect("MPI start-up recorded");
+        seen.push(me);
         // The program's three `sync all`, not the runtime's own at the end.
         assert_eq!(of(evs, "GASP_CAF_SYNC_ALL").len(), 3, "image {me}");
         let coarray = of(evs, "GASP_CAF_COARRAY")
@@ -120,4 +122,20 @@ fn coarray_operations_are_recognised() {
         // The MPI-level detail stays.
         assert!(!of(evs, "GASP_MPI_BARRIER").is_empty());
     }
+    seen.sort();
+    assert_eq!(
+        seen,
+        (1..=n as u64).collect::<Vec<_>>(),
+        "one stream per image"
+    );
+}
+
+#[test]
+fn coarray_operations_are_recognised_on_2_images() {
+    run_on(2);
+}
+
+#[test]
+fn coarray_operations_are_recognised_on_4_images() {
+    run_on(4);
 }
