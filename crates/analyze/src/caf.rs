@@ -87,35 +87,39 @@ pub fn recognise(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsit
         // Merge by time; at equal times a coarray START comes before the MPI calls
         // it stands for and a coarray END after them.
         let mut all: Vec<(u64, u8, Event)> = s.events.drain(..).map(|e| (e.t_ns, 1, e)).collect();
-        all.extend(
-            added
-                .into_iter()
-                .map(|e| (e.t_ns, if e.phase == 1 { 2 } else { 0 }, e)),
-        );
+        for (mut e, args) in added {
+            (e.args_at, e.nargs) = s.keep_args(&args);
+            all.push((e.t_ns, if e.phase == 1 { 2 } else { 0 }, e));
+        }
         all.sort_by_key(|(t, order, _)| (*t, *order));
         s.events = all.into_iter().map(|(_, _, e)| e).collect();
         s.events_changed();
     }
 }
 
-fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Event {
-    Event {
+/// An event to add, and its argument words (kept in its stream when added).
+type Added = (Event, Vec<u64>);
+
+fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Added {
+    let e = Event {
         t_ns,
         kind,
         phase,
         flags: 0,
         callsite: site,
-        args,
+        args_at: 0,
+        nargs: 0,
         text_args: Vec::new(),
         user: None,
-    }
+    };
+    (e, args)
 }
 
-fn coarray_events(s: &Stream, site: u32) -> Vec<Event> {
+fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
     let id = |name: &str| kind_by_name(name).map(|k| k.id).unwrap_or(0);
     let calls = calls(s);
     let mut out = Vec::new();
-    let pair = |out: &mut Vec<Event>, kind: u16, start: u64, end: u64, args: Vec<u64>| {
+    let pair = |out: &mut Vec<Added>, kind: u16, start: u64, end: u64, args: Vec<u64>| {
         out.push(event(kind, 0, start, args.clone(), site));
         out.push(event(kind, 1, end, args, site));
     };

@@ -104,10 +104,10 @@ pub fn to_json(c: &Correction) -> serde_json::Value {
 /// The measurements of one process's streams, in time order.
 pub fn samples<'a>(streams: impl Iterator<Item = &'a Stream>) -> Vec<Sample> {
     let mut v: Vec<Sample> = streams
-        .flat_map(|s| &s.events)
-        .filter(|e| e.kind == kinds::GASPARD_CLOCK_SYNC && e.args.len() >= 4)
-        .filter_map(|e| {
-            let (root, send, remote, recv) = (e.args[0] as i64, e.args[1], e.args[2], e.args[3]);
+        .flat_map(|s| s.events.iter().map(move |e| s.args(e)).zip(&s.events))
+        .filter(|(a, e)| e.kind == kinds::GASPARD_CLOCK_SYNC && a.len() >= 4)
+        .filter_map(|(a, _)| {
+            let (root, send, remote, recv) = (a[0] as i64, a[1], a[2], a[3]);
             // A clock that could not be read (0), or time going backwards: no measurement.
             if send == 0 || remote == 0 || recv < send {
                 return None;
@@ -203,21 +203,23 @@ mod tests {
         assert!((back - t).abs() < 2.0, "{back} vs {t}");
     }
 
-    fn event(t_ns: u64, kind: u16, args: Vec<u64>) -> crate::trace::Event {
-        crate::trace::Event {
+    fn event(t_ns: u64, kind: u16, args: Vec<u64>) -> (crate::trace::Event, Vec<u64>) {
+        let e = crate::trace::Event {
             t_ns,
             kind,
             phase: 2,
             flags: 0,
             callsite: 0,
-            args,
+            args_at: 0,
+            nargs: 0,
             text_args: Vec::new(),
             user: None,
-        }
+        };
+        (e, args)
     }
 
-    fn stream(process: &str, events: Vec<crate::trace::Event>) -> Stream {
-        Stream {
+    fn stream(process: &str, events: Vec<(crate::trace::Event, Vec<u64>)>) -> Stream {
+        let mut s = Stream {
             process: process.into(),
             pid: 1,
             stream: 0,
@@ -226,11 +228,17 @@ mod tests {
             model: 3,
             pts_bytes: 16,
             path: Default::default(),
-            events,
+            events: Vec::new(),
+            arg_words: Vec::new(),
             chunks: 1,
             damaged: false,
             intervals: Default::default(),
+        };
+        for (mut e, a) in events {
+            (e.args_at, e.nargs) = s.keep_args(&a);
+            s.events.push(e);
         }
+        s
     }
 
     #[test]

@@ -343,8 +343,9 @@ fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
             out.push(e.flags);
             varint::put_u64(out, e.callsite as u64);
             varint::put_u64(out, e.user.map_or(0, |u| u as u64 + 1));
-            varint::put_u64(out, e.args.len() as u64);
-            for &a in &e.args {
+            let args = s.args(e);
+            varint::put_u64(out, args.len() as u64);
+            for &a in args {
                 varint::put_u64(out, a);
             }
             varint::put_u64(out, e.text_args.len() as u64);
@@ -433,6 +434,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
         }
         let ne = r.count()?;
         let mut events = Vec::with_capacity(ne);
+        let mut arg_words: Vec<u64> = Vec::new();
         let mut last = 0u64;
         for _ in 0..ne {
             let t_ns = last.wrapping_add(r.0.i64().map_err(|_| "truncated".to_string())? as u64);
@@ -454,7 +456,10 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 return Err("a user event out of range".to_string());
             }
             let na = r.count()?;
-            let args = (0..na).map(|_| r.u64()).collect::<Result<Vec<_>, _>>()?;
+            let args_at = arg_words.len() as u32;
+            for _ in 0..na {
+                arg_words.push(r.u64()?);
+            }
             let nt = r.count()?;
             let text_args = (0..nt).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
             events.push(Event {
@@ -463,7 +468,8 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 phase,
                 flags,
                 callsite,
-                args,
+                args_at,
+                nargs: na as u32,
                 text_args,
                 user,
             });
@@ -478,6 +484,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
             pts_bytes,
             path,
             events,
+            arg_words,
             chunks,
             damaged,
             intervals: Default::default(),

@@ -62,7 +62,7 @@ pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
     let mut i = 0;
     let mut text = e.text_args.iter();
     for (name, ty, n) in layout {
-        let Some(words) = e.args.get(i..i + n) else {
+        let Some(words) = s.args(e).get(i..i + n) else {
             break;
         };
         i += n;
@@ -86,7 +86,7 @@ pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
 }
 
 /// Values of a user event and their printf rendering.
-pub fn user_values(t: &Trace, e: &Event) -> Option<(Vec<user::Value>, String)> {
+pub fn user_values(t: &Trace, s: &Stream, e: &Event) -> Option<(Vec<user::Value>, String)> {
     let u = &t.user_events[e.user? as usize];
     if e.flags & FLAG_ARGS_UNREAD != 0 || u.unreadable.is_some() {
         return None;
@@ -95,7 +95,7 @@ pub fn user_values(t: &Trace, e: &Event) -> Option<(Vec<user::Value>, String)> {
         return Some((Vec::new(), String::new()));
     };
     let schema = user::parse_format(desc).ok()?;
-    let vals = user::decode_values(&schema.args, e.args.get(1..).unwrap_or(&[]))?;
+    let vals = user::decode_values(&schema.args, s.args(e).get(1..).unwrap_or(&[]))?;
     let text = user::format_values(&schema, &vals);
     Some((vals, text))
 }
@@ -126,7 +126,7 @@ pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
     m.insert("col".into(), json!(site.col));
     if let Some(u) = e.user {
         m.insert("name".into(), json!(t.user_events[u as usize].name));
-        match user_values(t, e) {
+        match user_values(t, s, e) {
             Some((vals, text)) => {
                 m.insert(
                     "values".into(),
@@ -269,7 +269,7 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
                 None => "-".into(),
             };
             let detail = if e.user.is_some() {
-                match user_values(t, e) {
+                match user_values(t, s, e) {
                     Some((_, text)) => format!("\"{text}\""),
                     None => "(arguments not recorded)".into(),
                 }

@@ -54,7 +54,7 @@ pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
     let mut out = HashMap::default();
     let mut at = 0;
     for (n, _, w) in arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags) {
-        if let Some(&v) = e.args.get(at) {
+        if let Some(&v) = s.args(e).get(at) {
             out.insert(n, v);
         }
         at += w;
@@ -67,7 +67,7 @@ pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
     let mut at = 0;
     for (n, _, w) in arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags) {
         if n == name {
-            return e.args.get(at).copied();
+            return s.args(e).get(at).copied();
         }
         at += w;
     }

@@ -221,7 +221,7 @@ fn bytes_of(s: &Stream, e: &Event) -> u64 {
         e.phase,
         (s.pts_bytes as usize).div_ceil(8),
         e.flags,
-        &e.args,
+        s.args(e),
     )
 }
 

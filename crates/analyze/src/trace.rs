@@ -51,8 +51,11 @@ pub struct Event {
     pub flags: u8,
     /// Index into [`Trace::callsites`].
     pub callsite: u32,
-    /// Argument words (strings of `Str` arguments already resolved in `text_args`).
-    pub args: Vec<u64>,
+    /// Where its argument words are in its stream's ([`Stream::args`];
+    /// strings of `Str` arguments already resolved in `text_args`).
+    pub(crate) args_at: u32,
+    /// How many argument words it has.
+    pub(crate) nargs: u32,
     /// Strings of `Str` arguments, in order.
     pub text_args: Vec<String>,
     /// For user events, index into [`Trace::user_events`].
@@ -80,6 +83,9 @@ pub struct Stream {
     pub path: PathBuf,
     /// Its events in recorded order.
     pub events: Vec<Event>,
+    /// The argument words of its events, one after the other (an event's are
+    /// [`Stream::args`]): no allocation per event.
+    pub(crate) arg_words: Vec<u64>,
     /// Chunks read intact.
     pub chunks: u32,
     /// True when the stream ends early or lost chunks.
@@ -90,6 +96,20 @@ pub struct Stream {
 }
 
 impl Stream {
+    /// The argument words of `e`, one of this stream's events.
+    #[inline]
+    pub fn args(&self, e: &Event) -> &[u64] {
+        let at = e.args_at as usize;
+        self.arg_words.get(at..at + e.nargs as usize).unwrap_or(&[])
+    }
+
+    /// Keeps `words` as the arguments of an event to be made: (where, how many).
+    pub(crate) fn keep_args(&mut self, words: &[u64]) -> (u32, u32) {
+        let at = self.arg_words.len() as u32;
+        self.arg_words.extend_from_slice(words);
+        (at, words.len() as u32)
+    }
+
     /// To be called after changing `events`: what was derived from them is
     /// computed again when next asked for.
     pub fn events_changed(&mut self) {
@@ -145,7 +165,7 @@ impl Trace {
                 for s in self.streams.iter().filter(|s| s.process == p.name) {
                     for e in &s.events {
                         if e.kind == gaspard_format::kinds::GASPARD_LOST {
-                            lost += e.args.first().copied().unwrap_or(0);
+                            lost += s.args(e).first().copied().unwrap_or(0);
                         }
                     }
                 }
@@ -607,6 +627,7 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
     let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::default();
     for s in streams.iter_mut() {
         let pts_words = (s.pts_bytes as usize).div_ceil(8);
+        let words = &s.arg_words;
         for e in &mut s.events {
             if !unknown.get(e.callsite as usize).copied().unwrap_or(false) {
                 continue;
@@ -625,7 +646,10 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
                     }
                     None
                 });
-            let Some(addr) = at.and_then(|i| e.args.get(i).copied()) else {
+            let args = words
+                .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
+                .unwrap_or(&[]);
+            let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
                 continue;
             };
             if let Some((file, line)) = sym.source_of_return_address(&s.process, addr) {
@@ -753,6 +777,7 @@ pub(crate) struct Local {
 fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Local) {
     let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
     s.events.reserve(c.events.len());
+    s.arg_words.reserve(c.args.len());
     for e in &c.events {
         let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
             let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
@@ -771,7 +796,7 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
                 n
             })
         });
-        let args = c.args_of(e).to_vec();
+        let args = c.args_of(e);
         let mut text_args = Vec::new();
         let mut user = None;
         if e.kind == gaspard_format::kinds::C_FUNC {
@@ -794,13 +819,15 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
                 }));
             }
         }
+        let (args_at, nargs) = s.keep_args(args);
         s.events.push(Event {
             t_ns: clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64,
             kind: e.kind,
             phase: e.phase,
             flags: e.flags,
             callsite: site,
-            args,
+            args_at,
+            nargs,
             text_args,
             user,
         });
@@ -870,6 +897,7 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
         pts_bytes: pts_bytes as u32,
         path: path.to_path_buf(),
         events: Vec::new(),
+        arg_words: Vec::new(),
         chunks: 0,
         damaged: false,
         intervals: Default::default(),
