@@ -109,7 +109,7 @@ fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Added {
         callsite: site,
         args_at: 0,
         nargs: 0,
-        text_args: Vec::new(),
+        text: crate::trace::NO_TEXT,
         user: None,
     };
     (e, args)

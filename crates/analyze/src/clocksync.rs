@@ -212,7 +212,7 @@ mod tests {
             callsite: 0,
             args_at: 0,
             nargs: 0,
-            text_args: Vec::new(),
+            text: crate::trace::NO_TEXT,
             user: None,
         };
         (e, args)

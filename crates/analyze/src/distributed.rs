@@ -22,7 +22,9 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::{PortableProfile, Report, Stats, ThreadStats};
-use crate::trace::{self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError};
+use crate::trace::{
+    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT,
+};
 
 /// How the ranks reach each other.
 pub trait Transport {
@@ -333,6 +335,10 @@ fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
             put_opt(out, &u.desc);
             put_opt(out, &u.unreadable);
         }
+        varint::put_u64(out, local.texts.len() as u64);
+        for t in &local.texts {
+            put_str(out, t);
+        }
         varint::put_u64(out, s.events.len() as u64);
         let mut last = 0u64;
         for e in &s.events {
@@ -348,10 +354,14 @@ fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
             for &a in args {
                 varint::put_u64(out, a);
             }
-            varint::put_u64(out, e.text_args.len() as u64);
-            for t in &e.text_args {
-                put_str(out, t);
-            }
+            varint::put_u64(
+                out,
+                if e.text == NO_TEXT {
+                    0
+                } else {
+                    e.text as u64 + 1
+                },
+            );
         }
     }
 }
@@ -432,6 +442,10 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 unreadable: r.opt()?,
             });
         }
+        for _ in 0..r.count()? {
+            let t = r.str()?;
+            local.texts.push(t);
+        }
         let ne = r.count()?;
         let mut events = Vec::with_capacity(ne);
         let mut arg_words: Vec<u64> = Vec::new();
@@ -460,8 +474,11 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
             for _ in 0..na {
                 arg_words.push(r.u64()?);
             }
-            let nt = r.count()?;
-            let text_args = (0..nt).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
+            let text = match r.u64()? {
+                0 => NO_TEXT,
+                n if n as usize <= local.texts.len() => (n - 1) as u32,
+                _ => return Err("a string argument out of range".to_string()),
+            };
             events.push(Event {
                 t_ns,
                 kind,
@@ -470,7 +487,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 callsite,
                 args_at,
                 nargs: na as u32,
-                text_args,
+                text,
                 user,
             });
         }

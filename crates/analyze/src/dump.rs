@@ -24,8 +24,8 @@ pub fn phase_name(p: u8) -> &'static str {
 pub fn event_name(t: &Trace, e: &Event) -> String {
     match e.user {
         Some(u) => t.user_events[u as usize].name.clone(),
-        None if e.kind == kinds::C_FUNC && !e.text_args.is_empty() => {
-            format!("GASP_C_FUNC {}", e.text_args[0])
+        None if e.kind == kinds::C_FUNC && t.text(e).is_some() => {
+            format!("GASP_C_FUNC {}", t.text(e).unwrap_or_default())
         }
         None => {
             kinds::kind(e.kind).map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
@@ -56,11 +56,11 @@ fn pts_value(words: &[u64], resolved: bool, bytes: u32) -> Value {
 }
 
 /// Decoded named arguments of a system event.
-pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
+pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
     let mut m = Map::new();
     let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
     let mut i = 0;
-    let mut text = e.text_args.iter();
+    let mut text = t.text(e).into_iter();
     for (name, ty, n) in layout {
         let Some(words) = s.args(e).get(i..i + n) else {
             break;
@@ -75,7 +75,7 @@ pub fn args_json(s: &Stream, e: &Event) -> Map<String, Value> {
             ArgType::Pts | ArgType::Lock => {
                 pts_value(words, e.flags & FLAG_PTS_RESOLVED != 0, s.pts_bytes)
             }
-            ArgType::Str => json!(text.next().cloned().unwrap_or_default()),
+            ArgType::Str => json!(text.next().unwrap_or_default()),
             ArgType::Reduction => json!(kinds::reduction_name(w)),
             ArgType::Model => json!(kinds::model_name(w)),
             ArgType::Ticks => json!(w),
@@ -139,7 +139,7 @@ pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
             }
         }
     } else {
-        m.insert("args".into(), Value::Object(args_json(s, e)));
+        m.insert("args".into(), Value::Object(args_json(t, s, e)));
         let objects = objects_json(t, s, e);
         if !objects.is_empty() {
             m.insert("objects".into(), Value::Object(objects));
@@ -274,7 +274,7 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
                     None => "(arguments not recorded)".into(),
                 }
             } else {
-                args_json(s, e)
+                args_json(t, s, e)
                     .iter()
                     .map(|(k, v)| format!("{k}={}", plain(v)))
                     .collect::<Vec<_>>()

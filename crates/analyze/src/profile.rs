@@ -33,18 +33,17 @@ pub struct Stats {
 
 /// What names an event: its kind, its user event, or for a function its
 /// signature.
-type Key<'a> = (u16, Option<u32>, Option<&'a str>);
+type Key = (u16, Option<u32>, Option<u32>);
 
-fn key_of(e: &Event) -> Key<'_> {
-    let func = (e.user.is_none() && e.kind == kinds::C_FUNC)
-        .then(|| e.text_args.first().map(String::as_str))
-        .flatten();
+fn key_of(e: &Event) -> Key {
+    let func = (e.user.is_none() && e.kind == kinds::C_FUNC && e.text != crate::trace::NO_TEXT)
+        .then_some(e.text);
     (e.kind, e.user, func)
 }
 
 /// The name of a key, as [`crate::dump::event_name`] gives it.
-fn key_name(t: &Trace, (kind, user, func): Key<'_>) -> String {
-    match (user, func) {
+fn key_name(t: &Trace, (kind, user, func): Key) -> String {
+    match (user, func.and_then(|f| t.texts.get(f as usize))) {
         (Some(u), _) => t.user_events[u as usize].name.clone(),
         (None, Some(f)) => format!("GASP_C_FUNC {f}"),
         (None, None) => {

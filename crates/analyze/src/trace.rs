@@ -38,6 +38,9 @@ pub struct Callsite {
     pub col: u32,
 }
 
+/// [`Event`]s without a string argument.
+pub(crate) const NO_TEXT: u32 = u32::MAX;
+
 /// One event with its time in nanoseconds and its arguments.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -56,8 +59,9 @@ pub struct Event {
     pub(crate) args_at: u32,
     /// How many argument words it has.
     pub(crate) nargs: u32,
-    /// Strings of `Str` arguments, in order.
-    pub text_args: Vec<String>,
+    /// Its string argument (a function's signature), index into
+    /// [`Trace::texts`], or [`NO_TEXT`] ([`Trace::text`] gives it).
+    pub(crate) text: u32,
     /// For user events, index into [`Trace::user_events`].
     pub user: Option<u32>,
 }
@@ -143,6 +147,8 @@ pub struct Trace {
     pub problems: Vec<String>,
     /// Symmetric allocations and windows, for (object, offset).
     pub objects: crate::objects::Objects,
+    /// The string arguments of events (function signatures), each once.
+    pub texts: Vec<String>,
     /// Profiles of processes recorded in profile-only mode, by process name.
     pub profiles: Vec<(String, gaspard_format::profile::ProfileFile)>,
     /// The clock corrections applied, one per process that measured its
@@ -151,6 +157,10 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// The string argument of `e` (a function's signature), if it has one.
+    pub fn text(&self, e: &Event) -> Option<&str> {
+        self.texts.get(e.text as usize).map(String::as_str)
+    }
     /// Events lost as counted by the processes (memory cap, failed writes).
     pub fn lost_events(&self) -> u64 {
         let mut lost: u64 = self
@@ -384,6 +394,7 @@ where
     check_manifests(&mut t, &streams, &skipped, &profiles, &converted);
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
+    let mut texts: HashMap<String, u32> = HashMap::default();
     let mut decoded = Vec::new();
     for (mut s, local) in converted {
         let site_ids: Vec<u32> = local
@@ -412,10 +423,25 @@ where
                 idx
             })
             .collect();
+        let text_ids: Vec<u32> = local
+            .texts
+            .into_iter()
+            .map(|text| {
+                let n = t.texts.len() as u32;
+                let idx = *texts.entry(text.clone()).or_insert(n);
+                if idx == n {
+                    t.texts.push(text);
+                }
+                idx
+            })
+            .collect();
         for e in &mut s.events {
             e.callsite = site_ids[e.callsite as usize];
             if let Some(u) = e.user.as_mut() {
                 *u = user_ids[*u as usize];
+            }
+            if e.text != NO_TEXT {
+                e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
             }
         }
         decoded.push(s);
@@ -772,6 +798,9 @@ pub(crate) struct Local {
     site_ids: HashMap<Callsite, u32>,
     pub(crate) users: Vec<UserDef>,
     user_ids: HashMap<u64, u32>,
+    /// String arguments, numbered in the order the stream meets them.
+    pub(crate) texts: Vec<String>,
+    text_ids: HashMap<String, u32>,
 }
 
 fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Local) {
@@ -797,11 +826,20 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
             })
         });
         let args = c.args_of(e);
-        let mut text_args = Vec::new();
+        let mut text = NO_TEXT;
         let mut user = None;
         if e.kind == gaspard_format::kinds::C_FUNC {
             if let Some(&id) = args.first() {
-                text_args.push(c.string(id as u32).unwrap_or("?").to_string());
+                let sig = c.string(id as u32).unwrap_or("?");
+                text = match local.text_ids.get(sig) {
+                    Some(&n) => n,
+                    None => {
+                        let n = local.texts.len() as u32;
+                        local.texts.push(sig.to_string());
+                        local.text_ids.insert(sig.to_string(), n);
+                        n
+                    }
+                };
             }
         } else if e.kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(&id) = args.first() {
@@ -828,7 +866,7 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
             callsite: site,
             args_at,
             nargs,
-            text_args,
+            text,
             user,
         });
     }

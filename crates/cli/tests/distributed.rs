@@ -11,7 +11,9 @@ const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
 
 /// Traces of bundled examples recorded with the real launchers: MPI one-sided
 /// at 4 ranks, OpenSHMEM heat at 3 PEs (callsites found from code addresses)
-/// and Coarray Fortran Jacobi at 2 images (coarray events recognised).
+/// Coarray Fortran Jacobi at 2 images (coarray events recognised), and the
+/// MPI example built with `gaspard cc --profile` (function events, their
+/// signatures shared by the ranks).
 fn traces(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for (name, compiler, src, cmd, args) in [
@@ -36,11 +38,25 @@ fn traces(dir: &Path) -> Vec<PathBuf> {
             ["cafrun", "-np", "2"],
             &[][..],
         ),
+        (
+            "func",
+            "mpicc",
+            "examples/mpi/rma_halo.c",
+            ["mpirun", "-np", "3"],
+            &["5"][..],
+        ),
     ] {
         let d = dir.join(name);
         std::fs::create_dir_all(&d).unwrap();
         let exe = d.join("prog");
-        let st = Command::new(compiler)
+        let mut cc = if name == "func" {
+            let mut c = Command::new(env!("CARGO_BIN_EXE_gaspard"));
+            c.args(["cc", "--profile", "--", compiler]);
+            c
+        } else {
+            Command::new(compiler)
+        };
+        let st = cc
             .arg("-g")
             .arg(Path::new(ROOT).join(src))
             .arg("-o")
@@ -50,7 +66,7 @@ fn traces(dir: &Path) -> Vec<PathBuf> {
         assert!(st.success(), "{compiler} {src}");
         let mut full: Vec<&str> = cmd.to_vec();
         full.push("--oversubscribe");
-        if name != "caf" {
+        if name == "mpi" || name == "shmem" {
             full.extend(["--mca", "osc", "^rdma"]);
         }
         full.push(exe.to_str().unwrap());
