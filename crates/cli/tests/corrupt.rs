@@ -12,13 +12,6 @@ mod common;
 /// Longest a command may take on a damaged trace of a few thousand events.
 const LIMIT: Duration = Duration::from_secs(60);
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 /// Three threads that meet at barriers, read a neighbour's cell and record a
 /// user event whose arguments (a string, a double, an int) change every
 /// time, so that the streams fill several chunks with few events.
@@ -78,28 +71,8 @@ int main(int argc, char **argv) {
 fn recorded() -> &'static Path {
     static TRACE: OnceLock<PathBuf> = OnceLock::new();
     TRACE.get_or_init(|| {
-        let ws = workspace();
-        let lib = ws.join("target/debug");
-        assert!(
-            lib.join("libgaspard.so").exists(),
-            "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
-        );
         let dir = common::tmpdir("corrupt-recorded");
-        let src = dir.join("steps.c");
-        std::fs::write(&src, PROGRAM).unwrap();
-        let exe = dir.join("steps");
-        let out = Command::new("cc")
-            .args(["-O1", "-g", "-pthread", "-I"])
-            .arg(ws.join("crates/gasp/include"))
-            .arg(&src)
-            .arg("-L")
-            .arg(&lib)
-            .arg(format!("-Wl,-rpath,{}", lib.display()))
-            .args(["-lgaspard", "-o"])
-            .arg(&exe)
-            .output()
-            .expect("cannot run cc: a C compiler is needed for these tests");
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let exe = common::compile_gasp(&dir, "steps", PROGRAM, "-O1");
         let trace = dir.join("trace");
         let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
             .arg("run")
@@ -111,12 +84,21 @@ fn recorded() -> &'static Path {
             .env("GASPARD_BUFFER_KB", "64")
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         // The intact trace has no problems, so every problem below comes from the damage.
         let r = run(&trace, &["dump", "--json"]);
         assert_eq!(r.code, Some(0), "{}", r.stderr);
         let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
-        assert_eq!(v["problems"].as_array().unwrap().len(), 0, "{}", v["problems"]);
+        assert_eq!(
+            v["problems"].as_array().unwrap().len(),
+            0,
+            "{}",
+            v["problems"]
+        );
         trace
     })
 }

@@ -815,21 +815,7 @@ fn bad_input_is_a_clear_error() {
 #[test]
 fn gasp_program_exports_regions_and_profile_only_is_refused() {
     let dir = common::tmpdir("export-gasp");
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = root.join("../../target/debug");
-    let exe = dir.join("heat");
-    let o = Command::new("cc")
-        .args(["-O2", "-pthread"])
-        .arg(format!("-I{}", root.join("../gasp/include").display()))
-        .arg(root.join("../../examples/gasp/heat.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lgaspard")
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let exe = common::compile_heat(&dir);
     for (name, profile_only) in [("full", false), ("prof", true)] {
         let mut c = Command::new(env!("CARGO_BIN_EXE_gaspard"));
         c.arg("run").arg("-o").arg(dir.join(name));

@@ -14,26 +14,8 @@ const ITERS: usize = 30;
 
 /// heat.c built in a directory of the test's own (`name`).
 fn heat(name: &str) -> (PathBuf, PathBuf) {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let lib = root.join("../../target/debug");
     let dir = common::tmpdir(name);
-    let exe = dir.join("heat");
-    let out = Command::new("cc")
-        .args(["-O2", "-pthread"])
-        .arg(format!("-I{}", root.join("../gasp/include").display()))
-        .arg(root.join("../../examples/gasp/heat.c"))
-        .arg("-o")
-        .arg(&exe)
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .arg("-lgaspard")
-        .output()
-        .expect("cc is needed");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::compile_heat(&dir);
     (dir, exe)
 }
 

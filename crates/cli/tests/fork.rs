@@ -10,40 +10,8 @@ use serde_json::Value;
 
 mod common;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 fn compile(dir: &Path, src: &str) -> PathBuf {
-    let ws = workspace();
-    let lib = ws.join("target/debug");
-    assert!(
-        lib.join("libgaspard.so").exists(),
-        "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
-    );
-    let c = dir.join("f.c");
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join("f");
-    let out = Command::new("cc")
-        .args(["-O1", "-pthread", "-I"])
-        .arg(ws.join("crates/gasp/include"))
-        .arg(&c)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lgaspard", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("cannot run cc: a C compiler is needed for these tests");
-    assert!(
-        out.status.success(),
-        "cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::compile_gasp(dir, "f", src, "-O1")
 }
 
 /// Before the fork: the main thread records 0..PRE and 50 `noise` events

@@ -1,6 +1,6 @@
 //! Recording under pressure, and the command line's errors, with the real library.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::Value;
@@ -12,42 +12,9 @@ fn tmp(name: &str) -> std::path::PathBuf {
     common::tmpdir(&format!("rec-{name}"))
 }
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 /// Compiles `src` against gaspard's headers and the debug libgaspard.
 fn compile(name: &str, src: &str) -> PathBuf {
-    let ws = workspace();
-    let lib = ws.join("target/debug");
-    assert!(
-        lib.join("libgaspard.so").exists(),
-        "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
-    );
-    let dir = tmp(&format!("bin-{name}"));
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(["-O1", "-pthread", "-I"])
-        .arg(ws.join("crates/gasp/include"))
-        .arg(&c)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lgaspard", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("cannot run cc: a C compiler is needed for these tests");
-    assert!(
-        out.status.success(),
-        "cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::compile_gasp(&tmp(&format!("bin-{name}")), name, src, "-O1")
 }
 
 const PRESSURE: &str = r#"

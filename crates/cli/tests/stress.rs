@@ -15,41 +15,9 @@ use gaspard_format::kinds;
 
 mod common;
 
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
 /// Compiles `src` with `-O2` against gaspard's headers and the debug libgaspard.
 fn compile(dir: &Path, name: &str, src: &str) -> PathBuf {
-    let ws = workspace();
-    let lib = ws.join("target/debug");
-    assert!(
-        lib.join("libgaspard.so").exists(),
-        "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
-    );
-    let c = dir.join(format!("{name}.c"));
-    std::fs::write(&c, src).unwrap();
-    let exe = dir.join(name);
-    let out = Command::new("cc")
-        .args(["-O2", "-pthread", "-I"])
-        .arg(ws.join("crates/gasp/include"))
-        .arg(&c)
-        .arg("-L")
-        .arg(&lib)
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lgaspard", "-o"])
-        .arg(&exe)
-        .output()
-        .expect("cannot run cc: a C compiler is needed for these tests");
-    assert!(
-        out.status.success(),
-        "cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
+    common::compile_gasp(dir, name, src, "-O2")
 }
 
 /// THREADS threads, each emitting N events `step(i)` for i in 0..N, with

@@ -65,23 +65,7 @@ impl Drop for Viewer {
 /// examples/gasp/heat.c (four threads, one with more work) built against
 /// libgaspard and run; its trace directory.
 fn heat_trace(dir: &Path) -> PathBuf {
-    let lib = workspace().join("target/debug");
-    let exe = dir.join("heat");
-    let out = Command::new("cc")
-        .args(["-O2", "-g", "-pthread", "-I"])
-        .arg(workspace().join("crates/gasp/include"))
-        .arg(workspace().join("examples/gasp/heat.c"))
-        .arg(format!("-L{}", lib.display()))
-        .arg(format!("-Wl,-rpath,{}", lib.display()))
-        .args(["-lgaspard", "-o"])
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::compile_heat(dir);
     common::gaspard_run(dir, &[exe.to_str().unwrap(), "60"]).0
 }
 

@@ -103,3 +103,56 @@ pub fn gaspard_run_with(
     );
     (trace, out)
 }
+
+/// The workspace's root directory.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Writes `src` as `dir/NAME.c` and compiles it with `opt` (e.g. "-O2")
+/// against gaspard's headers and the debug libgaspard; the executable.
+pub fn compile_gasp(dir: &Path, name: &str, src: &str, opt: &str) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    compile_gasp_file(&c, &exe, opt);
+    exe
+}
+
+/// Compiles the C file `source` into `exe` with `opt` and `-g` against
+/// gaspard's headers and the debug libgaspard.
+pub fn compile_gasp_file(source: &Path, exe: &Path, opt: &str) {
+    let ws = workspace();
+    let lib = ws.join("target/debug");
+    assert!(
+        lib.join("libgaspard.so").exists(),
+        "target/debug/libgaspard.so is missing: run `cargo build --workspace` first (make test does)"
+    );
+    let out = Command::new("cc")
+        .args([opt, "-g", "-pthread", "-I"])
+        .arg(ws.join("crates/gasp/include"))
+        .arg(source)
+        .arg("-L")
+        .arg(&lib)
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .args(["-lgaspard", "-o"])
+        .arg(exe)
+        .output()
+        .expect("cannot run cc: a C compiler is needed for these tests");
+    assert!(
+        out.status.success(),
+        "cc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// examples/gasp/heat.c (compiled where it is, so that its events name it)
+/// with `-O2`, as `dir/heat`.
+pub fn compile_heat(dir: &Path) -> PathBuf {
+    let exe = dir.join("heat");
+    compile_gasp_file(&workspace().join("examples/gasp/heat.c"), &exe, "-O2");
+    exe
+}
