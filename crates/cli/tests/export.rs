@@ -240,6 +240,29 @@ fn expected(d: &Value) -> Expected {
     x
 }
 
+/// The OTF2 record types other than Enter/Leave that the export writes.
+const RECORDS: [&str; 19] = [
+    "MpiSend",
+    "MpiRecv",
+    "MpiCollectiveBegin",
+    "MpiCollectiveEnd",
+    "RmaPut",
+    "RmaGet",
+    "RmaAtomic",
+    "RmaOpCompleteBlocking",
+    "MpiIsend",
+    "MpiIsendComplete",
+    "MpiIrecvRequest",
+    "MpiIrecv",
+    "RmaWinCreate",
+    "RmaWinDestroy",
+    "RmaCollectiveBegin",
+    "RmaCollectiveEnd",
+    "RmaRequestLock",
+    "RmaAcquireLock",
+    "RmaReleaseLock",
+];
+
 /// `otf2_count` (tests/export/otf2_count.c, linked to libotf2) built once per test.
 fn otf2_counts(dir: &Path, archive: &Path) -> BTreeMap<String, u64> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export/otf2_count.c");
@@ -299,27 +322,7 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     assert_eq!(c["unopened_window_use"], 0);
     assert_eq!(c["Enter"], x.starts + x.atomics);
     assert_eq!(c["Leave"], x.ends + x.atomics);
-    for r in [
-        "MpiSend",
-        "MpiRecv",
-        "MpiCollectiveBegin",
-        "MpiCollectiveEnd",
-        "RmaPut",
-        "RmaGet",
-        "RmaAtomic",
-        "RmaOpCompleteBlocking",
-        "MpiIsend",
-        "MpiIsendComplete",
-        "MpiIrecvRequest",
-        "MpiIrecv",
-        "RmaWinCreate",
-        "RmaWinDestroy",
-        "RmaCollectiveBegin",
-        "RmaCollectiveEnd",
-        "RmaRequestLock",
-        "RmaAcquireLock",
-        "RmaReleaseLock",
-    ] {
+    for r in RECORDS {
         let (n, bytes) = x.records.get(r).copied().unwrap_or_default();
         assert_eq!(c[r], n, "{r}");
         if let Some(&b) = c.get(&format!("bytes {r}")) {
@@ -329,32 +332,7 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     for (kind, n) in &x.entered {
         assert_eq!(c.get(&format!("enter {kind}")), Some(n), "Enter {kind}");
     }
-    let events: u64 = [
-        "Enter",
-        "Leave",
-        "MpiSend",
-        "MpiRecv",
-        "MpiCollectiveBegin",
-        "MpiCollectiveEnd",
-        "RmaPut",
-        "RmaGet",
-        "RmaAtomic",
-        "RmaOpCompleteBlocking",
-        "MpiIsend",
-        "MpiIsendComplete",
-        "MpiIrecvRequest",
-        "MpiIrecv",
-        "RmaWinCreate",
-        "RmaWinDestroy",
-        "RmaCollectiveBegin",
-        "RmaCollectiveEnd",
-        "RmaRequestLock",
-        "RmaAcquireLock",
-        "RmaReleaseLock",
-    ]
-    .iter()
-    .map(|r| c[*r])
-    .sum();
+    let events: u64 = c["Enter"] + c["Leave"] + RECORDS.iter().map(|r| c[*r]).sum::<u64>();
     assert_eq!(c["events"], events, "records of other types were written");
 }
 
