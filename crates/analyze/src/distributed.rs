@@ -56,34 +56,42 @@ fn process_of(path: &Path) -> String {
 /// each to the rank with the fewest bytes so far (the same on every rank).
 pub fn share(paths: &[PathBuf], ranks: usize) -> Vec<usize> {
     let ranks = ranks.max(1);
-    let mut procs: Vec<(String, u64)> = Vec::new();
-    for p in paths {
-        let name = process_of(p);
-        let len = std::fs::metadata(p).map_or(0, |m| m.len());
-        match procs.iter_mut().find(|(n, _)| *n == name) {
-            Some(e) => e.1 += len,
-            None => procs.push((name, len)),
-        }
-    }
-    let mut order: Vec<usize> = (0..procs.len()).collect();
-    order.sort_by(|&a, &b| procs[b].1.cmp(&procs[a].1).then(a.cmp(&b)));
-    let mut load = vec![0u64; ranks];
-    let mut owner = vec![0usize; procs.len()];
-    for i in order {
-        let r = (0..ranks).min_by_key(|&r| (load[r], r)).unwrap_or(0);
-        load[r] += procs[i].1;
-        owner[i] = r;
-    }
-    paths
+    // Each file's process (numbered in the order met), and each process's bytes.
+    let mut number: HashMap<String, usize> = HashMap::default();
+    let mut bytes: Vec<u64> = Vec::new();
+    let process: Vec<usize> = paths
         .iter()
         .map(|p| {
-            let name = process_of(p);
-            procs
-                .iter()
-                .position(|(n, _)| *n == name)
-                .map_or(0, |i| owner[i])
+            let n = number.len();
+            let i = *number.entry(process_of(p)).or_insert(n);
+            if i == bytes.len() {
+                bytes.push(0);
+            }
+            bytes[i] += std::fs::metadata(p).map_or(0, |m| m.len());
+            i
         })
-        .collect()
+        .collect();
+    let mut order: Vec<usize> = (0..bytes.len()).collect();
+    order.sort_by(|&a, &b| bytes[b].cmp(&bytes[a]).then(a.cmp(&b)));
+    let mut load = vec![0u64; ranks];
+    let mut owner = vec![0usize; bytes.len()];
+    for i in order {
+        let r = (0..ranks).min_by_key(|&r| (load[r], r)).unwrap_or(0);
+        load[r] += bytes[i];
+        owner[i] = r;
+    }
+    process.into_iter().map(|i| owner[i]).collect()
+}
+
+/// This rank's share of `paths`: which rank reads each file, and the
+/// indices and paths of this rank's own.
+fn my_share(paths: &[PathBuf], tr: &dyn Transport) -> (Vec<usize>, Vec<usize>, Vec<PathBuf>) {
+    let owner = share(paths, tr.size());
+    let mine: Vec<usize> = (0..paths.len())
+        .filter(|&i| owner[i] == tr.rank())
+        .collect();
+    let my_paths = mine.iter().map(|&i| paths[i].clone()).collect();
+    (owner, mine, my_paths)
 }
 
 /// The report on the trace in `dir`, computed with the ranks of `tr`:
@@ -104,11 +112,7 @@ pub fn report(
         // The streams go first, so that rank 0 decodes them while this rank
         // computes their profiles; the profiles follow.
         let mine = trace::read_with(dir, |paths, refs| {
-            let owner = share(paths, tr.size());
-            let index: Vec<usize> = (0..paths.len())
-                .filter(|&i| owner[i] == tr.rank())
-                .collect();
-            let my_paths: Vec<PathBuf> = index.iter().map(|&i| paths[i].clone()).collect();
+            let (_, index, my_paths) = my_share(paths, tr);
             let parts = trace::read_streams(&my_paths, refs);
             let mut out = Vec::new();
             encode(&index, &parts, &mut out);
@@ -152,11 +156,7 @@ fn gather(
     refs: &ClockRefs,
     tr: &dyn Transport,
 ) -> Result<Vec<StreamPart>, String> {
-    let owner = share(paths, tr.size());
-    let mine: Vec<usize> = (0..paths.len())
-        .filter(|&i| owner[i] == tr.rank())
-        .collect();
-    let my_paths: Vec<PathBuf> = mine.iter().map(|&i| paths[i].clone()).collect();
+    let (owner, mine, my_paths) = my_share(paths, tr);
     let parts = trace::read_streams(&my_paths, refs);
     let mut slots: Vec<Option<StreamPart>> = (0..paths.len()).map(|_| None).collect();
     for (i, p) in mine.into_iter().zip(parts) {
