@@ -9,6 +9,12 @@ use clap::{Parser, Subcommand};
 use gaspard_analyze::distributed::Transport;
 use gaspard_analyze::{dump, profile, trace};
 
+// Reading a big trace allocates and frees large blocks: mimalloc keeps
+// them mapped instead of returning them to the system each time, which
+// halves the time spent in page faults.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod cc;
 mod compare;
 mod mpi;
