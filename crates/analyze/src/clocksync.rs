@@ -103,10 +103,20 @@ pub fn to_json(c: &Correction) -> serde_json::Value {
 
 /// The measurements of one process's streams, in time order.
 pub fn samples<'a>(streams: impl Iterator<Item = &'a Stream>) -> Vec<Sample> {
-    let mut v: Vec<Sample> = streams
-        .flat_map(|s| s.events.iter().map(move |e| s.args(e)).zip(&s.events))
-        .filter(|(a, e)| e.kind == kinds::GASPARD_CLOCK_SYNC && a.len() >= 4)
-        .filter_map(|(a, _)| {
+    samples_of(streams.flat_map(|s| {
+        s.events
+            .iter()
+            .filter(|e| e.kind == kinds::GASPARD_CLOCK_SYNC)
+            .map(move |e| s.args(e))
+    }))
+}
+
+/// The measurements given by the arguments of `GASPARD_CLOCK_SYNC` events,
+/// in time order.
+pub fn samples_of<'a>(args: impl Iterator<Item = &'a [u64]>) -> Vec<Sample> {
+    let mut v: Vec<Sample> = args
+        .filter(|a| a.len() >= 4)
+        .filter_map(|a| {
             let (root, send, remote, recv) = (a[0] as i64, a[1], a[2], a[3]);
             // A clock that could not be read (0), or time going backwards: no measurement.
             if send == 0 || remote == 0 || recv < send {

@@ -207,7 +207,8 @@ impl Trace {
     }
 }
 
-struct Clock {
+/// A process's clock: ticks to nanoseconds.
+pub(crate) struct Clock {
     t0: u64,
     n0: u64,
     slope: f64,
@@ -233,7 +234,8 @@ impl Clock {
             },
         }
     }
-    fn ns(&self, t: u64) -> i128 {
+    /// Absolute nanoseconds of `t` ticks.
+    pub(crate) fn ns(&self, t: u64) -> i128 {
         self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
     }
 }
@@ -274,15 +276,19 @@ pub fn read(dir: &Path) -> Result<Trace, TraceError> {
     read_with(dir, |paths, refs| Ok(read_streams(paths, refs)))
 }
 
-/// Reads a trace directory as [`read`] does, with the stream files read by
-/// `stream_parts`: given every stream file (sorted by name) and the clock
-/// references of each process's manifest, it returns what [`read_streams`]
-/// would, in the same order (as [`crate::distributed`] does by sharing the
-/// files among MPI ranks).
-pub fn read_with<F>(dir: &Path, stream_parts: F) -> Result<Trace, TraceError>
-where
-    F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
-{
+/// What a trace directory holds, before its stream files are read: its
+/// processes (with their manifests, and what was wrong with them), the
+/// profiles of processes recorded in profile-only mode, every stream file
+/// (sorted by name) and the clock references of each process's manifest.
+pub(crate) struct Listing {
+    pub(crate) trace: Trace,
+    pub(crate) refs: ClockRefs,
+    pub(crate) streams: Vec<PathBuf>,
+    profiles: Vec<PathBuf>,
+}
+
+/// Lists a trace directory and reads its manifests and profiles.
+pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
     let entries = std::fs::read_dir(dir).map_err(|e| TraceError::Dir {
         path: dir.to_path_buf(),
         source: e,
@@ -309,7 +315,6 @@ where
         ..Default::default()
     };
     let mut refs: ClockRefs = HashMap::default();
-    let mut converted: Vec<(Stream, Local)> = Vec::new();
     for m in &manifests {
         let name = m
             .file_stem()
@@ -371,6 +376,30 @@ where
             Err(e) => t.problems.push(format!("{}: {e}", path.display())),
         }
     }
+    Ok(Listing {
+        trace: t,
+        refs,
+        streams,
+        profiles,
+    })
+}
+
+/// Reads a trace directory as [`read`] does, with the stream files read by
+/// `stream_parts`: given every stream file (sorted by name) and the clock
+/// references of each process's manifest, it returns what [`read_streams`]
+/// would, in the same order (as [`crate::distributed`] does by sharing the
+/// files among MPI ranks).
+pub fn read_with<F>(dir: &Path, stream_parts: F) -> Result<Trace, TraceError>
+where
+    F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
+{
+    let Listing {
+        trace: mut t,
+        refs,
+        streams,
+        profiles,
+    } = list(dir)?;
+    let mut converted: Vec<(Stream, Local)> = Vec::new();
     let parts = stream_parts(&streams, &refs).map_err(TraceError::Parts)?;
     let mut skipped = Vec::new();
     for (part, path) in parts.into_iter().zip(&streams) {
@@ -449,41 +478,11 @@ where
     attach_sources(dir, &mut decoded, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
     t.clock_sync = crate::clocksync::apply(&mut decoded);
-    let base = t
-        .processes
+    let firsts: Vec<(&str, u64)> = decoded
         .iter()
-        .filter_map(|p| {
-            let first = p.manifest.as_ref()?.clock_refs.first()?.1;
-            Some(match t.clock_sync.iter().find(|c| c.process == p.name) {
-                Some(c) if crate::clocksync::enabled() => c.correct(first),
-                _ => first,
-            })
-        })
-        .min();
-    // A process without its manifest may have started before every process
-    // that has one: its first event then starts the trace.
-    let unlisted = decoded
-        .iter()
-        .filter(|s| {
-            !t.processes
-                .iter()
-                .any(|p| p.name == s.process && p.manifest.is_some())
-        })
-        .filter_map(|s| s.events.first().map(|e| e.t_ns))
-        .min();
-    let base = match (base, unlisted) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
-    };
-    let base = base
-        .map(i128::from)
-        .or_else(|| {
-            decoded
-                .iter()
-                .filter_map(|s| s.events.first().map(|e| e.t_ns as i128))
-                .min()
-        })
-        .unwrap_or(0);
+        .filter_map(|s| Some((s.process.as_str(), s.events.first()?.t_ns)))
+        .collect();
+    let base = trace_start(&t, &firsts);
     // Events were stored with absolute monotonic ns; make them relative to the start.
     for s in &mut decoded {
         let mut late = 0u64;
@@ -555,6 +554,42 @@ where
     t.streams = decoded;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     Ok(t)
+}
+
+/// Where the trace starts, in absolute nanoseconds (clock corrections
+/// applied): the earliest process start its manifest gives, or the first
+/// event of a process without manifest if earlier. `firsts` holds the first
+/// event's time of each stream that has events, with its process.
+pub(crate) fn trace_start(t: &Trace, firsts: &[(&str, u64)]) -> i128 {
+    let base = t
+        .processes
+        .iter()
+        .filter_map(|p| {
+            let first = p.manifest.as_ref()?.clock_refs.first()?.1;
+            Some(match t.clock_sync.iter().find(|c| c.process == p.name) {
+                Some(c) if crate::clocksync::enabled() => c.correct(first),
+                _ => first,
+            })
+        })
+        .min();
+    // A process without its manifest may have started before every process
+    // that has one: its first event then starts the trace.
+    let unlisted = firsts
+        .iter()
+        .filter(|(process, _)| {
+            !t.processes
+                .iter()
+                .any(|p| p.name == *process && p.manifest.is_some())
+        })
+        .map(|&(_, first)| first)
+        .min();
+    let base = match (base, unlisted) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    base.map(i128::from)
+        .or_else(|| firsts.iter().map(|&(_, first)| first as i128).min())
+        .unwrap_or(0)
 }
 
 /// Says where the manifests and the stream files disagree: a stream the
@@ -729,26 +764,12 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
     if let Some(pb) = progress {
         pb.finish_and_clear();
     }
-    let mut refs: ClockRefs = HashMap::default();
-    for (r, _) in &read {
-        if let Some((s, chunks)) = r {
-            let r = refs
-                .entry(s.process.clone())
-                .or_insert_with(|| manifest_refs.get(&s.process).cloned().unwrap_or_default());
-            for c in chunks {
-                r.push((c.0.ref_ticks, c.0.ref_ns));
-            }
-        }
-    }
-    let slopes = host_slopes(manifest_refs);
-    let clocks: HashMap<String, Clock> = refs
-        .into_iter()
-        .map(|(k, v)| {
-            let host = k.rsplit_once('-').map_or(k.as_str(), |(h, _)| h);
-            let slope = slopes.get(host).copied().unwrap_or(1.0);
-            (k, Clock::fit(v, slope))
-        })
-        .collect();
+    let clocks = fit_clocks(
+        manifest_refs,
+        read.iter()
+            .filter_map(|(r, _)| r.as_ref())
+            .flat_map(|(s, chunks)| chunks.iter().map(|c| (s.process.as_str(), &c.0))),
+    );
     // Events are converted stream by stream in parallel, with callsite and
     // user event numbers of the stream's own (renumbered by the reader in
     // stream order).
@@ -763,6 +784,33 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
                 }
                 (s, local)
             }),
+        })
+        .collect()
+}
+
+/// The clock of each process that has chunks among `chunks` (with the name
+/// of its process), fitted to the references of its manifest and of all its
+/// chunks.
+pub(crate) fn fit_clocks<'a>(
+    manifest_refs: &ClockRefs,
+    chunks: impl Iterator<Item = (&'a str, &'a ChunkHeader)>,
+) -> HashMap<String, Clock> {
+    let mut refs: ClockRefs = HashMap::default();
+    for (process, c) in chunks {
+        if !refs.contains_key(process) {
+            let r = manifest_refs.get(process).cloned().unwrap_or_default();
+            refs.insert(process.to_string(), r);
+        }
+        if let Some(r) = refs.get_mut(process) {
+            r.push((c.ref_ticks, c.ref_ns));
+        }
+    }
+    let slopes = host_slopes(manifest_refs);
+    refs.into_iter()
+        .map(|(k, v)| {
+            let host = k.rsplit_once('-').map_or(k.as_str(), |(h, _)| h);
+            let slope = slopes.get(host).copied().unwrap_or(1.0);
+            (k, Clock::fit(v, slope))
         })
         .collect()
 }
@@ -885,6 +933,49 @@ const MAX_PTS_BYTES: u64 = 256;
 /// What the recorder writes unless built for another runtime.
 const DEFAULT_PTS_BYTES: u64 = 16;
 
+/// A stream without events, described by its file's header (`name` names
+/// the file in the problems).
+pub(crate) fn new_stream(
+    path: &Path,
+    name: &str,
+    header: &gaspard_format::chunk::FileHeader,
+    problems: &mut Vec<String>,
+) -> Stream {
+    let num = |k: &str| {
+        header
+            .get(k)
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let mut pts_bytes = num("pts_bytes");
+    if pts_bytes == 0 || pts_bytes > MAX_PTS_BYTES {
+        problems.push(format!(
+            "{name}: its header gives pointers-to-shared of {pts_bytes} bytes, which no runtime has \
+             (the header is damaged); read as {DEFAULT_PTS_BYTES}"
+        ));
+        pts_bytes = DEFAULT_PTS_BYTES;
+    }
+    let host = header
+        .get("host")
+        .unwrap_or("unknown")
+        .replace(['/', ' '], "_");
+    Stream {
+        process: format!("{host}-{}", num("pid")),
+        pid: num("pid") as u32,
+        stream: num("stream") as u32,
+        tid: num("tid"),
+        thread: num("thread") as u32,
+        model: num("model") as u32,
+        pts_bytes: pts_bytes as u32,
+        path: path.to_path_buf(),
+        events: Vec::new(),
+        arg_words: Vec::new(),
+        chunks: 0,
+        damaged: false,
+        intervals: Default::default(),
+    }
+}
+
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
 fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunks)> {
     let name = path
@@ -906,40 +997,7 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
             return None;
         }
     };
-    let header = &file.header;
-    let num = |k: &str| {
-        header
-            .get(k)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let mut pts_bytes = num("pts_bytes");
-    if pts_bytes == 0 || pts_bytes > MAX_PTS_BYTES {
-        problems.push(format!(
-            "{name}: its header gives pointers-to-shared of {pts_bytes} bytes, which no runtime has \
-             (the header is damaged); read as {DEFAULT_PTS_BYTES}"
-        ));
-        pts_bytes = DEFAULT_PTS_BYTES;
-    }
-    let host = header
-        .get("host")
-        .unwrap_or("unknown")
-        .replace(['/', ' '], "_");
-    let mut s = Stream {
-        process: format!("{host}-{}", num("pid")),
-        pid: num("pid") as u32,
-        stream: num("stream") as u32,
-        tid: num("tid"),
-        thread: num("thread") as u32,
-        model: num("model") as u32,
-        pts_bytes: pts_bytes as u32,
-        path: path.to_path_buf(),
-        events: Vec::new(),
-        arg_words: Vec::new(),
-        chunks: 0,
-        damaged: false,
-        intervals: Default::default(),
-    };
+    let mut s = new_stream(path, &name, &file.header, problems);
     s.chunks = file.chunks.len() as u32;
     s.damaged = file.damaged;
     problems.extend(file.problems);

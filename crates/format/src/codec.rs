@@ -596,6 +596,53 @@ pub fn decode(
     payload: &[u8],
     out: &mut DecodedChunk,
 ) -> Result<(), DecodeError> {
+    decode_into(header, payload, out)
+}
+
+/// What a chunk holds, handed over record by record by [`decode_into`]:
+/// a reader keeps what it needs (all of it, for [`DecodedChunk`]).
+pub trait Sink {
+    /// A string definition.
+    fn string(&mut self, id: u32, s: String);
+    /// A callsite definition.
+    fn callsite(&mut self, id: u32, c: Callsite);
+    /// A user event definition.
+    fn user(&mut self, def: UserDef);
+    /// An event: `e.args_start` and `e.nargs` are not set; its user event id
+    /// (for `GASPARD_USER`) and its argument words come apart.
+    fn event(&mut self, e: Event, user: Option<u64>, args: &[u64]);
+}
+
+impl Sink for DecodedChunk {
+    fn string(&mut self, id: u32, s: String) {
+        self.strings.insert(id, s);
+    }
+    fn callsite(&mut self, id: u32, c: Callsite) {
+        self.callsites.insert(id, c);
+    }
+    fn user(&mut self, def: UserDef) {
+        self.users.insert(def.id, def);
+    }
+    #[inline]
+    fn event(&mut self, mut e: Event, user: Option<u64>, args: &[u64]) {
+        let start = self.args.len();
+        if let Some(u) = user {
+            self.args.push(u);
+        }
+        self.args.extend_from_slice(args);
+        e.args_start = start as u32;
+        e.nargs = (self.args.len() - start) as u32;
+        self.events.push(e);
+    }
+}
+
+/// Decodes a payload into any [`Sink`]. On error what came before it has
+/// been handed over.
+pub fn decode_into<S: Sink>(
+    header: &ChunkHeader,
+    payload: &[u8],
+    out: &mut S,
+) -> Result<(), DecodeError> {
     let mut r = Reader::new(payload);
     let mut last: Option<(u16, Option<u64>)> = None;
     let mut last_site = 0u32;
@@ -614,14 +661,14 @@ pub fn decode(
             DEF_STRING => {
                 let id = tr!(r, r.u64()) as u32;
                 let s = tr!(r, get_string(&mut r));
-                out.strings.insert(id, s);
+                out.string(id, s);
             }
             DEF_CALLSITE => {
                 let mut v = [0u64; 4];
                 for x in &mut v {
                     *x = tr!(r, r.u64());
                 }
-                out.callsites.insert(
+                out.callsite(
                     v[0] as u32,
                     Callsite {
                         file: v[1] as u32,
@@ -649,7 +696,7 @@ pub fn decode(
                     unreadable,
                 };
                 schemas.insert(id, user_schema(&def));
-                out.users.insert(id, def);
+                out.user(def);
             }
             _ if op & 3 == 3 => return Err(err(&r, &format!("unknown definition {op:#x}"))),
             _ => {
@@ -667,11 +714,8 @@ pub fn decode(
                 };
                 let ts = last_ts.wrapping_add(tr!(r, r.u64()));
                 let words = prev.get(key.0, key.1);
-                let start = out.args.len();
-                if let Some(u) = key.1 {
-                    out.args.push(u);
-                }
-                if op & OP_SAME_ARGS == 0 {
+                let same = op & OP_SAME_ARGS != 0;
+                if !same {
                     let n = if op & OP_SAME_NARGS != 0 {
                         words.len()
                     } else {
@@ -696,10 +740,7 @@ pub fn decode(
                         scratch.push(v);
                         classes.feed(v);
                     }
-                    out.args.extend_from_slice(&scratch);
                     remember(words, &scratch, key.1.is_some());
-                } else {
-                    out.args.extend_from_slice(words);
                 }
                 let mut flags = 0;
                 if op & OP_RESOLVED != 0 {
@@ -708,15 +749,16 @@ pub fn decode(
                 if op & OP_UNREAD != 0 {
                     flags |= FLAG_ARGS_UNREAD;
                 }
-                out.events.push(Event {
+                let e = Event {
                     ts,
                     kind: key.0,
                     phase: op & 3,
                     flags,
                     callsite: site,
-                    args_start: start as u32,
-                    nargs: (out.args.len() - start) as u32,
-                });
+                    args_start: 0,
+                    nargs: 0,
+                };
+                out.event(e, key.1, if same { words } else { &scratch });
                 last = Some(key);
                 last_site = site;
                 last_ts = ts;

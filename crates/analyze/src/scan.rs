@@ -1,0 +1,606 @@
+//! A first look at a trace, fast: every thread's START/END intervals,
+//! decoded straight from the stream files into spans, without keeping the
+//! events.
+//!
+//! The browser view shows the timeline of a [`Quick`] while
+//! [`crate::trace::read`] reads the whole trace, and replaces it with the
+//! one of the whole trace afterwards. Times (clocks fitted and synchronised,
+//! from the trace's start), callsites, names, ranks and peers are those the
+//! whole trace gives, except for what its reader adds on top: coarray
+//! operations ([`crate::caf`]) and the source lines of code addresses
+//! ([`crate::symbolize`]). Event numbers are positions in the stream file,
+//! which the whole trace keeps unless coarray operations are added.
+
+use rayon::prelude::*;
+use rustc_hash::FxHashMap as HashMap;
+use std::path::Path;
+
+use gaspard_format::chunk::ChunkHeader;
+use gaspard_format::codec::{self, Sink, UserDef};
+use gaspard_format::kinds::{self, Class};
+
+use crate::matrix::Rank;
+use crate::trace::{Callsite, Clock, TraceError, MAX_T_NS};
+
+/// One closed START/END interval of a thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QuickSpan {
+    /// Canonical kind.
+    pub kind: u16,
+    /// True for a user event.
+    pub user: bool,
+    /// START time, ns since the trace's start.
+    pub start: u64,
+    /// END time (never before `start`).
+    pub end: u64,
+    /// Index in [`Quick::names`].
+    pub name: u32,
+    /// Index in [`Quick::callsites`] (of the START).
+    pub callsite: u32,
+    /// Position of the START event in its stream.
+    pub start_event: u32,
+    /// For a communication, the rank or PE on the other side (the END
+    /// event's `pe`, `peer` or `target` argument).
+    pub peer: Option<u64>,
+}
+
+/// One thread (stream) of a [`Quick`].
+#[derive(Debug, Clone)]
+pub struct QuickStream {
+    /// `host-pid` of its process.
+    pub process: String,
+    /// Stream number within the process.
+    pub stream: u32,
+    /// How findings name the thread ([`crate::findings::thread_name`]).
+    pub name: String,
+    /// Its process's rank or PE, from its start-up event.
+    pub rank: Option<Rank>,
+    /// Its events.
+    pub events: u64,
+    /// Time of its first and last events.
+    pub first_last: Option<(u64, u64)>,
+    /// Its intervals, by START position.
+    pub spans: Vec<QuickSpan>,
+}
+
+/// Every thread's intervals.
+#[derive(Debug, Default)]
+pub struct Quick {
+    /// Streams ordered as [`crate::trace::Trace::streams`] are.
+    pub streams: Vec<QuickStream>,
+    /// Callsites referred to by spans.
+    pub callsites: Vec<Callsite>,
+    /// Span names: kind, user event, or `GASP_C_FUNC <signature>`.
+    pub names: Vec<String>,
+}
+
+impl Quick {
+    /// Events read.
+    pub fn events(&self) -> u64 {
+        self.streams.iter().map(|s| s.events).sum()
+    }
+}
+
+/// What one stream file gives before its events are decoded.
+struct Opened {
+    stream: crate::trace::Stream,
+    data: Vec<u8>,
+    /// Intact chunks: header, and where the payload is in `data`.
+    chunks: Vec<(ChunkHeader, usize, usize)>,
+}
+
+/// Reads the intervals of every thread of the trace in `dir`. Damaged
+/// parts are skipped (the whole trace's reader says what they are).
+pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
+    let listing = crate::trace::list(dir)?;
+    // Chunks first (checksums checked): every process's clock is fitted to
+    // the references of all its chunks before any time is converted.
+    let opened: Vec<Opened> = listing
+        .streams
+        .par_iter()
+        .filter_map(|p| open(p))
+        .collect();
+    let clocks = crate::trace::fit_clocks(
+        &listing.refs,
+        opened
+            .iter()
+            .flat_map(|o| o.chunks.iter().map(|c| (o.stream.process.as_str(), &c.0))),
+    );
+    let scanned: Vec<Scanned> = opened
+        .into_par_iter()
+        .map(|o| {
+            let clock = &clocks[&o.stream.process];
+            scan_stream(o, clock)
+        })
+        .collect();
+    Ok(merge(listing.trace, scanned))
+}
+
+fn open(path: &Path) -> Option<Opened> {
+    let name = path.file_name()?.to_string_lossy().into_owned();
+    let data = std::fs::read(path).ok()?;
+    let mut chunks = Vec::new();
+    let base = data.as_ptr() as usize;
+    let walk = gaspard_format::stream::walk(&name, &data, |h, payload| {
+        chunks.push((*h, payload.as_ptr() as usize - base, payload.len()));
+        Ok(())
+    })
+    .ok()?;
+    let stream = crate::trace::new_stream(path, &name, &walk.header, &mut Vec::new());
+    Some(Opened {
+        stream,
+        data,
+        chunks,
+    })
+}
+
+/// One stream, scanned: times are absolute ns of its process's clock,
+/// callsites and names numbered by the stream.
+struct Scanned {
+    stream: crate::trace::Stream,
+    events: u64,
+    first_last: Option<(u64, u64)>,
+    rank: Option<Rank>,
+    spans: Vec<QuickSpan>,
+    /// Spans whose callsite is a code address: (span, address).
+    codeptrs: Vec<(usize, u64)>,
+    sites: Vec<Callsite>,
+    names: Vec<Name>,
+    /// Arguments of its clock measurements.
+    sync: Vec<[u64; 4]>,
+}
+
+/// What a span is named by, before user events get their trace-wide names.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Name {
+    Kind(u16),
+    /// A user event: its id, and its definition where the stream has it.
+    User(u64, Option<String>),
+    Function(String),
+}
+
+struct ScanSink<'a> {
+    clock: &'a Clock,
+    pts_words: usize,
+    model: u32,
+    // Tables of the chunk being decoded.
+    strings: HashMap<u32, String>,
+    chunk_sites: HashMap<u32, codec::Callsite>,
+    chunk_users: HashMap<u64, UserDef>,
+    /// Chunk callsite id -> stream callsite number.
+    site_of: HashMap<u32, u32>,
+    // The stream's.
+    sites: Vec<Callsite>,
+    site_ids: HashMap<Callsite, u32>,
+    names: Vec<Name>,
+    name_ids: HashMap<Name, u32>,
+    kind_names: Vec<u32>,
+    user_names: HashMap<u64, u32>,
+    /// Open STARTs per (kind, user event id).
+    open: HashMap<(u16, u64), Vec<usize>>,
+    open_kind: Vec<Vec<usize>>,
+    /// Spans in START order, with the code address of the START when its
+    /// callsite has no file (`u64::MAX` otherwise).
+    slots: Vec<Option<(QuickSpan, u64)>>,
+    /// Word offset of the code address of each (kind, phase, flags).
+    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// Word offset of the peer argument of each (kind, flags) END.
+    peer_at: HashMap<(u16, u8), Option<usize>>,
+    events: u64,
+    first_last: Option<(u64, u64)>,
+    rank: Option<Rank>,
+    sync: Vec<[u64; 4]>,
+}
+
+/// Kinds whose open STARTs are kept in a vector rather than a map.
+const DIRECT_KINDS: usize = 2048;
+
+impl ScanSink<'_> {
+    fn name(&mut self, n: Name) -> u32 {
+        let next = self.names.len() as u32;
+        *self.name_ids.entry(n.clone()).or_insert_with(|| {
+            self.names.push(n);
+            next
+        })
+    }
+
+    fn site(&mut self, id: u32) -> u32 {
+        if let Some(&n) = self.site_of.get(&id) {
+            return n;
+        }
+        let cs = self.chunk_sites.get(&id).copied().unwrap_or_default();
+        let key = Callsite {
+            file: if cs.file == 0 {
+                None
+            } else {
+                self.strings.get(&cs.file).cloned()
+            },
+            line: cs.line,
+            col: cs.col,
+        };
+        let next = self.sites.len() as u32;
+        let n = *self.site_ids.entry(key.clone()).or_insert_with(|| {
+            self.sites.push(key);
+            next
+        });
+        self.site_of.insert(id, n);
+        n
+    }
+
+    fn start_rank(&mut self, kind: u16, flags: u8, args: &[u64]) {
+        let (names, rank_arg, size_arg) = match self.model {
+            3 => (
+                ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
+                "rank",
+                "size",
+            ),
+            4 => (["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"], "pe", "npes"),
+            _ => return,
+        };
+        if !kinds::kind(kind).is_some_and(|k| names.contains(&k.name)) {
+            return;
+        }
+        let (mut me, mut size, mut at) = (None, None, 0);
+        for (n, _, w) in codec::arg_layout(kind, 1, self.pts_words, flags) {
+            if n == rank_arg {
+                me = args.get(at).copied();
+            } else if n == size_arg {
+                size = args.get(at).copied();
+            }
+            at += w;
+        }
+        // The first start-up gives the rank, whether or not it can be read.
+        self.rank = Some(Rank {
+            model: if self.model == 3 { "MPI" } else { "SHMEM" },
+            me: me.unwrap_or(u64::MAX) as usize,
+            size: size.unwrap_or(0) as usize,
+        });
+    }
+
+    /// The code address an event gives, if any (`codeptr` argument).
+    fn codeptr(&mut self, kind: u16, phase: u8, flags: u8, args: &[u64]) -> Option<u64> {
+        let pts_words = self.pts_words;
+        let at = *self
+            .codeptr_at
+            .entry((kind, phase, flags))
+            .or_insert_with(|| {
+                let mut off = 0;
+                for (name, _, n) in codec::arg_layout(kind, phase, pts_words, flags) {
+                    if name == "codeptr" {
+                        return Some(off);
+                    }
+                    off += n;
+                }
+                None
+            });
+        args.get(at?).copied()
+    }
+
+    fn peer(&mut self, kind: u16, flags: u8, args: &[u64]) -> Option<u64> {
+        let pts_words = self.pts_words;
+        let at = *self.peer_at.entry((kind, flags)).or_insert_with(|| {
+            let layout = codec::arg_layout(kind, 1, pts_words, flags);
+            ["pe", "peer", "target"].iter().find_map(|want| {
+                let mut at = 0;
+                for (n, _, w) in &layout {
+                    if n == want {
+                        return Some(at);
+                    }
+                    at += w;
+                }
+                None
+            })
+        });
+        args.get(at?).copied()
+    }
+}
+
+impl Sink for ScanSink<'_> {
+    fn string(&mut self, id: u32, s: String) {
+        self.strings.insert(id, s);
+    }
+    fn callsite(&mut self, id: u32, c: codec::Callsite) {
+        self.chunk_sites.insert(id, c);
+    }
+    fn user(&mut self, def: UserDef) {
+        self.chunk_users.insert(def.id, def);
+    }
+    fn event(&mut self, e: codec::Event, user: Option<u64>, args: &[u64]) {
+        let index = self.events;
+        self.events += 1;
+        let t = self.clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64;
+        self.first_last = Some(self.first_last.map_or((t, t), |(f, _)| (f, t)));
+        if e.kind == kinds::GASPARD_CLOCK_SYNC && args.len() >= 4 {
+            self.sync.push([args[0], args[1], args[2], args[3]]);
+        }
+        if e.phase == 1 && self.rank.is_none() {
+            self.start_rank(e.kind, e.flags, args);
+        }
+        if e.phase > 1 {
+            return;
+        }
+        let direct = user.is_none() && (e.kind as usize) < DIRECT_KINDS;
+        if e.phase == 0 {
+            let name = match user {
+                Some(id) => match self.user_names.get(&id) {
+                    Some(&n) => n,
+                    None => {
+                        let def = self.chunk_users.get(&id).map(|d| d.name.clone());
+                        let n = self.name(Name::User(id, def));
+                        self.user_names.insert(id, n);
+                        n
+                    }
+                },
+                None if e.kind == kinds::C_FUNC && !args.is_empty() => {
+                    let sig = self
+                        .strings
+                        .get(&(args[0] as u32))
+                        .map_or("?", String::as_str);
+                    self.name(Name::Function(sig.to_string()))
+                }
+                None => {
+                    let k = e.kind as usize;
+                    if k >= self.kind_names.len() {
+                        self.kind_names.resize(k + 1, u32::MAX);
+                    }
+                    if self.kind_names[k] == u32::MAX {
+                        self.kind_names[k] = self.name(Name::Kind(e.kind));
+                    }
+                    self.kind_names[k]
+                }
+            };
+            let callsite = self.site(e.callsite);
+            let codeptr = if self.sites[callsite as usize].file.is_none() && user.is_none() {
+                self.codeptr(e.kind, e.phase, e.flags, args)
+            } else {
+                None
+            };
+            let slot = self.slots.len();
+            self.slots.push(Some((QuickSpan {
+                kind: e.kind,
+                user: user.is_some(),
+                start: t,
+                end: u64::MAX,
+                name,
+                callsite,
+                start_event: index as u32,
+                peer: None,
+            }, codeptr.unwrap_or(u64::MAX))));
+            let stack = if direct {
+                &mut self.open_kind[e.kind as usize]
+            } else {
+                self.open.entry((e.kind, user.unwrap_or(u64::MAX))).or_default()
+            };
+            stack.push(slot);
+        } else {
+            let stack = if direct {
+                &mut self.open_kind[e.kind as usize]
+            } else {
+                self.open.entry((e.kind, user.unwrap_or(u64::MAX))).or_default()
+            };
+            let Some(slot) = stack.pop() else {
+                return;
+            };
+            let comm = user.is_none()
+                && kinds::kind(e.kind).is_some_and(|k| matches!(k.class, Class::Comm));
+            let peer = if comm {
+                self.peer(e.kind, e.flags, args)
+            } else {
+                None
+            };
+            if let Some((sp, _)) = self.slots[slot].as_mut() {
+                sp.end = t.max(sp.start);
+                sp.peer = peer;
+            }
+        }
+    }
+}
+
+fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
+    let mut sink = ScanSink {
+        clock,
+        pts_words: (o.stream.pts_bytes as usize).div_ceil(8),
+        model: o.stream.model,
+        strings: HashMap::default(),
+        chunk_sites: HashMap::default(),
+        chunk_users: HashMap::default(),
+        site_of: HashMap::default(),
+        sites: Vec::new(),
+        site_ids: HashMap::default(),
+        names: Vec::new(),
+        name_ids: HashMap::default(),
+        kind_names: Vec::new(),
+        user_names: HashMap::default(),
+        open: HashMap::default(),
+        open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
+        slots: Vec::new(),
+        codeptr_at: HashMap::default(),
+        peer_at: HashMap::default(),
+        events: 0,
+        first_last: None,
+        rank: None,
+        sync: Vec::new(),
+    };
+    let expected: u64 = o.chunks.iter().map(|c| u64::from(c.0.events)).sum();
+    sink.slots.reserve((expected / 2) as usize);
+    for (h, at, len) in &o.chunks {
+        // Each chunk has tables of its own.
+        sink.strings.clear();
+        sink.chunk_sites.clear();
+        sink.chunk_users.clear();
+        sink.site_of.clear();
+        // What cannot be decoded is left out here as by the whole trace's
+        // reader (which says so).
+        let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
+    }
+    // In START order, as the slots were taken.
+    let mut codeptrs = Vec::new();
+    let spans: Vec<QuickSpan> = sink
+        .slots
+        .into_iter()
+        .flatten()
+        .filter(|(s, _)| s.end != u64::MAX)
+        .enumerate()
+        .map(|(i, (s, codeptr))| {
+            if codeptr != u64::MAX {
+                codeptrs.push((i, codeptr));
+            }
+            s
+        })
+        .collect();
+    // A rank out of range is no rank (as `matrix::rank` has it).
+    let rank = sink.rank.filter(|r| r.me < r.size);
+    Scanned {
+        stream: o.stream,
+        events: sink.events,
+        first_last: sink.first_last,
+        rank,
+        spans,
+        codeptrs,
+        sites: sink.sites,
+        names: sink.names,
+        sync: sink.sync,
+    }
+}
+
+/// Numbers callsites and names trace-wide, corrects the clocks and puts
+/// every time after the trace's start, as the whole trace's reader does.
+fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
+    let mut q = Quick::default();
+    let mut site_ids: HashMap<Callsite, u32> = HashMap::default();
+    let mut name_ids: HashMap<String, u32> = HashMap::default();
+    // A user event is named by the first definition met, per process.
+    let mut user_defs: HashMap<(String, u64), String> = HashMap::default();
+    for s in &scanned {
+        for n in &s.names {
+            if let Name::User(id, Some(def)) = n {
+                user_defs
+                    .entry((s.stream.process.clone(), *id))
+                    .or_insert_with(|| def.clone());
+            }
+        }
+    }
+    // Clock corrections, per process (in name order).
+    let mut processes: Vec<&str> = scanned.iter().map(|s| s.stream.process.as_str()).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    for p in processes {
+        let samples = crate::clocksync::samples_of(
+            scanned
+                .iter()
+                .filter(|s| s.stream.process == p)
+                .flat_map(|s| s.sync.iter().map(|a| a.as_slice())),
+        );
+        if let Some(c) = crate::clocksync::correction(p, &samples) {
+            t.clock_sync.push(c);
+        }
+    }
+    let fix = crate::clocksync::enabled();
+    let corrections: HashMap<&str, &crate::clocksync::Correction> = t
+        .clock_sync
+        .iter()
+        .map(|c| (c.process.as_str(), c))
+        .collect();
+    let correct = |process: &str, v: u64| match corrections.get(process) {
+        Some(c) if fix => c.correct(v),
+        _ => v,
+    };
+    let firsts: Vec<(&str, u64)> = scanned
+        .iter()
+        .filter_map(|s| {
+            let (f, _) = s.first_last?;
+            Some((s.stream.process.as_str(), correct(&s.stream.process, f)))
+        })
+        .collect();
+    let base = crate::trace::trace_start(&t, &firsts);
+    let at = |process: &str, v: u64| -> u64 {
+        (correct(process, v) as i128 - base).clamp(0, MAX_T_NS as i128) as u64
+    };
+    let mut sym = crate::symbolize::Symbolizer::new(&t.dir);
+    let mut streams = Vec::with_capacity(scanned.len());
+    for s in scanned {
+        let sites: Vec<u32> = s
+            .sites
+            .into_iter()
+            .map(|c| {
+                let n = q.callsites.len() as u32;
+                *site_ids.entry(c.clone()).or_insert_with(|| {
+                    q.callsites.push(c);
+                    n
+                })
+            })
+            .collect();
+        let process = s.stream.process.clone();
+        let names: Vec<u32> = s
+            .names
+            .into_iter()
+            .map(|n| {
+                let text = match n {
+                    Name::Kind(k) => {
+                        kinds::kind(k).map_or_else(|| format!("kind_{k}"), |k| k.name.to_string())
+                    }
+                    Name::User(id, _) => user_defs
+                        .get(&(process.clone(), id))
+                        .cloned()
+                        .unwrap_or_else(|| format!("user_event_{id}")),
+                    Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
+                };
+                let next = q.names.len() as u32;
+                *name_ids.entry(text.clone()).or_insert_with(|| {
+                    q.names.push(text);
+                    next
+                })
+            })
+            .collect();
+        let mut spans: Vec<QuickSpan> = s
+            .spans
+            .into_iter()
+            .map(|sp| QuickSpan {
+                start: at(&process, sp.start),
+                end: at(&process, sp.end),
+                name: names[sp.name as usize],
+                callsite: sites[sp.callsite as usize],
+                ..sp
+            })
+            .collect();
+        // Source lines of code addresses, as the whole trace's reader finds them.
+        for &(i, addr) in &s.codeptrs {
+            if let Some((file, line)) = sym.source_of_return_address(&process, addr) {
+                let c = Callsite {
+                    file: Some(file),
+                    line,
+                    col: 0,
+                };
+                let n = q.callsites.len() as u32;
+                spans[i].callsite = *site_ids.entry(c.clone()).or_insert_with(|| {
+                    q.callsites.push(c);
+                    n
+                });
+            }
+        }
+        let name = match s.rank {
+            Some(r) => format!(
+                "{} {} ({} stream {})",
+                if r.model == "SHMEM" { "PE" } else { "rank" },
+                r.me,
+                process,
+                s.stream.stream
+            ),
+            None => format!("{} stream {}", process, s.stream.stream),
+        };
+        streams.push(QuickStream {
+            first_last: s
+                .first_last
+                .map(|(f, l)| (at(&process, f), at(&process, l))),
+            process,
+            stream: s.stream.stream,
+            name,
+            rank: s.rank,
+            events: s.events,
+            spans,
+        });
+    }
+    streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    q.streams = streams;
+    q
+}
