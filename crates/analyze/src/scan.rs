@@ -84,7 +84,7 @@ impl Quick {
 /// What one stream file gives before its events are decoded.
 struct Opened {
     stream: crate::trace::Stream,
-    data: Vec<u8>,
+    data: Data,
     /// Intact chunks: header, and where the payload is in `data`.
     chunks: Vec<(ChunkHeader, usize, usize)>,
 }
@@ -95,16 +95,13 @@ pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
     let listing = crate::trace::list(dir)?;
     // Chunks first (checksums checked): every process's clock is fitted to
     // the references of all its chunks before any time is converted.
-    let opened: Vec<Opened> = listing
-        .streams
-        .par_iter()
-        .filter_map(|p| open(p))
-        .collect();
+    let opened: Vec<Opened> = listing.streams.par_iter().filter_map(|p| open(p)).collect();
     let clocks = crate::trace::fit_clocks(
         &listing.refs,
-        opened
-            .iter()
-            .flat_map(|o| o.chunks.iter().map(|c| (o.stream.process.as_str(), &c.0))),
+        opened.iter().flat_map(|o| {
+            let p = o.stream.process.as_str();
+            std::iter::once((p, None)).chain(o.chunks.iter().map(move |c| (p, Some(&c.0))))
+        }),
     );
     let scanned: Vec<Scanned> = opened
         .into_par_iter()
@@ -116,9 +113,36 @@ pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
     Ok(merge(listing.trace, scanned))
 }
 
+/// A stream file's bytes: mapped, or read where it cannot be mapped.
+enum Data {
+    Mapped(memmap2::Mmap),
+    Read(Vec<u8>),
+}
+
+impl std::ops::Deref for Data {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Data::Mapped(m) => m,
+            Data::Read(v) => v,
+        }
+    }
+}
+
+fn map(path: &Path) -> Option<Data> {
+    let f = std::fs::File::open(path).ok()?;
+    // SAFETY: stream files are only ever appended to (by the recorder), never
+    // cut or rewritten, so the mapped bytes stay valid while they are read;
+    // their content is checked (checksums) like any other input.
+    match unsafe { memmap2::MmapOptions::new().populate().map(&f) } {
+        Ok(m) => Some(Data::Mapped(m)),
+        Err(_) => std::fs::read(path).ok().map(Data::Read),
+    }
+}
+
 fn open(path: &Path) -> Option<Opened> {
     let name = path.file_name()?.to_string_lossy().into_owned();
-    let data = std::fs::read(path).ok()?;
+    let data = map(path)?;
     let mut chunks = Vec::new();
     let base = data.as_ptr() as usize;
     let walk = gaspard_format::stream::walk(&name, &data, |h, payload| {
@@ -180,16 +204,26 @@ struct ScanSink<'a> {
     open: HashMap<(u16, u64), Vec<usize>>,
     open_kind: Vec<Vec<usize>>,
     /// Spans in START order, with the code address of the START when its
-    /// callsite has no file (`u64::MAX` otherwise).
-    slots: Vec<Option<(QuickSpan, u64)>>,
+    /// callsite has no file (`u64::MAX` otherwise), and whether an END
+    /// closed them.
+    slots: Vec<(QuickSpan, u64, bool)>,
+    /// The last chunk callsite id met, and its stream number.
+    last_site: Option<(u32, u32)>,
     /// Word offset of the code address of each (kind, phase, flags).
     codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
     /// Word offset of the peer argument of each (kind, flags) END.
     peer_at: HashMap<(u16, u8), Option<usize>>,
     events: u64,
-    first_last: Option<(u64, u64)>,
+    first: u64,
+    last: u64,
+    /// True until the process's rank is found (for MPI and OpenSHMEM).
+    wants_rank: bool,
     rank: Option<Rank>,
     sync: Vec<[u64; 4]>,
+    /// Chunk string id of a function's signature -> name number.
+    function_names: HashMap<u32, u32>,
+    /// Whether each kind is a communication, once asked.
+    comm: Vec<Option<bool>>,
 }
 
 /// Kinds whose open STARTs are kept in a vector rather than a map.
@@ -205,6 +239,17 @@ impl ScanSink<'_> {
     }
 
     fn site(&mut self, id: u32) -> u32 {
+        if let Some((last, n)) = self.last_site {
+            if last == id {
+                return n;
+            }
+        }
+        let n = self.site_of_chunk(id);
+        self.last_site = Some((id, n));
+        n
+    }
+
+    fn site_of_chunk(&mut self, id: u32) -> u32 {
         if let Some(&n) = self.site_of.get(&id) {
             return n;
         }
@@ -227,13 +272,21 @@ impl ScanSink<'_> {
         n
     }
 
+    /// Whether `kind` is a communication (kept per kind).
+    #[inline]
+    fn is_comm(&mut self, kind: u16) -> bool {
+        let k = kind as usize;
+        if k >= self.comm.len() {
+            self.comm.resize(k + 1, None);
+        }
+        *self.comm[k].get_or_insert_with(|| {
+            kinds::kind(kind).is_some_and(|k| matches!(k.class, Class::Comm))
+        })
+    }
+
     fn start_rank(&mut self, kind: u16, flags: u8, args: &[u64]) {
         let (names, rank_arg, size_arg) = match self.model {
-            3 => (
-                ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
-                "rank",
-                "size",
-            ),
+            3 => (["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"], "rank", "size"),
             4 => (["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"], "pe", "npes"),
             _ => return,
         };
@@ -309,12 +362,16 @@ impl Sink for ScanSink<'_> {
         let index = self.events;
         self.events += 1;
         let t = self.clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64;
-        self.first_last = Some(self.first_last.map_or((t, t), |(f, _)| (f, t)));
+        if index == 0 {
+            self.first = t;
+        }
+        self.last = t;
         if e.kind == kinds::GASPARD_CLOCK_SYNC && args.len() >= 4 {
             self.sync.push([args[0], args[1], args[2], args[3]]);
         }
-        if e.phase == 1 && self.rank.is_none() {
+        if e.phase == 1 && self.wants_rank {
             self.start_rank(e.kind, e.flags, args);
+            self.wants_rank = self.rank.is_none();
         }
         if e.phase > 1 {
             return;
@@ -332,11 +389,16 @@ impl Sink for ScanSink<'_> {
                     }
                 },
                 None if e.kind == kinds::C_FUNC && !args.is_empty() => {
-                    let sig = self
-                        .strings
-                        .get(&(args[0] as u32))
-                        .map_or("?", String::as_str);
-                    self.name(Name::Function(sig.to_string()))
+                    let id = args[0] as u32;
+                    match self.function_names.get(&id) {
+                        Some(&n) => n,
+                        None => {
+                            let sig = self.strings.get(&id).map_or("?", String::as_str);
+                            let n = self.name(Name::Function(sig.to_string()));
+                            self.function_names.insert(id, n);
+                            n
+                        }
+                    }
                 }
                 None => {
                     let k = e.kind as usize;
@@ -356,42 +418,49 @@ impl Sink for ScanSink<'_> {
                 None
             };
             let slot = self.slots.len();
-            self.slots.push(Some((QuickSpan {
-                kind: e.kind,
-                user: user.is_some(),
-                start: t,
-                end: u64::MAX,
-                name,
-                callsite,
-                start_event: index as u32,
-                peer: None,
-            }, codeptr.unwrap_or(u64::MAX))));
+            self.slots.push((
+                QuickSpan {
+                    kind: e.kind,
+                    user: user.is_some(),
+                    start: t,
+                    end: u64::MAX,
+                    name,
+                    callsite,
+                    start_event: index as u32,
+                    peer: None,
+                },
+                codeptr.unwrap_or(u64::MAX),
+                false,
+            ));
             let stack = if direct {
                 &mut self.open_kind[e.kind as usize]
             } else {
-                self.open.entry((e.kind, user.unwrap_or(u64::MAX))).or_default()
+                self.open
+                    .entry((e.kind, user.unwrap_or(u64::MAX)))
+                    .or_default()
             };
             stack.push(slot);
         } else {
             let stack = if direct {
                 &mut self.open_kind[e.kind as usize]
             } else {
-                self.open.entry((e.kind, user.unwrap_or(u64::MAX))).or_default()
+                self.open
+                    .entry((e.kind, user.unwrap_or(u64::MAX)))
+                    .or_default()
             };
             let Some(slot) = stack.pop() else {
                 return;
             };
-            let comm = user.is_none()
-                && kinds::kind(e.kind).is_some_and(|k| matches!(k.class, Class::Comm));
+            let comm = user.is_none() && self.is_comm(e.kind);
             let peer = if comm {
                 self.peer(e.kind, e.flags, args)
             } else {
                 None
             };
-            if let Some((sp, _)) = self.slots[slot].as_mut() {
-                sp.end = t.max(sp.start);
-                sp.peer = peer;
-            }
+            let (sp, _, closed) = &mut self.slots[slot];
+            sp.end = t.max(sp.start);
+            sp.peer = peer;
+            *closed = true;
         }
     }
 }
@@ -414,11 +483,16 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         open: HashMap::default(),
         open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
         slots: Vec::new(),
+        last_site: None,
         codeptr_at: HashMap::default(),
         peer_at: HashMap::default(),
         events: 0,
-        first_last: None,
+        first: 0,
+        last: 0,
+        wants_rank: matches!(o.stream.model, 3 | 4),
         rank: None,
+        function_names: HashMap::default(),
+        comm: Vec::new(),
         sync: Vec::new(),
     };
     let expected: u64 = o.chunks.iter().map(|c| u64::from(c.0.events)).sum();
@@ -429,6 +503,8 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         sink.chunk_sites.clear();
         sink.chunk_users.clear();
         sink.site_of.clear();
+        sink.last_site = None;
+        sink.function_names.clear();
         // What cannot be decoded is left out here as by the whole trace's
         // reader (which says so).
         let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
@@ -438,10 +514,9 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
     let spans: Vec<QuickSpan> = sink
         .slots
         .into_iter()
-        .flatten()
-        .filter(|(s, _)| s.end != u64::MAX)
+        .filter(|(_, _, closed)| *closed)
         .enumerate()
-        .map(|(i, (s, codeptr))| {
+        .map(|(i, (s, codeptr, _))| {
             if codeptr != u64::MAX {
                 codeptrs.push((i, codeptr));
             }
@@ -453,7 +528,7 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
     Scanned {
         stream: o.stream,
         events: sink.events,
-        first_last: sink.first_last,
+        first_last: (sink.events > 0).then_some((sink.first, sink.last)),
         rank,
         spans,
         codeptrs,
@@ -531,27 +606,26 @@ fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
             })
             .collect();
         let process = s.stream.process.clone();
-        let names: Vec<u32> = s
-            .names
-            .into_iter()
-            .map(|n| {
-                let text = match n {
-                    Name::Kind(k) => {
-                        kinds::kind(k).map_or_else(|| format!("kind_{k}"), |k| k.name.to_string())
-                    }
-                    Name::User(id, _) => user_defs
-                        .get(&(process.clone(), id))
-                        .cloned()
-                        .unwrap_or_else(|| format!("user_event_{id}")),
-                    Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
-                };
-                let next = q.names.len() as u32;
-                *name_ids.entry(text.clone()).or_insert_with(|| {
-                    q.names.push(text);
-                    next
+        let names: Vec<u32> =
+            s.names
+                .into_iter()
+                .map(|n| {
+                    let text = match n {
+                        Name::Kind(k) => kinds::kind(k)
+                            .map_or_else(|| format!("kind_{k}"), |k| k.name.to_string()),
+                        Name::User(id, _) => user_defs
+                            .get(&(process.clone(), id))
+                            .cloned()
+                            .unwrap_or_else(|| format!("user_event_{id}")),
+                        Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
+                    };
+                    let next = q.names.len() as u32;
+                    *name_ids.entry(text.clone()).or_insert_with(|| {
+                        q.names.push(text);
+                        next
+                    })
                 })
-            })
-            .collect();
+                .collect();
         let mut spans: Vec<QuickSpan> = s
             .spans
             .into_iter()

@@ -235,7 +235,17 @@ impl Clock {
         }
     }
     /// Absolute nanoseconds of `t` ticks.
+    #[inline]
     pub(crate) fn ns(&self, t: u64) -> i128 {
+        // The same value through 64-bit integers when they hold it (always,
+        // but for damaged clock data): 128-bit conversions are slow.
+        let d = t.wrapping_sub(self.t0) as i64;
+        if (t >= self.t0) == (d >= 0) {
+            let p = d as f64 * self.slope;
+            if p.abs() < 9.0e18 {
+                return self.n0 as i128 + p as i64 as i128;
+            }
+        }
         self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
     }
 }
@@ -768,7 +778,10 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
         manifest_refs,
         read.iter()
             .filter_map(|(r, _)| r.as_ref())
-            .flat_map(|(s, chunks)| chunks.iter().map(|c| (s.process.as_str(), &c.0))),
+            .flat_map(|(s, chunks)| {
+                let p = s.process.as_str();
+                std::iter::once((p, None)).chain(chunks.iter().map(move |c| (p, Some(&c.0))))
+            }),
     );
     // Events are converted stream by stream in parallel, with callsite and
     // user event numbers of the stream's own (renumbered by the reader in
@@ -788,12 +801,12 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
         .collect()
 }
 
-/// The clock of each process that has chunks among `chunks` (with the name
-/// of its process), fitted to the references of its manifest and of all its
-/// chunks.
+/// The clock of each process named in `chunks`, fitted to the references
+/// of its manifest and of all its chunks (`chunks` names the process of
+/// each stream, and of each of its chunks).
 pub(crate) fn fit_clocks<'a>(
     manifest_refs: &ClockRefs,
-    chunks: impl Iterator<Item = (&'a str, &'a ChunkHeader)>,
+    chunks: impl Iterator<Item = (&'a str, Option<&'a ChunkHeader>)>,
 ) -> HashMap<String, Clock> {
     let mut refs: ClockRefs = HashMap::default();
     for (process, c) in chunks {
@@ -801,7 +814,7 @@ pub(crate) fn fit_clocks<'a>(
             let r = manifest_refs.get(process).cloned().unwrap_or_default();
             refs.insert(process.to_string(), r);
         }
-        if let Some(r) = refs.get_mut(process) {
+        if let (Some(r), Some(c)) = (refs.get_mut(process), c) {
             r.push((c.ref_ticks, c.ref_ns));
         }
     }

@@ -262,12 +262,17 @@ fn every_truncation_and_byte_flip_is_read_without_panic() {
         let t = gaspard_analyze::trace::read(&d).unwrap();
         assert!(t.events() < 60, "cut at {cut}");
         assert!(!t.problems.is_empty(), "cut at {cut} goes unnoticed");
+        // The quick scan reads what the reader reads.
+        let q = gaspard_analyze::scan::scan(&d).unwrap();
+        assert_eq!(q.events(), t.events(), "cut at {cut}");
     }
     for at in 0..whole.len() {
         let mut b = whole.clone();
         b[at] ^= 0x5a;
         std::fs::write(&path, &b).unwrap();
         let t = gaspard_analyze::trace::read(&d).unwrap();
+        let q = gaspard_analyze::scan::scan(&d).unwrap();
+        assert_eq!(q.events(), t.events(), "flip at {at}");
         // A flip in the text of the header may only change a value; a
         // flip anywhere else must be noticed.
         if t.problems.is_empty() {
@@ -414,6 +419,15 @@ fn nonsense_with_right_checksums_never_panics() {
         let b = gaspard_analyze::blocks::analyse(&t, 64);
         let _ = gaspard_analyze::blocks::to_json(&b);
         gaspard_analyze::blocks::epochs_to_text(&b, &mut std::io::sink()).unwrap();
+        let q = gaspard_analyze::scan::scan(&d).unwrap();
+        assert_eq!(q.events(), total, "seed {seed}");
+        let spans: usize = q.streams.iter().map(|s| s.spans.len()).sum();
+        let intervals: usize = t
+            .streams
+            .iter()
+            .map(|s| gaspard_analyze::intervals::intervals(s).len())
+            .sum();
+        assert_eq!(spans, intervals, "seed {seed}");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

@@ -122,7 +122,11 @@ fn gasp_threads_and_user_events() {
     assert!(t.streams.len() >= 4, "{} threads", t.streams.len());
     assert!(n > 1000, "{n} intervals");
     assert!(q.names.iter().any(|n| n == "iteration"), "{:?}", q.names);
-    assert!(q.names.iter().any(|n| n == "GASP_UPC_NOTIFY"), "{:?}", q.names);
+    assert!(
+        q.names.iter().any(|n| n == "GASP_UPC_NOTIFY"),
+        "{:?}",
+        q.names
+    );
 }
 
 const MPI_PROGRAM: &str = r#"
@@ -172,7 +176,11 @@ fn mpi_with_a_skewed_clock() {
         .flat_map(|s| s.spans.iter().filter_map(|sp| sp.peer))
         .collect();
     assert!(peers.contains(&1) && peers.contains(&2), "{peers:?}");
-    let ranks: Vec<usize> = q.streams.iter().filter_map(|s| s.rank.map(|r| r.me)).collect();
+    let ranks: Vec<usize> = q
+        .streams
+        .iter()
+        .filter_map(|s| s.rank.map(|r| r.me))
+        .collect();
     assert_eq!(ranks.len(), 3, "{ranks:?}");
 }
 
@@ -199,7 +207,14 @@ fn shmem() {
     let (trace, _) = common::gaspard_run(
         &dir,
         &[
-            "oshrun", "-np", "3", "--oversubscribe", "--mca", "osc", "^rdma", exe,
+            "oshrun",
+            "-np",
+            "3",
+            "--oversubscribe",
+            "--mca",
+            "osc",
+            "^rdma",
+            exe,
         ],
     );
     let (_, q, n) = check(&trace);
@@ -241,7 +256,11 @@ fn instrumented_c_program() {
         .arg(&exe)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let trace = dir.join("trace");
     let st = Command::new(&exe)
         .env("GASPARD_DIR", &trace)
