@@ -143,9 +143,11 @@ enum Command {
     /// a click shows the event and its source line; communication drawn as
     /// arrows), time per thread, the communication matrix, the blocks of each
     /// shared object per epoch, the findings (each one shows its place in the
-    /// timeline) and sortable profiles. The URL comes as soon as the trace
-    /// is read and its timeline built; the other views follow when the
-    /// report is computed. Runs until interrupted (Ctrl-C).
+    /// timeline) and sortable profiles. The URL comes as soon as a quick
+    /// scan of the trace has built the timeline; the whole trace is then
+    /// read in the background, and the other views (and the details of each
+    /// event) follow when its report is computed. Runs until interrupted
+    /// (Ctrl-C).
     View {
         /// Trace directory.
         dir: PathBuf,
@@ -519,9 +521,11 @@ fn main() -> ExitCode {
                 port,
                 block_size,
             } => {
-                let t = read(&dir)?;
+                if !dir.exists() {
+                    bail!("{} does not exist", dir.display());
+                }
                 let server = gaspard_web::server::Server::bind(
-                    gaspard_web::View::start(t, block_size),
+                    gaspard_web::View::open(&dir, block_size)?,
                     port,
                 )
                 .with_context(|| format!("cannot listen on 127.0.0.1:{port}"))?;

@@ -33,7 +33,11 @@ struct Viewer {
 
 impl Viewer {
     fn start(trace: &Path) -> Viewer {
+        Viewer::start_with(trace, &[])
+    }
+    fn start_with(trace: &Path, vars: &[(&str, &str)]) -> Viewer {
         let mut child = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .envs(vars.iter().copied())
             .arg("view")
             .arg(trace)
             .stdout(Stdio::piped())
@@ -321,6 +325,102 @@ fn heat_in_the_browser_served_and_as_a_file() {
     check_finding_click(&b, &r, false);
     screenshot(&b, "heat-file");
     // Kept when the test fails, for a look.
+    drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A timeline's spans and columns with names and callsites spelled out
+/// (their numbers differ between the quick scan and the whole trace).
+fn resolved_timeline(core: &Value, tl: &Value) -> Value {
+    let threads: Vec<Value> = tl["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|th| {
+            let spans: Vec<Value> = th["spans"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|sp| {
+                    let mut sp = sp.as_array().unwrap().clone();
+                    sp[4] = core["names"][sp[4].as_u64().unwrap() as usize].clone();
+                    sp[5] = core["sites"][sp[5].as_u64().unwrap() as usize].clone();
+                    Value::Array(sp)
+                })
+                .collect();
+            serde_json::json!([th["name"], th["cls"], th["busy"], th["lanes"], spans])
+        })
+        .collect();
+    Value::Array(threads)
+}
+
+/// `gaspard view` shows the quick scan's timeline at once, then the whole
+/// trace's with the report: the same timeline, now with each event's
+/// details; the page follows the change by itself.
+#[test]
+fn quick_timeline_first_then_the_whole_trace() {
+    let dir = common::tmpdir("web-quick");
+    let trace = heat_trace(&dir);
+    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_DELAY_MS", "6000")]);
+    let core_q: Value = serde_json::from_str(&get(v.port, "/api/core").text()).unwrap();
+    assert_eq!(core_q["stage"], "quick");
+    let span = core_q["span"].clone();
+    let window = format!(
+        "/api/timeline?t0={}&t1={}&width=900",
+        span[0],
+        span[1].as_u64().unwrap()
+    );
+    let tl_q: Value = serde_json::from_str(&get(v.port, &window).text()).unwrap();
+    assert_eq!(tl_q["stage"], "quick");
+    assert_eq!(get(v.port, "/api/summary").status, 503);
+    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 503);
+    let spans: usize = tl_q["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["spans"].as_array().unwrap().len())
+        .sum();
+    assert!(spans > 100, "{spans} spans");
+
+    let b = Browser::start(&dir.join("chromium"));
+    b.goto(&v.url());
+    b.wait_for(
+        "const st = window.gaspard; return st.summary && st.summary.stage === 'quick' && \
+         st.data && st.data.threads.length === 4 && \
+         document.getElementById('timeline').dataset.loaded !== undefined;",
+    );
+    screenshot(&b, "quick-stage");
+    check_timeline_click(&b);
+    let details = b.eval("return document.getElementById('details').textContent;");
+    assert!(
+        details
+            .as_str()
+            .unwrap()
+            .contains("once the whole trace is read"),
+        "{details}"
+    );
+    b.wait_for(READY);
+    b.wait_for(
+        "const st = window.gaspard; return st.summary.stage === 'full' && st.data.stage === 'full';",
+    );
+    check_timeline_click(&b);
+    b.wait_for(
+        "return document.querySelector('#details .d-args') !== null && \
+                document.querySelector('#details .d-args').textContent.includes('kind');",
+    );
+
+    let core_f: Value = serde_json::from_str(&get(v.port, "/api/core").text()).unwrap();
+    assert_eq!(core_f["stage"], "full");
+    assert_eq!(core_f["span"], span, "the same time span");
+    assert_eq!(core_f["rows"], core_q["rows"]);
+    let tl_f: Value = serde_json::from_str(&get(v.port, &window).text()).unwrap();
+    assert_eq!(tl_f["stage"], "full");
+    assert_eq!(
+        resolved_timeline(&core_q, &tl_q),
+        resolved_timeline(&core_f, &tl_f),
+        "the quick scan's timeline is the whole trace's"
+    );
+    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 200);
     drop((b, v));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -114,6 +114,19 @@
     state.pending++;
     try {
       const d = await getJSON("/api/timeline?t0=" + t0 + "&t1=" + t1 + "&width=" + plotWidth());
+      if (d.stage && d.stage !== state.summary.stage) {
+        // The server has moved from the quick scan's timeline to the whole
+        // trace's: its names and callsites come with its core.
+        if (d.stage === "full" && state.summary.stage === "quick") {
+          state.summary = await getJSON("/api/core");
+          state.selected = null;
+          renderLegend(state.summary);
+          resize();
+        }
+        clearTimeout(fetchTimer);
+        fetchTimer = setTimeout(loadWindow, 100);
+        return;
+      }
       if (t0 === state.t0 && t1 === state.t1) {
         state.data = d;
         canvas.dataset.loaded = String(t0) + "-" + String(t1);
@@ -234,6 +247,10 @@
     box.dataset.row = String(row);
     box.dataset.event = String(span[6]);
     if (!state.served) return;
+    if (s.stage === "quick") {
+      box.append(el("div", { class: "d-args", text: "its arguments: once the whole trace is read" }));
+      return;
+    }
     try {
       const ev = await getJSON("/api/event?row=" + row + "&event=" + span[6]);
       if (state.selected.span !== span) return;
@@ -491,6 +508,7 @@
 
   function renderLegend(s) {
     const box = document.getElementById("legend");
+    box.replaceChildren();
     s.classes.forEach((c, i) => {
       const sw = el("i");
       sw.style.background = COLORS[i];
@@ -521,8 +539,14 @@
     for (;;) {
       const r = await fetch("/api/summary");
       if (r.ok) return r.json();
-      if (r.status !== 503) throw new Error("/api/summary: " + r.status);
-      stats.textContent = "analysing the trace\u2026";
+      if (r.status !== 503) {
+        let why = String(r.status);
+        try { why = (await r.json()).error || why; } catch (e) { /* not JSON */ }
+        throw new Error(why);
+      }
+      stats.textContent = state.summary && state.summary.stage === "quick"
+        ? "timeline from a quick scan; reading the whole trace\u2026"
+        : "analysing the trace\u2026";
       await new Promise((ok) => setTimeout(ok, 300));
     }
   }
@@ -544,8 +568,15 @@
       setView(state.summary.span[0], state.summary.span[1]);
       window.addEventListener("resize", () => { resize(); setView(state.t0, state.t1); });
       if (state.served) summary = await summaryWhenReady();
+      const moved = state.summary.stage !== summary.stage;
       state.summary = summary;
       renderAll(summary);
+      if (moved) {
+        state.selected = null;
+        renderLegend(summary);
+        resize();
+        setView(state.t0, state.t1);
+      }
       document.body.dataset.ready = "1";
     } catch (e) {
       document.body.dataset.ready = "error";

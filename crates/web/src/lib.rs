@@ -8,11 +8,11 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
-use gaspard_analyze::trace::Trace;
+use gaspard_analyze::trace::{Trace, TraceError};
 
 pub mod server;
 pub mod timeline;
@@ -39,20 +39,34 @@ pub const APP_JS: &str = include_str!("../assets/app.js");
 /// The interface's style sheet.
 pub const APP_CSS: &str = include_str!("../assets/app.css");
 
-/// Everything the interface shows of one trace.
-///
-/// The timeline and the "core" (thread rows, span names, callsites, time
-/// span) are there from the start; the report ([`View::summary_json`])
-/// may come later ([`View::start`]).
+/// What the interface shows at one stage of reading a trace: its timeline
+/// and its "core" (thread rows, span names, callsites, time span).
 #[derive(Debug)]
-pub struct View {
-    trace: Arc<Trace>,
+struct Stage {
+    /// The whole trace, once read (the quick stage has none).
+    trace: Option<Arc<Trace>>,
+    /// The trace directory.
+    dir: PathBuf,
+    callsites: Vec<gaspard_analyze::trace::Callsite>,
+    timeline: timeline::Timeline,
     core: Value,
     core_text: String,
-    summary: OnceLock<(Value, String)>,
-    /// The timeline.
-    pub timeline: timeline::Timeline,
     sources: HashSet<String>,
+}
+
+/// Everything the interface shows of one trace.
+///
+/// The timeline and the core are there from the start; the report
+/// ([`View::summary_json`]) may come later ([`View::start`]). A view opened
+/// on a directory ([`View::open`]) starts with the timeline of a quick scan
+/// of the trace ([`gaspard_analyze::scan`]) and moves to the whole trace's
+/// when it has been read, together with the report.
+#[derive(Debug)]
+pub struct View {
+    stage: RwLock<Arc<Stage>>,
+    summary: OnceLock<(Value, String)>,
+    /// Why the whole trace could not be read, if it could not.
+    failed: OnceLock<String>,
 }
 
 impl View {
@@ -66,7 +80,7 @@ impl View {
             let tl = tl.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
             (report, tl)
         });
-        let view = View::assemble(trace, timeline);
+        let view = View::of(Stage::full(trace, timeline));
         view.set_report(&report);
         view
     }
@@ -75,7 +89,7 @@ impl View {
     pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
         let trace = Arc::new(trace);
         let timeline = timeline::Timeline::build(&trace);
-        let view = View::assemble(trace, timeline);
+        let view = View::of(Stage::full(trace, timeline));
         view.set_report(report);
         view
     }
@@ -85,48 +99,115 @@ impl View {
     pub fn start(trace: Trace, block_size: u64) -> Arc<View> {
         let trace = Arc::new(trace);
         let timeline = timeline::Timeline::build(&trace);
-        let view = Arc::new(View::assemble(trace, timeline));
+        let view = Arc::new(View::of(Stage::full(trace, timeline)));
         let bg = Arc::clone(&view);
         std::thread::spawn(move || {
-            let report = gaspard_analyze::profile::report_with(&bg.trace, block_size);
-            bg.set_report(&report);
+            let stage = bg.stage();
+            if let Some(trace) = &stage.trace {
+                let report = gaspard_analyze::profile::report_with(trace, block_size);
+                bg.set_report(&report);
+            }
         });
         view
     }
 
-    fn assemble(trace: Arc<Trace>, timeline: timeline::Timeline) -> View {
-        let mut core = json!({
-            "rows": timeline.threads.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-            "classes": timeline::CLASSES,
-            "names": timeline.names,
-            "sites": trace
-                .callsites
-                .iter()
-                .map(|c| json!([c.file, c.line]))
-                .collect::<Vec<_>>(),
-            "span": [timeline.t0, timeline.t1],
+    /// The trace in `dir`, quickly: the timeline of a quick scan now; in the
+    /// background, the whole trace read, its timeline and its report, which
+    /// then replace the scan's (the summary and the core say which stage
+    /// is shown).
+    pub fn open(dir: &Path, block_size: u64) -> Result<Arc<View>, TraceError> {
+        let quick = gaspard_analyze::scan::scan(dir)?;
+        let timeline = timeline::Timeline::from_quick(&quick);
+        let stage = Stage::new(None, dir.to_path_buf(), quick.callsites, timeline);
+        drop(quick.streams);
+        let view = Arc::new(View::of(stage));
+        let bg = Arc::clone(&view);
+        let dir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            let work = std::panic::AssertUnwindSafe(|| bg.read_whole(&dir, block_size));
+            if let Err(p) = std::panic::catch_unwind(work) {
+                let why = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                let _ = bg.failed.set(format!("the analysis stopped: {why}"));
+            }
         });
-        let sources = trace
-            .callsites
-            .iter()
-            .filter_map(|c| c.file.clone())
-            .collect();
-        let mut view = View {
-            core: Value::Null,
-            core_text: String::new(),
+        Ok(view)
+    }
+
+    /// Reads the whole trace, shows its timeline, then its report.
+    fn read_whole(&self, dir: &Path, block_size: u64) {
+        // GASPARD_VIEW_DELAY_MS holds the quick stage that long (to look at
+        // it, or test it, on a small trace).
+        if let Some(ms) = std::env::var("GASPARD_VIEW_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
+        }
+        match gaspard_analyze::trace::read(dir) {
+            Ok(trace) => {
+                let trace = Arc::new(trace);
+                let timeline = timeline::Timeline::build(&trace);
+                let stage = Arc::new(Stage::full(Arc::clone(&trace), timeline));
+                // The whole trace's timeline as soon as it is built (the
+                // page sees the stage change in the timeline's answers),
+                // then the report.
+                match self.stage.write() {
+                    Ok(mut current) => *current = Arc::clone(&stage),
+                    Err(p) => *p.into_inner() = Arc::clone(&stage),
+                }
+                let report = gaspard_analyze::profile::report_with(&trace, block_size);
+                self.set_report_of(&stage, &report);
+            }
+            Err(e) => {
+                let _ = self.failed.set(e.to_string());
+            }
+        }
+    }
+
+    fn of(stage: Stage) -> View {
+        View {
+            stage: RwLock::new(Arc::new(stage)),
             summary: OnceLock::new(),
-            timeline,
-            trace,
-            sources,
-        };
-        core["site_lines"] = view.site_lines();
-        view.core_text = core.to_string();
-        view.core = core;
-        view
+            failed: OnceLock::new(),
+        }
+    }
+
+    /// The stage now shown.
+    fn stage(&self) -> Arc<Stage> {
+        match self.stage.read() {
+            Ok(s) => Arc::clone(&s),
+            Err(p) => Arc::clone(&p.into_inner()),
+        }
+    }
+
+    /// Whether only the quick scan's timeline is there yet (no events to
+    /// show one by one).
+    pub fn is_quick(&self) -> bool {
+        self.stage().trace.is_none()
+    }
+
+    /// Whether the whole trace has been read and its report computed.
+    pub fn is_complete(&self) -> bool {
+        self.summary.get().is_some()
+    }
+
+    /// Why the whole trace could not be read, if it could not.
+    pub fn failure(&self) -> Option<&str> {
+        self.failed.get().map(String::as_str)
     }
 
     /// Adds the report (and what depends on it) to the summary.
     fn set_report(&self, report: &gaspard_analyze::profile::Report) {
+        let stage = self.stage();
+        self.set_report_of(&stage, report);
+    }
+
+    /// The summary of `stage` with its report.
+    fn set_report_of(&self, stage: &Stage, report: &gaspard_analyze::profile::Report) {
         let mut summary = serde_json::to_value(report).unwrap_or_else(|_| json!({}));
         // The report's blocks hold every epoch; its JSON leaves them out.
         let blocks = &report.blocks;
@@ -139,10 +220,10 @@ impl View {
             report
                 .findings
                 .iter()
-                .map(|f| place_of(&self.trace, &self.timeline, f))
+                .map(|f| place_of(&stage.callsites, &stage.timeline, f))
                 .collect(),
         );
-        if let (Some(m), Some(core)) = (summary.as_object_mut(), self.core.as_object()) {
+        if let (Some(m), Some(core)) = (summary.as_object_mut(), stage.core.as_object()) {
             for (k, v) in core {
                 m.insert(k.clone(), v.clone());
             }
@@ -151,31 +232,11 @@ impl View {
         let _ = self.summary.set((summary, text));
     }
 
-    /// The text of each callsite's line (the HTML file shows it without the
-    /// server), `null` where the file cannot be read.
-    fn site_lines(&self) -> Value {
-        let mut files: std::collections::HashMap<&str, Option<Vec<String>>> =
-            std::collections::HashMap::new();
-        let mut out = Vec::with_capacity(self.trace.callsites.len().min(MAX_SITE_LINES));
-        for c in self.trace.callsites.iter().take(MAX_SITE_LINES) {
-            let line = c.file.as_deref().and_then(|f| {
-                let text = files.entry(f).or_insert_with(|| {
-                    self.source(f)
-                        .map(|t| t.lines().map(|l| l.chars().take(300).collect()).collect())
-                });
-                text.as_ref()?
-                    .get((c.line as usize).checked_sub(1)?)
-                    .cloned()
-            });
-            out.push(json!(line));
-        }
-        Value::Array(out)
-    }
-
     /// The core as JSON text: row names, span names, callsites (and the
-    /// text of their lines), class names and the time span.
-    pub fn core_json(&self) -> &str {
-        &self.core_text
+    /// text of their lines), class names, the time span and the stage
+    /// (`quick` or `full`).
+    pub fn core_json(&self) -> String {
+        self.stage().core_text.clone()
     }
 
     /// The summary as JSON text: the core, the report, the block map and the
@@ -184,22 +245,33 @@ impl View {
         self.summary.get().map(|(_, t)| t.as_str())
     }
 
-    /// The timeline of `[t0, t1)` at `width` pixels.
+    /// The timeline of `[t0, t1)` at `width` pixels, with the stage it is of.
     pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> Value {
-        self.timeline.window(t0, t1, width, SPANS_PER_THREAD)
+        let stage = self.stage();
+        let mut v = stage.timeline.window(t0, t1, width, SPANS_PER_THREAD);
+        v["stage"] = stage.core["stage"].clone();
+        v
+    }
+
+    /// The time span of the timeline now shown.
+    pub fn time_span(&self) -> (u64, u64) {
+        let stage = self.stage();
+        (stage.timeline.t0, stage.timeline.t1)
     }
 
     /// One event, decoded, with its callsite and source line; `None` when
-    /// there is no such event.
+    /// there is no such event, or while only the quick scan is there.
     pub fn event_json(&self, row: usize, event: usize) -> Option<Value> {
-        let s = self.trace.streams.get(row)?;
+        let stage = self.stage();
+        let trace = stage.trace.as_ref()?;
+        let s = trace.streams.get(row)?;
         let e = s.events.get(event)?;
-        let mut v = gaspard_analyze::dump::event_json(&self.trace, s, e);
-        let site = self.trace.callsites.get(e.callsite as usize);
+        let mut v = gaspard_analyze::dump::event_json(trace, s, e);
+        let site = trace.callsites.get(e.callsite as usize);
         if let Some(c) = site {
             v["file"] = json!(c.file);
             v["line"] = json!(c.line);
-            if let Some(text) = c.file.as_deref().and_then(|f| self.source(f)) {
+            if let Some(text) = c.file.as_deref().and_then(|f| stage.source(f)) {
                 let l = c.line as usize;
                 let lines: Vec<&str> = text.lines().collect();
                 if l >= 1 && l <= lines.len() {
@@ -212,33 +284,14 @@ impl View {
                 }
             }
         }
-        v["thread"] = json!(self.timeline.threads.get(row).map(|t| t.name.clone()));
+        v["thread"] = json!(stage.timeline.threads.get(row).map(|t| t.name.clone()));
         Some(v)
     }
 
     /// The text of a source file named by one of the trace's callsites;
     /// `None` for any other path or an unreadable file.
     pub fn source(&self, file: &str) -> Option<String> {
-        if !self.sources.contains(file) {
-            return None;
-        }
-        let p = Path::new(file);
-        let candidates: Vec<PathBuf> = if p.is_absolute() {
-            vec![p.to_path_buf()]
-        } else {
-            let mut v = vec![p.to_path_buf()];
-            if let Some(parent) = self.trace.dir.parent() {
-                v.push(parent.join(p));
-            }
-            v
-        };
-        candidates.iter().find_map(|c| {
-            let meta = std::fs::metadata(c).ok()?;
-            if !meta.is_file() || meta.len() > 4 << 20 {
-                return None;
-            }
-            std::fs::read_to_string(c).ok()
-        })
+        self.stage().source(file)
     }
 
     /// The page as served: assets and data come from the server.
@@ -253,18 +306,15 @@ impl View {
     /// One self-contained HTML file: style, script, the summary and a
     /// coarse timeline (every span when few enough) inline; no network.
     pub fn html(&self) -> String {
+        let stage = self.stage();
+        let tl = &stage.timeline;
         let nonce = nonce();
-        let rows = self.timeline.threads.len().max(1);
+        let rows = tl.threads.len().max(1);
         let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
-        let coarse = self.timeline.window(
-            self.timeline.t0,
-            self.timeline.t1,
-            columns,
-            (HTML_SPANS / rows).max(20),
-        );
+        let coarse = tl.window(tl.t0, tl.t1, columns, (HTML_SPANS / rows).max(20));
         let mut summary = match self.summary.get() {
             Some((v, _)) => v.clone(),
-            None => self.core.clone(),
+            None => stage.core.clone(),
         };
         if let Some(epochs) = summary["block_epochs"].as_array_mut() {
             epochs.truncate(HTML_BLOCK_EPOCHS);
@@ -290,6 +340,93 @@ impl View {
                 APP_JS.replace("</", "<\\/")
             ),
         )
+    }
+}
+
+impl Stage {
+    /// The stage of a whole trace.
+    fn full(trace: Arc<Trace>, timeline: timeline::Timeline) -> Stage {
+        let (dir, callsites) = (trace.dir.clone(), trace.callsites.clone());
+        Stage::new(Some(trace), dir, callsites, timeline)
+    }
+
+    fn new(
+        trace: Option<Arc<Trace>>,
+        dir: PathBuf,
+        callsites: Vec<gaspard_analyze::trace::Callsite>,
+        timeline: timeline::Timeline,
+    ) -> Stage {
+        let sources = callsites.iter().filter_map(|c| c.file.clone()).collect();
+        let mut stage = Stage {
+            core: Value::Null,
+            core_text: String::new(),
+            trace,
+            dir,
+            callsites,
+            timeline,
+            sources,
+        };
+        let mut core = json!({
+            "rows": stage.timeline.threads.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            "classes": timeline::CLASSES,
+            "names": stage.timeline.names,
+            "sites": stage
+                .callsites
+                .iter()
+                .map(|c| json!([c.file, c.line]))
+                .collect::<Vec<_>>(),
+            "span": [stage.timeline.t0, stage.timeline.t1],
+            "stage": if stage.trace.is_some() { "full" } else { "quick" },
+        });
+        core["site_lines"] = stage.site_lines();
+        stage.core_text = core.to_string();
+        stage.core = core;
+        stage
+    }
+
+    /// The text of each callsite's line (the HTML file shows it without the
+    /// server), `null` where the file cannot be read.
+    fn site_lines(&self) -> Value {
+        let mut files: std::collections::HashMap<&str, Option<Vec<String>>> =
+            std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(self.callsites.len().min(MAX_SITE_LINES));
+        for c in self.callsites.iter().take(MAX_SITE_LINES) {
+            let line = c.file.as_deref().and_then(|f| {
+                let text = files.entry(f).or_insert_with(|| {
+                    self.source(f)
+                        .map(|t| t.lines().map(|l| l.chars().take(300).collect()).collect())
+                });
+                text.as_ref()?
+                    .get((c.line as usize).checked_sub(1)?)
+                    .cloned()
+            });
+            out.push(json!(line));
+        }
+        Value::Array(out)
+    }
+
+    /// The text of a source file named by one of the stage's callsites.
+    fn source(&self, file: &str) -> Option<String> {
+        if !self.sources.contains(file) {
+            return None;
+        }
+        let p = Path::new(file);
+        let candidates: Vec<PathBuf> = if p.is_absolute() {
+            vec![p.to_path_buf()]
+        } else {
+            let mut v = vec![p.to_path_buf()];
+            if let Some(parent) = self.dir.parent() {
+                v.push(parent.join(p));
+            }
+            v
+        };
+        candidates.iter().find_map(|c| {
+            let meta = std::fs::metadata(c).ok()?;
+            if !meta.is_file() || meta.len() > 4 << 20 {
+                return None;
+            }
+            std::fs::read_to_string(c).ok()
+        })
     }
 }
 
@@ -328,7 +465,7 @@ fn nonce() -> String {
 /// Where the timeline shows a finding: the longest span of one of its
 /// threads at its source line (or the whole run of its first thread).
 fn place_of(
-    trace: &Trace,
+    callsites: &[gaspard_analyze::trace::Callsite],
     tl: &timeline::Timeline,
     f: &gaspard_analyze::findings::Finding,
 ) -> Value {
@@ -343,7 +480,7 @@ fn place_of(
         let Some(loc) = &f.location else {
             return false;
         };
-        trace.callsites.get(site as usize).is_some_and(|c| {
+        callsites.get(site as usize).is_some_and(|c| {
             c.line == loc.line
                 && c.file.as_deref().is_some_and(|file| {
                     file == loc.file || file.ends_with(&format!("/{}", loc.file))

@@ -196,9 +196,14 @@ fn route(view: &View, target: &str) -> Response {
             kind: "text/css; charset=utf-8",
             body: crate::APP_CSS.as_bytes().to_vec(),
         },
-        "/api/core" => json_response(view.core_json().to_string()),
+        "/api/core" => json_response(view.core_json()),
         "/api/summary" => match view.summary_json() {
             Some(s) => json_response(s.to_string()),
+            None if view.failure().is_some() => Response {
+                status: "500 Internal Server Error",
+                kind: "application/json",
+                body: json!({"error": view.failure()}).to_string().into_bytes(),
+            },
             None => Response {
                 status: "503 Service Unavailable",
                 kind: "application/json",
@@ -206,9 +211,9 @@ fn route(view: &View, target: &str) -> Response {
             },
         },
         "/api/timeline" => {
-            let tl = &view.timeline;
-            let t0 = num(query, "t0").unwrap_or(tl.t0);
-            let t1 = num(query, "t1").unwrap_or(tl.t1);
+            let (a, b) = view.time_span();
+            let t0 = num(query, "t0").unwrap_or(a);
+            let t1 = num(query, "t1").unwrap_or(b);
             let width = num(query, "width").unwrap_or(1000usize);
             if t1 <= t0 {
                 return text("400 Bad Request", "t1 must be after t0\n");
@@ -221,6 +226,11 @@ fn route(view: &View, target: &str) -> Response {
             };
             match view.event_json(row, event) {
                 Some(v) => json_response(v.to_string()),
+                None if view.is_quick() => Response {
+                    status: "503 Service Unavailable",
+                    kind: "application/json",
+                    body: b"{\"loading\":true}".to_vec(),
+                },
                 None => text("404 Not Found", "no such event\n"),
             }
         }

@@ -7,10 +7,12 @@
 //! that takes most of each bin's time, the innermost span counting) answers
 //! in time proportional to the pixels asked for, not to the events.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use serde_json::{json, Value};
 
 use gaspard_analyze::intervals::intervals;
+use gaspard_analyze::scan::Quick;
 use gaspard_analyze::trace::{Stream, Trace};
 use gaspard_format::kinds::{self, Class};
 
@@ -199,6 +201,69 @@ impl Timeline {
             t1,
             threads,
             names,
+        }
+    }
+
+    /// The timeline of a quick scan: the same as [`Timeline::build`] gives
+    /// for the whole trace (but for what the whole trace's reader adds).
+    pub fn from_quick(q: &Quick) -> Timeline {
+        let t0 = q
+            .streams
+            .iter()
+            .filter_map(|s| s.first_last.map(|f| f.0))
+            .min()
+            .unwrap_or(0);
+        let t1 = q
+            .streams
+            .iter()
+            .filter_map(|s| s.first_last.map(|f| f.1))
+            .max()
+            .unwrap_or(t0)
+            .max(t0 + 1);
+        let mut row_of_rank: HashMap<(&str, usize), u32> = HashMap::default();
+        for (i, s) in q.streams.iter().enumerate() {
+            if let Some(r) = s.rank {
+                row_of_rank.entry((r.model, r.me)).or_insert(i as u32);
+            }
+        }
+        let threads = q
+            .streams
+            .par_iter()
+            .map(|s| {
+                let spans = s
+                    .spans
+                    .iter()
+                    .filter(|sp| !is_tool(sp.kind))
+                    .map(|sp| {
+                        let class = class_of(sp.kind, sp.user);
+                        let peer = if class == 2 {
+                            s.rank.and_then(|r| {
+                                let p = sp.peer?;
+                                row_of_rank.get(&(r.model, p as usize)).copied()
+                            })
+                        } else {
+                            None
+                        };
+                        Span {
+                            start: sp.start,
+                            end: sp.end.max(sp.start),
+                            class,
+                            depth: 0,
+                            name: sp.name,
+                            site: sp.callsite,
+                            event: sp.start_event,
+                            peer,
+                        }
+                    })
+                    .collect();
+                ThreadLine::new(s.name.clone(), spans, t0, t1)
+            })
+            .collect();
+        Timeline {
+            t0,
+            t1,
+            threads,
+            names: q.names.clone(),
         }
     }
 
