@@ -511,18 +511,16 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
     }
     // In START order, as the slots were taken.
     let mut codeptrs = Vec::new();
-    let spans: Vec<QuickSpan> = sink
-        .slots
-        .into_iter()
-        .filter(|(_, _, closed)| *closed)
-        .enumerate()
-        .map(|(i, (s, codeptr, _))| {
-            if codeptr != u64::MAX {
-                codeptrs.push((i, codeptr));
-            }
-            s
-        })
-        .collect();
+    let mut spans: Vec<QuickSpan> = Vec::with_capacity(sink.slots.len());
+    for (s, codeptr, closed) in sink.slots {
+        if !closed {
+            continue;
+        }
+        if codeptr != u64::MAX {
+            codeptrs.push((spans.len(), codeptr));
+        }
+        spans.push(s);
+    }
     // A rank out of range is no rank (as `matrix::rank` has it).
     let rank = sink.rank.filter(|r| r.me < r.size);
     Scanned {

@@ -149,7 +149,7 @@ impl Timeline {
         let mut key_ids: HashMap<(u16, Option<u32>), u32> = HashMap::default();
         let mut threads = Vec::with_capacity(t.streams.len());
         for (si, s) in t.streams.iter().enumerate() {
-            let mut spans = Vec::new();
+            let mut spans = Vec::with_capacity(intervals(s).len());
             for iv in intervals(s) {
                 if is_tool(iv.kind) {
                     continue;
@@ -230,32 +230,28 @@ impl Timeline {
             .streams
             .par_iter()
             .map(|s| {
-                let spans = s
-                    .spans
-                    .iter()
-                    .filter(|sp| !is_tool(sp.kind))
-                    .map(|sp| {
-                        let class = class_of(sp.kind, sp.user);
-                        let peer = if class == 2 {
-                            s.rank.and_then(|r| {
-                                let p = sp.peer?;
-                                row_of_rank.get(&(r.model, p as usize)).copied()
-                            })
-                        } else {
-                            None
-                        };
-                        Span {
-                            start: sp.start,
-                            end: sp.end.max(sp.start),
-                            class,
-                            depth: 0,
-                            name: sp.name,
-                            site: sp.callsite,
-                            event: sp.start_event,
-                            peer,
-                        }
-                    })
-                    .collect();
+                let mut spans = Vec::with_capacity(s.spans.len());
+                spans.extend(s.spans.iter().filter(|sp| !is_tool(sp.kind)).map(|sp| {
+                    let class = class_of(sp.kind, sp.user);
+                    let peer = if class == 2 {
+                        s.rank.and_then(|r| {
+                            let p = sp.peer?;
+                            row_of_rank.get(&(r.model, p as usize)).copied()
+                        })
+                    } else {
+                        None
+                    };
+                    Span {
+                        start: sp.start,
+                        end: sp.end.max(sp.start),
+                        class,
+                        depth: 0,
+                        name: sp.name,
+                        site: sp.callsite,
+                        event: sp.start_event,
+                        peer,
+                    }
+                }));
                 ThreadLine::new(s.name.clone(), spans, t0, t1)
             })
             .collect();
@@ -289,11 +285,15 @@ impl Timeline {
 
 impl ThreadLine {
     fn new(name: String, mut spans: Vec<Span>, t0: u64, t1: u64) -> ThreadLine {
-        spans.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+        // By start, an enclosing span before those it holds, then in event
+        // order (spans come in START order, mostly sorted already).
+        sort_nearly_sorted(&mut spans, |s: &Span| {
+            (s.start, std::cmp::Reverse(s.end), s.event)
+        });
         // Depth: spans still open when this one starts.
         let mut open: Vec<u64> = Vec::new();
-        let mut lanes: Vec<Lane> = Vec::new();
-        for (i, sp) in spans.iter_mut().enumerate() {
+        let mut per_lane = [0usize; MAX_LANES];
+        for sp in spans.iter_mut() {
             while open.last().is_some_and(|&e| e <= sp.start) {
                 open.pop();
             }
@@ -301,11 +301,19 @@ impl ThreadLine {
             open.retain(|&e| e > sp.start);
             let d = open.len().min(MAX_LANES - 1);
             sp.depth = d as u8;
+            per_lane[d] += 1;
             open.push(sp.end);
-            if lanes.len() <= d {
-                lanes.resize_with(d + 1, Lane::default);
-            }
-            let lane = &mut lanes[d];
+        }
+        let used = per_lane.iter().rposition(|&n| n > 0).map_or(0, |d| d + 1);
+        let mut lanes: Vec<Lane> = per_lane[..used]
+            .iter()
+            .map(|&n| Lane {
+                spans: Vec::with_capacity(n),
+                max_end: Vec::with_capacity(n),
+            })
+            .collect();
+        for (i, sp) in spans.iter().enumerate() {
+            let lane = &mut lanes[sp.depth as usize];
             let m = lane.max_end.last().copied().unwrap_or(0).max(sp.end);
             lane.spans.push(i as u32);
             lane.max_end.push(m);
@@ -397,6 +405,31 @@ impl ThreadLine {
     }
 }
 
+/// Sorts `v` by `key`, fast when it is nearly sorted already (as spans
+/// are, in START order: only equal times may be out of order): an insertion
+/// sort while it moves few elements, an ordinary sort otherwise.
+fn sort_nearly_sorted<T: Copy, K: Ord>(v: &mut [T], key: impl Fn(&T) -> K) {
+    let mut budget = v.len().saturating_mul(4);
+    for i in 1..v.len() {
+        if key(&v[i - 1]) <= key(&v[i]) {
+            continue;
+        }
+        let x = v[i];
+        let kx = key(&x);
+        let mut j = i;
+        while j > 0 && key(&v[j - 1]) > kx {
+            v[j] = v[j - 1];
+            j -= 1;
+            budget = budget.saturating_sub(1);
+        }
+        v[j] = x;
+        if budget == 0 {
+            v.sort_unstable_by_key(key);
+            return;
+        }
+    }
+}
+
 /// Bins of busy time per class, innermost span counting, at every level.
 fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
     let n = CLASSES.len();
@@ -421,7 +454,7 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
         .enumerate()
         .map(|(i, s)| (s.end, i as u32))
         .collect();
-    ends.sort_unstable();
+    sort_nearly_sorted(&mut ends, |&e| e);
     let mut active: Vec<u32> = Vec::new();
     let (mut si, mut ei) = (0, 0);
     let mut now = t0;
@@ -505,6 +538,19 @@ mod tests {
             0,
             2000,
         )
+    }
+
+    #[test]
+    fn nearly_sorted_and_shuffled_input_both_end_sorted() {
+        let mut v: Vec<u64> = (0..1000).collect();
+        v.swap(10, 11);
+        v.swap(500, 502);
+        sort_nearly_sorted(&mut v, |&x| x);
+        assert!(v.is_sorted());
+        // Far from sorted: the budget runs out, an ordinary sort finishes.
+        let mut w: Vec<u64> = (0..1000).rev().collect();
+        sort_nearly_sorted(&mut w, |&x| x);
+        assert_eq!(w, (0..1000).collect::<Vec<_>>());
     }
 
     #[test]
