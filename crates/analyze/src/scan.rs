@@ -206,7 +206,11 @@ struct ScanSink<'a> {
     /// Spans in START order, with the code address of the START when its
     /// callsite has no file (`u64::MAX` otherwise), and whether an END
     /// closed them.
-    slots: Vec<(QuickSpan, u64, bool)>,
+    slots: Vec<QuickSpan>,
+    /// Whether an END closed each slot.
+    closed: Vec<bool>,
+    /// Slots whose START gave a code address (and no callsite with a file).
+    slot_codeptrs: Vec<(usize, u64)>,
     /// The last chunk callsite id met, and its stream number.
     last_site: Option<(u32, u32)>,
     /// Word offset of the code address of each (kind, phase, flags).
@@ -418,20 +422,20 @@ impl Sink for ScanSink<'_> {
                 None
             };
             let slot = self.slots.len();
-            self.slots.push((
-                QuickSpan {
-                    kind: e.kind,
-                    user: user.is_some(),
-                    start: t,
-                    end: u64::MAX,
-                    name,
-                    callsite,
-                    start_event: index as u32,
-                    peer: None,
-                },
-                codeptr.unwrap_or(u64::MAX),
-                false,
-            ));
+            self.slots.push(QuickSpan {
+                kind: e.kind,
+                user: user.is_some(),
+                start: t,
+                end: t,
+                name,
+                callsite,
+                start_event: index as u32,
+                peer: None,
+            });
+            self.closed.push(false);
+            if let Some(addr) = codeptr {
+                self.slot_codeptrs.push((slot, addr));
+            }
             let stack = if direct {
                 &mut self.open_kind[e.kind as usize]
             } else {
@@ -457,10 +461,10 @@ impl Sink for ScanSink<'_> {
             } else {
                 None
             };
-            let (sp, _, closed) = &mut self.slots[slot];
+            let sp = &mut self.slots[slot];
             sp.end = t.max(sp.start);
             sp.peer = peer;
-            *closed = true;
+            self.closed[slot] = true;
         }
     }
 }
@@ -483,6 +487,8 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         open: HashMap::default(),
         open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
         slots: Vec::new(),
+        closed: Vec::new(),
+        slot_codeptrs: Vec::new(),
         last_site: None,
         codeptr_at: HashMap::default(),
         peer_at: HashMap::default(),
@@ -497,6 +503,7 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
     };
     let expected: u64 = o.chunks.iter().map(|c| u64::from(c.0.events)).sum();
     sink.slots.reserve((expected / 2) as usize);
+    sink.closed.reserve((expected / 2) as usize);
     for (h, at, len) in &o.chunks {
         // Each chunk has tables of its own.
         sink.strings.clear();
@@ -509,18 +516,31 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         // reader (which says so).
         let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
     }
-    // In START order, as the slots were taken.
-    let mut codeptrs = Vec::new();
-    let mut spans: Vec<QuickSpan> = Vec::with_capacity(sink.slots.len());
-    for (s, codeptr, closed) in sink.slots {
-        if !closed {
+    // In START order, as the slots were taken; those never closed left out
+    // (in place, code addresses following their spans).
+    let mut spans = sink.slots;
+    let closed = sink.closed;
+    let mut codeptrs = Vec::with_capacity(sink.slot_codeptrs.len());
+    let mut next_codeptr = sink.slot_codeptrs.into_iter().peekable();
+    let mut kept = 0;
+    for slot in 0..spans.len() {
+        let addr = match next_codeptr.peek() {
+            Some(&(s, a)) if s == slot => {
+                next_codeptr.next();
+                Some(a)
+            }
+            _ => None,
+        };
+        if !closed[slot] {
             continue;
         }
-        if codeptr != u64::MAX {
-            codeptrs.push((spans.len(), codeptr));
+        if let Some(a) = addr {
+            codeptrs.push((kept, a));
         }
-        spans.push(s);
+        spans[kept] = spans[slot];
+        kept += 1;
     }
+    spans.truncate(kept);
     // A rank out of range is no rank (as `matrix::rank` has it).
     let rank = sink.rank.filter(|r| r.me < r.size);
     Scanned {

@@ -116,10 +116,10 @@ impl View {
     /// then replace the scan's (the summary and the core say which stage
     /// is shown).
     pub fn open(dir: &Path, block_size: u64) -> Result<Arc<View>, TraceError> {
-        let quick = gaspard_analyze::scan::scan(dir)?;
-        let timeline = timeline::Timeline::from_quick(&quick);
-        let stage = Stage::new(None, dir.to_path_buf(), quick.callsites, timeline);
-        drop(quick.streams);
+        let mut quick = gaspard_analyze::scan::scan(dir)?;
+        let callsites = std::mem::take(&mut quick.callsites);
+        let timeline = timeline::Timeline::from_quick(quick);
+        let stage = Stage::new(None, dir.to_path_buf(), callsites, timeline);
         let view = Arc::new(View::of(stage));
         let bg = Arc::clone(&view);
         let dir = dir.to_path_buf();

@@ -206,7 +206,7 @@ impl Timeline {
 
     /// The timeline of a quick scan: the same as [`Timeline::build`] gives
     /// for the whole trace (but for what the whole trace's reader adds).
-    pub fn from_quick(q: &Quick) -> Timeline {
+    pub fn from_quick(q: Quick) -> Timeline {
         let t0 = q
             .streams
             .iter()
@@ -226,9 +226,11 @@ impl Timeline {
                 row_of_rank.entry((r.model, r.me)).or_insert(i as u32);
             }
         }
+        // Each thread's scan is let go as soon as its line is built (the
+        // memory goes to the next ones).
         let threads = q
             .streams
-            .par_iter()
+            .into_par_iter()
             .map(|s| {
                 let mut spans = Vec::with_capacity(s.spans.len());
                 spans.extend(s.spans.iter().filter(|sp| !is_tool(sp.kind)).map(|sp| {
@@ -252,14 +254,15 @@ impl Timeline {
                         peer,
                     }
                 }));
-                ThreadLine::new(s.name.clone(), spans, t0, t1)
+                drop(s.spans);
+                ThreadLine::new(s.name, spans, t0, t1)
             })
             .collect();
         Timeline {
             t0,
             t1,
             threads,
-            names: q.names.clone(),
+            names: q.names,
         }
     }
 
