@@ -445,7 +445,12 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
         }
         let f = (from.saturating_sub(t0)) as f64 / bin_w;
         let g = (to.saturating_sub(t0)) as f64 / bin_w;
-        let (lo, hi) = (f.floor() as usize, (g.ceil() as usize).min(FINEST_BINS));
+        // floor and ceil of values never negative, without a libm call.
+        let gi = g as usize;
+        let (lo, hi) = (
+            f as usize,
+            (gi + usize::from((gi as f64) < g)).min(FINEST_BINS),
+        );
         for bin in lo.min(FINEST_BINS)..hi {
             let o = (g.min(bin as f64 + 1.0) - f.max(bin as f64)).max(0.0);
             acc[bin * n + class as usize] += o as f32;
