@@ -19,6 +19,7 @@ pub mod locks;
 pub mod matrix;
 pub mod objects;
 pub mod profile;
+pub mod progress;
 pub mod scan;
 pub mod symbolize;
 pub mod trace;

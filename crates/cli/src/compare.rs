@@ -71,7 +71,12 @@ pub fn run(
     let mut inputs = Vec::with_capacity(dirs.len());
     for (dir, label) in dirs.iter().zip(labels) {
         let t = crate::read(dir).with_context(|| format!("cannot compare {}", dir.display()))?;
+        let busy = gaspard_analyze::progress::spinner(
+            &format!("analysing {label} ({} events)", t.events()),
+            t.events(),
+        );
         let r = profile::report(&t);
+        drop(busy);
         for p in &r.problems {
             eprintln!("gaspard: warning: {label}: {p}");
         }

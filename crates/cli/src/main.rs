@@ -489,7 +489,12 @@ fn main() -> ExitCode {
                 mpi: false,
             } => {
                 let t = read(&dir)?;
+                let busy = gaspard_analyze::progress::spinner(
+                    &format!("analysing {} events", t.events()),
+                    t.events(),
+                );
                 let r = profile::report_with(&t, block_size);
+                drop(busy);
                 if let Some(file) = html {
                     let page = gaspard_web::View::with_report(t, &r).html();
                     std::fs::write(&file, page)
