@@ -103,13 +103,22 @@ pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
             std::iter::once((p, None)).chain(o.chunks.iter().map(move |c| (p, Some(&c.0))))
         }),
     );
+    let progress = crate::trace::progress_bar(&listing.streams);
     let scanned: Vec<Scanned> = opened
         .into_par_iter()
         .map(|o| {
             let clock = &clocks[&o.stream.process];
-            scan_stream(o, clock)
+            let bytes = o.data.len() as u64;
+            let s = scan_stream(o, clock);
+            if let Some(pb) = &progress {
+                pb.inc(bytes);
+            }
+            s
         })
         .collect();
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
     Ok(merge(listing.trace, scanned))
 }
 

@@ -828,7 +828,7 @@ pub(crate) fn fit_clocks<'a>(
         .collect()
 }
 
-fn progress_bar(streams: &[PathBuf]) -> Option<indicatif::ProgressBar> {
+pub(crate) fn progress_bar(streams: &[PathBuf]) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     let total: u64 = streams
         .iter()
