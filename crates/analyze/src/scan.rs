@@ -226,6 +226,8 @@ struct ScanSink<'a> {
     codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
     /// Word offset of the peer argument of each (kind, flags) END.
     peer_at: HashMap<(u16, u8), Option<usize>>,
+    /// The last (kind, flags) asked for, and its answer.
+    last_peer_at: Option<(u16, u8, Option<usize>)>,
     events: u64,
     first: u64,
     last: u64,
@@ -343,6 +345,11 @@ impl ScanSink<'_> {
     }
 
     fn peer(&mut self, kind: u16, flags: u8, args: &[u64]) -> Option<u64> {
+        if let Some((k, f, at)) = self.last_peer_at {
+            if (k, f) == (kind, flags) {
+                return args.get(at?).copied();
+            }
+        }
         let pts_words = self.pts_words;
         let at = *self.peer_at.entry((kind, flags)).or_insert_with(|| {
             let layout = codec::arg_layout(kind, 1, pts_words, flags);
@@ -357,6 +364,7 @@ impl ScanSink<'_> {
                 None
             })
         });
+        self.last_peer_at = Some((kind, flags, at));
         args.get(at?).copied()
     }
 }
@@ -501,6 +509,7 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         last_site: None,
         codeptr_at: HashMap::default(),
         peer_at: HashMap::default(),
+        last_peer_at: None,
         events: 0,
         first: 0,
         last: 0,

@@ -492,29 +492,33 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
     let mut cur = acc;
     let mut bins = FINEST_BINS;
     loop {
-        levels.push(
-            (0..bins)
-                .map(|b| {
-                    let row = &cur[b * n..(b + 1) * n];
-                    let sum: f32 = row.iter().sum();
-                    let c = (1..n)
-                        .max_by(|&x, &y| row[x].total_cmp(&row[y]))
-                        .unwrap_or(0);
-                    let busy = (sum.min(1.0) * 255.0).round() as u8;
-                    [if busy == 0 { 0 } else { c as u8 }, busy]
-                })
-                .collect(),
-        );
+        let mut level = Vec::with_capacity(bins);
+        for row in cur.chunks_exact(n) {
+            let mut sum = 0f32;
+            // The class taking most of the bin (the last one on a tie), not
+            // counting computation (class 0).
+            let mut c = 1;
+            for (x, &w) in row.iter().enumerate() {
+                sum += w;
+                if x >= 1 && w >= row[c] {
+                    c = x;
+                }
+            }
+            let busy = (sum.min(1.0) * 255.0).round() as u8;
+            level.push([if busy == 0 { 0 } else { c as u8 }, busy]);
+        }
+        levels.push(level);
         if bins == 1 {
             break;
         }
         bins /= 2;
-        let mut next = vec![0f32; bins * n];
-        for b in 0..bins {
-            for c in 0..n {
-                next[b * n + c] = (cur[2 * b * n + c] + cur[(2 * b + 1) * n + c]) / 2.0;
-            }
-        }
+        let next: Vec<f32> = cur
+            .chunks_exact(2 * n)
+            .flat_map(|pair| {
+                let (a, b) = pair.split_at(n);
+                a.iter().zip(b).map(|(x, y)| (x + y) / 2.0)
+            })
+            .collect();
         cur = next;
     }
     levels
