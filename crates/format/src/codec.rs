@@ -724,12 +724,23 @@ pub fn decode_into<S: Sink>(
                     if n > crate::raw::MAX_ARG_WORDS {
                         return Err(err(&r, "too many arguments"));
                     }
+                    scratch.clear();
                     let schema: &[VaType] = match key.1 {
                         Some(u) => schemas.get(&u).map_or(&[], |v| v.as_slice()),
                         None => &[],
                     };
                     let mut classes = WordClasses::new(schema);
-                    scratch.clear();
+                    // Without a schema (system events) no word is a float:
+                    // the same decoding, without asking word by word.
+                    let n = if schema.is_empty() {
+                        for i in 0..n {
+                            let before = words.get(i).copied().unwrap_or(0);
+                            scratch.push(before.wrapping_add(tr!(r, r.i64()) as u64));
+                        }
+                        0
+                    } else {
+                        n
+                    };
                     for i in 0..n {
                         let before = words.get(i).copied().unwrap_or(0);
                         let v = if classes.next_is_float() {
