@@ -425,6 +425,29 @@ fn quick_timeline_first_then_the_whole_trace() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A trace too big for the memory the view may use: the quick timeline
+/// alone, and the summary says why, instead of the server being killed.
+#[test]
+fn too_big_for_memory_keeps_the_quick_timeline() {
+    let dir = common::tmpdir("web-memory");
+    let trace = heat_trace(&dir);
+    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_MEMORY", "100000")]);
+    let r = get(v.port, "/api/summary");
+    assert_eq!(r.status, 500);
+    let why: Value = serde_json::from_str(&r.text()).unwrap();
+    let why = why["error"].as_str().unwrap();
+    assert!(
+        why.contains("would take about") && why.contains("only the timeline is shown"),
+        "{why}"
+    );
+    let tl: Value = serde_json::from_str(&get(v.port, "/api/timeline?width=300").text()).unwrap();
+    assert_eq!(tl["stage"], "quick");
+    assert_eq!(tl["threads"].as_array().unwrap().len(), 4);
+    assert!(tl["threads"][0]["spans"].as_array().unwrap().len() > 10);
+    drop(v);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn mpi_matrix_and_block_map() {
     let dir = common::tmpdir("web-mpi");

@@ -117,12 +117,26 @@ impl View {
     /// is shown).
     pub fn open(dir: &Path, block_size: u64) -> Result<Arc<View>, TraceError> {
         let mut quick = gaspard_analyze::scan::scan(dir)?;
+        let events = quick.events();
         let callsites = std::mem::take(&mut quick.callsites);
         let timeline = timeline::Timeline::from_quick(quick);
         let stage = Stage::new(None, dir.to_path_buf(), callsites, timeline);
         let view = Arc::new(View::of(stage));
         let bg = Arc::clone(&view);
         let dir = dir.to_path_buf();
+        // The whole trace takes about this much memory; rather than be
+        // killed for want of it, the view keeps the quick timeline alone.
+        let need = events.saturating_mul(BYTES_PER_EVENT);
+        if let Some(free) = available_memory().filter(|&free| need > free) {
+            let _ = view.failed.set(format!(
+                "the whole trace ({events} events) would take about {:.1} GB of memory, and {:.1} GB \
+                 are available: only the timeline is shown (the report can be computed by ranks of an \
+                 MPI job on several machines: mpirun -np N gaspard report DIR --mpi)",
+                need as f64 / 1e9,
+                free as f64 / 1e9
+            ));
+            return Ok(view);
+        }
         std::thread::spawn(move || {
             let work = std::panic::AssertUnwindSafe(|| bg.read_whole(&dir, block_size));
             if let Err(p) = std::panic::catch_unwind(work) {
@@ -445,6 +459,26 @@ pub fn escape_script_json(s: &str) -> String {
         }
     }
     out
+}
+
+/// Memory the whole trace and its report take, per event, about (peak of
+/// `gaspard report`, see BENCHMARKS.md), with the view's timelines.
+const BYTES_PER_EVENT: u64 = 128;
+
+/// Memory the view may use for the whole trace: `GASPARD_VIEW_MEMORY`
+/// bytes if set, else what the system has available for new work
+/// (`MemAvailable`), if it says.
+fn available_memory() -> Option<u64> {
+    if let Some(v) = std::env::var("GASPARD_VIEW_MEMORY")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return Some(v);
+    }
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// A fresh value for the page's Content-Security-Policy nonce.
