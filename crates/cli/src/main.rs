@@ -373,7 +373,43 @@ fn read(dir: &std::path::Path) -> Result<trace::Trace> {
     if !dir.exists() {
         bail!("{} does not exist", dir.display());
     }
+    warn_if_too_big(dir);
     Ok(trace::read(dir)?)
+}
+
+/// Memory reading a trace takes and analysing it, per event, about (peak
+/// of `gaspard report`, see BENCHMARKS.md).
+const BYTES_PER_EVENT: u64 = 128;
+
+/// Says so before reading a trace that may not fit in the memory available.
+fn warn_if_too_big(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let events: u64 = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gst"))
+        .filter_map(|p| gaspard_format::stream::announced_events(&p).ok())
+        .sum();
+    let need = events.saturating_mul(BYTES_PER_EVENT);
+    let Some(free) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        let l = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+        l.split_whitespace().nth(1)?.parse::<u64>().ok()
+    }) else {
+        return;
+    };
+    let free = free * 1024;
+    if need > free {
+        eprintln!(
+            "gaspard: warning: the trace holds about {events} events, which take about {:.1} GB of \
+             memory to read and analyse; {:.1} GB are available, so this may fail. `mpirun -np N \
+             gaspard report DIR --mpi` shares the reading among machines; `gaspard view DIR` shows \
+             its timeline in less.",
+            need as f64 / 1e9,
+            free as f64 / 1e9
+        );
+    }
 }
 
 fn main() -> ExitCode {
