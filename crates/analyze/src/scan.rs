@@ -379,6 +379,7 @@ impl Sink for ScanSink<'_> {
     fn user(&mut self, def: UserDef) {
         self.chunk_users.insert(def.id, def);
     }
+    #[inline(always)]
     fn event(&mut self, e: codec::Event, user: Option<u64>, args: &[u64]) {
         let index = self.events;
         self.events += 1;
