@@ -259,12 +259,14 @@ impl View {
         self.summary.get().map(|(_, t)| t.as_str())
     }
 
-    /// The timeline of `[t0, t1)` at `width` pixels, with the stage it is of.
-    pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> Value {
+    /// The timeline of `[t0, t1)` at `width` pixels, with the stage it is
+    /// of, as JSON text.
+    pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> String {
         let stage = self.stage();
-        let mut v = stage.timeline.window(t0, t1, width, SPANS_PER_THREAD);
-        v["stage"] = stage.core["stage"].clone();
-        v
+        let extra = format!("\"stage\":{},", stage.core["stage"]);
+        stage
+            .timeline
+            .window_json(t0, t1, width, SPANS_PER_THREAD, &extra)
     }
 
     /// The time span of the timeline now shown.
@@ -325,7 +327,7 @@ impl View {
         let nonce = nonce();
         let rows = tl.threads.len().max(1);
         let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
-        let coarse = tl.window(tl.t0, tl.t1, columns, (HTML_SPANS / rows).max(20));
+        let coarse = tl.window_json(tl.t0, tl.t1, columns, (HTML_SPANS / rows).max(20), "");
         let mut summary = match self.summary.get() {
             Some((v, _)) => v.clone(),
             None => stage.core.clone(),

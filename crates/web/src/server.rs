@@ -218,7 +218,7 @@ fn route(view: &View, target: &str) -> Response {
             if t1 <= t0 {
                 return text("400 Bad Request", "t1 must be after t0\n");
             }
-            json_response(view.timeline_json(t0, t1, width).to_string())
+            json_response(view.timeline_json(t0, t1, width))
         }
         "/api/event" => {
             let (Some(row), Some(event)) = (num(query, "row"), num(query, "event")) else {

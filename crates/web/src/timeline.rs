@@ -9,7 +9,8 @@
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
-use serde_json::{json, Value};
+use serde_json::Value;
+use std::fmt::Write as _;
 
 use gaspard_analyze::intervals::intervals;
 use gaspard_analyze::scan::Quick;
@@ -268,21 +269,39 @@ impl Timeline {
 
     /// The view of `[a, b)` at `width` pixels: per thread, columns of
     /// (class, busy) and the spans, as many whole lanes as fit in `limit`
-    /// spans per thread.
-    pub fn window(&self, a: u64, b: u64, width: usize, limit: usize) -> Value {
+    /// spans per thread; JSON text (written directly: a view may carry
+    /// hundreds of thousands of spans), with `extra` (`"key":value,...`)
+    /// among its first fields.
+    pub fn window_json(&self, a: u64, b: u64, width: usize, limit: usize, extra: &str) -> String {
         let width = width.clamp(1, 8192);
         let b = b.max(a.saturating_add(1));
-        let threads: Vec<Value> = self
+        let parts: Vec<String> = self
             .threads
-            .iter()
-            .map(|th| th.window(self.t0, self.t1, a, b, width, limit))
+            .par_iter()
+            .map(|th| {
+                let mut out = String::new();
+                th.window_into(&mut out, self.t0, self.t1, a, b, width, limit);
+                out
+            })
             .collect();
-        json!({
-            "t0": a,
-            "t1": b,
-            "width": width,
-            "threads": threads,
-        })
+        let mut out = String::with_capacity(parts.iter().map(String::len).sum::<usize>() + 128);
+        let _ = write!(
+            out,
+            "{{{extra}\"t0\":{a},\"t1\":{b},\"width\":{width},\"threads\":["
+        );
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(p);
+        }
+        out.push_str("]}");
+        out
+    }
+
+    /// [`Timeline::window_json`], parsed.
+    pub fn window(&self, a: u64, b: u64, width: usize, limit: usize) -> Value {
+        serde_json::from_str(&self.window_json(a, b, width, limit, "")).unwrap_or(Value::Null)
     }
 }
 
@@ -330,7 +349,25 @@ impl ThreadLine {
         }
     }
 
+    /// [`ThreadLine::window_into`], parsed.
+    #[cfg(test)]
     fn window(&self, t0: u64, t1: u64, a: u64, b: u64, width: usize, limit: usize) -> Value {
+        let mut out = String::new();
+        self.window_into(&mut out, t0, t1, a, b, width, limit);
+        serde_json::from_str(&out).unwrap()
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn window_into(
+        &self,
+        out: &mut String,
+        t0: u64,
+        t1: u64,
+        a: u64,
+        b: u64,
+        width: usize,
+        limit: usize,
+    ) {
         // Columns from the coarsest level whose bins are no wider than a pixel.
         let px = (b - a) as f64 / width as f64;
         let total = (t1 - t0) as f64;
@@ -370,7 +407,7 @@ impl ThreadLine {
                 (lo, hi.max(lo))
             })
             .collect();
-        let mut spans = Vec::new();
+        let mut spans = String::new();
         let mut complete = true;
         let mut count = 0;
         for (lane, &(lo, hi)) in self.lanes.iter().zip(&ranges) {
@@ -384,7 +421,12 @@ impl ThreadLine {
                 if s.end < a {
                     continue;
                 }
-                spans.push(json!([
+                if !spans.is_empty() {
+                    spans.push(',');
+                }
+                let _ = write!(
+                    spans,
+                    "[{},{},{},{},{},{},{},{}]",
                     s.start,
                     s.end,
                     s.class,
@@ -393,18 +435,27 @@ impl ThreadLine {
                     s.site,
                     s.event,
                     s.peer.map_or(-1, |p| p as i64)
-                ]));
+                );
             }
         }
-        json!({
-            "name": self.name,
-            "level": level,
-            "cls": cls,
-            "busy": busy,
-            "complete": complete,
-            "lanes": self.lanes.len(),
-            "spans": spans,
-        })
+        fn list<T: std::fmt::Display>(v: &[T]) -> String {
+            let mut t = String::with_capacity(v.len() * 4);
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    t.push(',');
+                }
+                let _ = write!(t, "{x}");
+            }
+            t
+        }
+        let _ = write!(
+            out,
+            "{{\"name\":{},\"level\":{level},\"cls\":[{}],\"busy\":[{}],\"complete\":{complete},\"lanes\":{},\"spans\":[{spans}]}}",
+            serde_json::to_string(&self.name).unwrap_or_else(|_| "\"\"".into()),
+            list(&cls),
+            list(&busy),
+            self.lanes.len(),
+        );
     }
 }
 
@@ -527,6 +578,7 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn span(start: u64, end: u64, class: u8, event: u32) -> Span {
         Span {
