@@ -361,7 +361,7 @@ fn resolved_timeline(core: &Value, tl: &Value) -> Value {
 fn quick_timeline_first_then_the_whole_trace() {
     let dir = common::tmpdir("web-quick");
     let trace = heat_trace(&dir);
-    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_DELAY_MS", "6000")]);
+    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_DELAY_MS", "12000")]);
     let core_q: Value = serde_json::from_str(&get(v.port, "/api/core").text()).unwrap();
     assert_eq!(core_q["stage"], "quick");
     let span = core_q["span"].clone();
