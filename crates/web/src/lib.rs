@@ -138,7 +138,16 @@ impl View {
             return Ok(view);
         }
         std::thread::spawn(move || {
-            let work = std::panic::AssertUnwindSafe(|| bg.read_whole(&dir, block_size));
+            // The whole trace is read by threads of lower priority than the
+            // server's, so that the page stays fluid meanwhile.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("gaspard-read-{i}"))
+                .start_handler(|_| lower_priority())
+                .build();
+            let work = std::panic::AssertUnwindSafe(|| match &pool {
+                Ok(pool) => pool.install(|| bg.read_whole(&dir, block_size)),
+                Err(_) => bg.read_whole(&dir, block_size),
+            });
             if let Err(p) = std::panic::catch_unwind(work) {
                 let why = p
                     .downcast_ref::<String>()
@@ -461,6 +470,15 @@ pub fn escape_script_json(s: &str) -> String {
         }
     }
     out
+}
+
+/// Lowers the calling thread's scheduling priority (nice 10).
+fn lower_priority() {
+    // SAFETY: setpriority has no memory effects; on Linux, PRIO_PROCESS with
+    // id 0 names the calling thread only.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
 }
 
 /// Memory the whole trace and its report take, per event, about (peak of

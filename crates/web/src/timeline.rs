@@ -275,9 +275,11 @@ impl Timeline {
     pub fn window_json(&self, a: u64, b: u64, width: usize, limit: usize, extra: &str) -> String {
         let width = width.clamp(1, 8192);
         let b = b.max(a.saturating_add(1));
+        // On the calling thread: the thread pool may be busy reading the
+        // whole trace, and an answer must not wait for it.
         let parts: Vec<String> = self
             .threads
-            .par_iter()
+            .iter()
             .map(|th| {
                 let mut out = String::new();
                 th.window_into(&mut out, self.t0, self.t1, a, b, width, limit);
