@@ -423,10 +423,11 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
  * thread with measurement on. With `fast` set, calls no function and returns
  * 0, having done nothing, when the event needs one (see gaspard_emit_body);
  * else returns 1. */
+enum { ANY_EVENT, SYSTEM_EVENT, USER_EVENT }; /* what record_body may be given */
 static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, unsigned evttag,
                                                              unsigned phase, const char *filename,
                                                              int linenum, int colnum, va_list ap,
-                                                             const int fast) {
+                                                             const int fast, const int which) {
   uint64_t ts;
   if (fast) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -448,7 +449,7 @@ static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, uns
   }
   args_t r;
   ARGS_OPEN(r, ap);
-  if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS) {
+  if (which == USER_EVENT || (which == ANY_EVENT && evttag - GASP_UPC_USEREVT_START < USER_SLOTS)) {
     int done = record_user(c, ts, evttag, phase, filename, linenum, colnum, &r, fast);
     ARGS_CLOSE(r);
     return done;
@@ -530,20 +531,40 @@ static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, uns
                            filename, linenum, colnum, 0, NULL, a, n, fast);
 }
 
-/* The full way, for events the fast body leaves. */
-static __attribute__((noinline)) void record_slow(gaspard_ctx *c, unsigned evttag, unsigned phase,
-                                                  const char *filename, int linenum, int colnum,
-                                                  va_list ap) {
-  (void)record_body(c, evttag, phase, filename, linenum, colnum, ap, 0);
+/* The full way, for events the fast bodies leave. */
+static __attribute__((noinline, cold)) void record_slow(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+  (void)record_body(c, evttag, phase, filename, linenum, colnum, ap, 0, ANY_EVENT);
 }
 
-/* The fast body, else the full way. Out of line: the entry points' test of
- * measurement stays a few instructions. */
-static __attribute__((noinline)) void record_event(gaspard_ctx *c, unsigned evttag, unsigned phase,
-                                                   const char *filename, int linenum, int colnum,
-                                                   va_list ap) {
-  if (__builtin_expect(!record_body(c, evttag, phase, filename, linenum, colnum, ap, 1), 0))
+/* The fast bodies, else the full way; user events apart, so that the system
+ * events' path keeps few registers and a small frame. Out of line: the entry
+ * points' test of measurement stays a few instructions. */
+static __attribute__((noinline)) void record_user_event(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+  if (__builtin_expect(!record_body(c, evttag, phase, filename, linenum, colnum, ap, 1, USER_EVENT),
+                       0))
     record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+static __attribute__((noinline)) void record_system_event(gaspard_ctx *c, unsigned evttag,
+                                                          unsigned phase, const char *filename,
+                                                          int linenum, int colnum, va_list ap) {
+  if (__builtin_expect(!record_body(c, evttag, phase, filename, linenum, colnum, ap, 1, SYSTEM_EVENT),
+                       0))
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
+                                                               unsigned phase,
+                                                               const char *filename, int linenum,
+                                                               int colnum, va_list ap) {
+  if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
+    record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+  else
+    record_system_event(c, evttag, phase, filename, linenum, colnum, ap);
 }
 
 /* The context of a call that did not pass this thread's own: this thread's,

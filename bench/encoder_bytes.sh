@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Checks that the C encoder of the working tree writes the same bytes as that
+# of another revision (default HEAD) for the events of bench/encoder_bytes.c,
+# with a clock set by the driver (so the time deltas are the same).
+#
+#   bash bench/encoder_bytes.sh [REV] [EVENTS...]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+REV=${1:-HEAD}
+shift || true
+COUNTS=${*:-60000 200000 333333}
+WORK=$(mktemp -d /tmp/gaspard-bytes.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK/old"
+git archive "$REV" crates/gasp/csrc crates/gasp/include crates/recorder/csrc bench/hotpath_stub.c |
+  tar -x -C "$WORK/old"
+cat >"$WORK/clock.h" <<'H'
+#include <x86intrin.h>
+#include <stdint.h>
+extern uint64_t fake_now;
+#define __rdtsc() fake_now
+H
+cat >"$WORK/clock.c" <<'C'
+#include <stdint.h>
+uint64_t fake_now;
+__attribute__((visibility("default"))) void fake_set(uint64_t t) { fake_now = t; }
+C
+lib() { # source root, output
+  cc -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -include "$WORK/clock.h" \
+    -I"$1/crates/gasp/include" -I"$1/crates/recorder/csrc" "$1/bench/hotpath_stub.c" \
+    "$1/crates/gasp/csrc/gasp_shim.c" "$1/crates/recorder/csrc/recorder.c" "$WORK/clock.c" -o "$2" -pthread
+}
+lib "$WORK/old" "$WORK/libold.so"
+lib "$ROOT" "$WORK/libnew.so"
+cc -O2 -Wall -I"$ROOT/crates/gasp/include" bench/encoder_bytes.c -o "$WORK/encoder_bytes" -ldl
+for n in $COUNTS; do
+  "$WORK/encoder_bytes" "$WORK/libold.so" "$n" >"$WORK/old.bin"
+  "$WORK/encoder_bytes" "$WORK/libnew.so" "$n" >"$WORK/new.bin"
+  if cmp -s "$WORK/old.bin" "$WORK/new.bin"; then
+    echo "$n events: same $(stat -c %s "$WORK/new.bin") bytes as $REV"
+  else
+    echo "$n events: the bytes differ from $REV" >&2
+    exit 1
+  fi
+done
