@@ -28,6 +28,10 @@ static void few(unsigned tag, gasp_evttype_t ph, ...) { va_list ap; va_start(ap,
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 int main(int argc, char **argv) {
+  if (argc != 3) {
+    fprintf(stderr, "usage: encoder_bytes LIB.so EVENTS > out.bin\n");
+    return 2;
+  }
   int N = atoi(argv[2]);
   void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
   if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }

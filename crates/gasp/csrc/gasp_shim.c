@@ -354,16 +354,20 @@ static const struct {
 #define TAG_BITS 8
 #define TAG_SLOTS (1u << TAG_BITS)
 _Static_assert(sizeof tag_list / sizeof tag_list[0] < TAG_SLOTS / 2, "the tag table stays sparse");
-/* Entries `tag << 8 | kind`; 0: empty. */
-static uint64_t tag_table[TAG_SLOTS];
+/* Open addressing; an empty slot has kind 0 (which the dispatch takes for an
+ * unknown tag, so that tag 0 needs no test of its own). */
+static struct {
+  uint32_t tag, kind;
+} tag_table[TAG_SLOTS];
 
 static inline unsigned tag_hash(unsigned tag) { return (tag * 0x9e3779b1u) >> (32 - TAG_BITS); }
 
 __attribute__((constructor)) static void build_tag_table(void) {
   for (unsigned i = 0; tag_list[i].kind; i++) {
     unsigned h = tag_hash(tag_list[i].tag);
-    while (tag_table[h]) h = (h + 1) % TAG_SLOTS;
-    tag_table[h] = (uint64_t)tag_list[i].tag << 8 | tag_list[i].kind;
+    while (tag_table[h].kind) h = (h + 1) % TAG_SLOTS;
+    tag_table[h].tag = tag_list[i].tag;
+    tag_table[h].kind = tag_list[i].kind;
   }
 }
 
@@ -376,8 +380,9 @@ static __attribute__((noinline, cold)) unsigned kind_of_tag_slow(unsigned tag) {
 
 /* With `fast` set, 0 rather than a call for a tag not in its first slot. */
 static inline __attribute__((always_inline)) unsigned kind_of_tag(unsigned tag, const int fast) {
-  uint64_t e = tag_table[tag_hash(tag)];
-  if (__builtin_expect((e >> 8) == tag && e, 1)) return (unsigned)(e & 0xff);
+  unsigned h = tag_hash(tag);
+  if (__builtin_expect(tag_table[h].tag == tag, 1) && (fast || tag_table[h].kind))
+    return tag_table[h].kind;
   return fast ? 0 : kind_of_tag_slow(tag);
 }
 
@@ -458,66 +463,78 @@ static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, uns
   uint64_t a[16];
   resolve_fn hook = gaspard_upc_resolve_pts;
   if (fast && __builtin_expect(hook != NULL, 0)) SLOW(r);
+  /* System kinds are below 128: the encoder's tests for user events and
+   * shared slots fold away. In a fast body, each case encodes on its own,
+   * its number of words known. */
+#define EMIT_SYSTEM()                                                           \
+  gaspard_emit_body(c, ts, kind & 127, phase, hook ? GASPARD_FLAG_PTS_RESOLVED : 0, filename, \
+                    linenum, colnum, 0, NULL, a, n, fast)
+#define END_CASE                                                                \
+  if (fast) {                                                                   \
+    ARGS_CLOSE(r);                                                              \
+    return EMIT_SYSTEM();                                                       \
+  }                                                                             \
+  break
   switch (kind) {
   case K_C_FUNC:
     if (fast) SLOW(r);
     a[n++] = gaspard_define_string(c, A_STR(&r));
-    break;
-  case K_C_MALLOC: a[n++] = A_SIZE(&r); if (end) a[n++] = A_PTR(&r); break;
+    END_CASE;
+  case K_C_MALLOC: a[n++] = A_SIZE(&r); if (end) a[n++] = A_PTR(&r); END_CASE;
   case K_C_REALLOC:
     a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); if (end) a[n++] = A_PTR(&r);
-    break;
-  case K_C_FREE: a[n++] = A_PTR(&r); break;
-  case K_COLLECTIVE_EXIT: a[n++] = A_INT(&r); break;
-  case K_NONCOLLECTIVE_EXIT: a[n++] = A_INT(&r); break;
+    END_CASE;
+  case K_C_FREE: a[n++] = A_PTR(&r); END_CASE;
+  case K_COLLECTIVE_EXIT: a[n++] = A_INT(&r); END_CASE;
+  case K_NONCOLLECTIVE_EXIT: a[n++] = A_INT(&r); END_CASE;
   case K_NOTIFY:
   case K_WAIT:
-  case K_BARRIER: a[n++] = A_INT(&r); a[n++] = A_INT(&r); break;
-  case K_FENCE: break;
-  case K_FORALL: break;
+  case K_BARRIER: a[n++] = A_INT(&r); a[n++] = A_INT(&r); END_CASE;
+  case K_FENCE: END_CASE;
+  case K_FORALL: END_CASE;
   case K_GLOBAL_ALLOC:
-  case K_ALL_ALLOC: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); if (end) A_PTS(&r); break;
-  case K_ALLOC: a[n++] = A_SIZE(&r); if (end) A_PTS(&r); break;
-  case K_FREE: A_PTS(&r); break;
+  case K_ALL_ALLOC: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); if (end) A_PTS(&r); END_CASE;
+  case K_ALLOC: a[n++] = A_SIZE(&r); if (end) A_PTS(&r); END_CASE;
+  case K_FREE: A_PTS(&r); END_CASE;
   case K_GLOBAL_LOCK_ALLOC:
-  case K_ALL_LOCK_ALLOC: if (end) A_PTS(&r); break;
+  case K_ALL_LOCK_ALLOC: if (end) A_PTS(&r); END_CASE;
   case K_LOCK_FREE:
-  case K_LOCK: A_PTS(&r); break;
-  case K_LOCK_ATTEMPT: A_PTS(&r); if (end) a[n++] = A_INT(&r); break;
-  case K_UNLOCK: A_PTS(&r); break;
-  case K_MEMCPY: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); break;
-  case K_MEMGET: a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); break;
-  case K_MEMPUT: A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); break;
-  case K_MEMSET: A_PTS(&r); a[n++] = A_INT(&r); a[n++] = A_SIZE(&r); break;
-  case K_GET: a[n++] = A_INT(&r); a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); break;
-  case K_PUT: a[n++] = A_INT(&r); A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); break;
+  case K_LOCK: A_PTS(&r); END_CASE;
+  case K_LOCK_ATTEMPT: A_PTS(&r); if (end) a[n++] = A_INT(&r); END_CASE;
+  case K_UNLOCK: A_PTS(&r); END_CASE;
+  case K_MEMCPY: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMGET: a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMPUT: A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMSET: A_PTS(&r); a[n++] = A_INT(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_GET: a[n++] = A_INT(&r); a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_PUT: a[n++] = A_INT(&r); A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); END_CASE;
   case K_NB_GET_INIT:
     a[n++] = A_INT(&r); a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r);
     if (end) a[n++] = A_HANDLE(&r);
-    break;
-  case K_NB_GET_DATA: a[n++] = A_HANDLE(&r); break;
+    END_CASE;
+  case K_NB_GET_DATA: a[n++] = A_HANDLE(&r); END_CASE;
   case K_NB_PUT_INIT:
     a[n++] = A_INT(&r); A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r);
     if (end) a[n++] = A_HANDLE(&r);
-    break;
+    END_CASE;
   case K_NB_PUT_DATA:
-  case K_NB_SYNC: a[n++] = A_HANDLE(&r); break;
-  case K_CACHE_MISS: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); break;
+  case K_NB_SYNC: a[n++] = A_HANDLE(&r); END_CASE;
+  case K_CACHE_MISS: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); END_CASE;
   case K_CACHE_HIT:
-  case K_CACHE_INVALIDATE: a[n++] = A_SIZE(&r); break;
+  case K_CACHE_INVALIDATE: a[n++] = A_SIZE(&r); END_CASE;
   case K_ALL_BROADCAST:
   case K_ALL_SCATTER:
   case K_ALL_GATHER:
   case K_ALL_GATHER_ALL:
-  case K_ALL_EXCHANGE: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); a[n++] = A_INT(&r); break;
+  case K_ALL_EXCHANGE: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); a[n++] = A_INT(&r); END_CASE;
   case K_ALL_PERMUTE:
     A_PTS(&r); A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); a[n++] = A_INT(&r);
-    break;
+    END_CASE;
   case K_ALL_REDUCE:
   case K_ALL_PREFIX_REDUCE:
     A_PTS(&r); A_PTS(&r); a[n++] = A_INT(&r); a[n++] = A_SIZE(&r);
     a[n++] = A_SIZE(&r); a[n++] = A_PTR(&r); a[n++] = A_INT(&r); a[n++] = A_INT(&r);
-    break;
+    END_CASE;
   default:
     if (fast) SLOW(r);
     c->unknown_tags++; /* the spec: unknown tags are ignored */
@@ -525,10 +542,9 @@ static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, uns
     return 1;
   }
   ARGS_CLOSE(r);
-  /* System kinds are below 128: the encoder's tests for user events and
-   * shared slots fold away. */
-  return gaspard_emit_body(c, ts, kind & 127, phase, hook ? GASPARD_FLAG_PTS_RESOLVED : 0,
-                           filename, linenum, colnum, 0, NULL, a, n, fast);
+  return EMIT_SYSTEM();
+#undef EMIT_SYSTEM
+#undef END_CASE
 }
 
 /* The full way, for events the fast bodies leave. */
