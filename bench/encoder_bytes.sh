@@ -4,6 +4,9 @@
 # with a clock set by the driver (so the time deltas are the same).
 #
 #   bash bench/encoder_bytes.sh [REV] [EVENTS...]
+#
+# NEW_CFLAGS adds flags to the working tree's build (e.g.
+# -DGASPARD_PORTABLE_VARARGS, to check the va_arg reading of the varargs).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -26,13 +29,16 @@ cat >"$WORK/clock.c" <<'C'
 uint64_t fake_now;
 __attribute__((visibility("default"))) void fake_set(uint64_t t) { fake_now = t; }
 C
-lib() { # source root, output
-  cc -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -include "$WORK/clock.h" \
-    -I"$1/crates/gasp/include" -I"$1/crates/recorder/csrc" "$1/bench/hotpath_stub.c" \
-    "$1/crates/gasp/csrc/gasp_shim.c" "$1/crates/recorder/csrc/recorder.c" "$WORK/clock.c" -o "$2" -pthread
+lib() { # source root, output, flags...
+  local src=$1 out=$2
+  shift 2
+  cc "$@" -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -include "$WORK/clock.h" \
+    -I"$src/crates/gasp/include" -I"$src/crates/recorder/csrc" "$src/bench/hotpath_stub.c" \
+    "$src/crates/gasp/csrc/gasp_shim.c" "$src/crates/recorder/csrc/recorder.c" "$WORK/clock.c" -o "$out" -pthread
 }
 lib "$WORK/old" "$WORK/libold.so"
-lib "$ROOT" "$WORK/libnew.so"
+# shellcheck disable=SC2086
+lib "$ROOT" "$WORK/libnew.so" ${NEW_CFLAGS:-}
 cc -O2 -Wall -I"$ROOT/crates/gasp/include" bench/encoder_bytes.c -o "$WORK/encoder_bytes" -ldl
 for n in $COUNTS; do
   "$WORK/encoder_bytes" "$WORK/libold.so" "$n" >"$WORK/old.bin"

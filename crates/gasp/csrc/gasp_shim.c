@@ -34,15 +34,51 @@ const unsigned gaspard_userevt_end = GASP_UPC_USEREVT_END;
 int gaspard_upc_resolve_pts(const gasp_upc_PTS_t *pts, uint64_t *thread, uint64_t *addr)
     __attribute__((weak));
 
+/* Varargs read by the x86-64 System V rules (see "Varargs" below) rather
+ * than by va_arg; GASPARD_PORTABLE_VARARGS forces va_arg. */
+#if defined(__x86_64__) && !defined(__ILP32__) && !defined(_WIN32) && \
+    !defined(GASPARD_PORTABLE_VARARGS)
+#define SYSV_ARGS 1
+#endif
+
 /* User-event schemas, by id - GASP_UPC_USEREVT_START. NULL: not created. */
 #define USER_SLOTS ((GASP_UPC_USEREVT_END - GASP_UPC_USEREVT_START + 1) > 65536 \
                         ? 65536 : (GASP_UPC_USEREVT_END - GASP_UPC_USEREVT_START + 1))
 static const unsigned char *user_schema[USER_SLOTS];
 static const unsigned char unreadable_schema[1];
 
+/* The same schemas, when they are short and simple, as 2-bit codes from the
+ * low bits: 1 an int, 2 one integer-class word (long, long long, size_t,
+ * intmax_t, ptrdiff_t, void *), 3 a double; 0 ends. 0 for the others
+ * (strings, long doubles, more than 31 arguments), read from the schema. */
+static uint64_t user_words[USER_SLOTS];
+
+static uint64_t schema_words(const unsigned char *schema) {
+#ifdef SYSV_ARGS
+  uint64_t w = 0;
+  unsigned i = 0;
+  for (; schema && schema[i]; i++) {
+    unsigned code;
+    switch (schema[i]) {
+    case 1: code = 1; break;
+    case 2: case 3: case 4: case 5: case 6: case 10: code = 2; break;
+    case 7: code = 3; break;
+    default: return 0;
+    }
+    if (i == 31) return 0;
+    w |= (uint64_t)code << (2 * i);
+  }
+  return w;
+#else
+  (void)schema;
+  return 0;
+#endif
+}
+
 void gaspard_set_user_schema(unsigned id, const unsigned char *schema) {
   unsigned i = id - GASP_UPC_USEREVT_START;
   if (id < GASP_UPC_USEREVT_START || i >= USER_SLOTS) return;
+  __atomic_store_n(&user_words[i], schema_words(schema), __ATOMIC_RELAXED);
   __atomic_store_n(&user_schema[i], schema ? schema : unreadable_schema, __ATOMIC_RELEASE);
 }
 
@@ -68,8 +104,7 @@ enum {
  * overflow area, 16-aligned. Since the GASP entry points take six integer
  * arguments before `...`, their varargs words all come from the overflow
  * area. Elsewhere, plain va_arg on a copy of the list. */
-#if defined(__x86_64__) && !defined(__ILP32__) && !defined(_WIN32)
-#define SYSV_ARGS 1
+#ifdef SYSV_ARGS
 typedef struct {
   unsigned gp, fp;
   const uint64_t *ov;
@@ -408,12 +443,32 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
     return 1;
   }
   unsigned flags = gaspard_upc_resolve_pts ? GASPARD_FLAG_PTS_RESOLVED : 0, n = 0;
+#ifdef SYSV_ARGS
+  uint64_t w = __atomic_load_n(&user_words[evttag - GASP_UPC_USEREVT_START], __ATOMIC_RELAXED);
+#endif
   uint64_t a[MAX_ARGS];
   uint64_t fbits[(MAX_ARGS + 63) / 64];
   const uint64_t *fmask = NULL;
   if (__builtin_expect(s == unreadable_schema, 0)) {
     if (fast) return 0;
     flags |= GASPARD_FLAG_ARGS_UNREAD;
+#ifdef SYSV_ARGS
+  } else if (w != 0) {
+    /* Words in the order of the schema, as read_user_args reads them. */
+    uint64_t fm = 0;
+    for (; w; w >>= 2, n++) {
+      if ((w & 3) == 3) {
+        double d = A_DOUBLE(r);
+        memcpy(&a[n], &d, 8);
+        fm |= 1ull << n;
+      } else {
+        uint64_t v = arg_word(r);
+        a[n] = (w & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
+      }
+    }
+    fbits[0] = fm; /* at most 31 words: the encoder reads no other */
+    fmask = fbits;
+#endif
   } else {
     memset(fbits, 0, sizeof fbits);
     n = read_user_args(s, a, fbits, r, fast);
@@ -429,7 +484,12 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
  * 0, having done nothing, when the event needs one (see gaspard_emit_body);
  * else returns 1. */
 enum { ANY_EVENT, SYSTEM_EVENT, USER_EVENT }; /* what record_body may be given */
-static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, unsigned evttag,
+#ifdef SYSV_ARGS
+#define BODY_INLINE inline __attribute__((always_inline))
+#else
+#define BODY_INLINE inline /* va_copy: GCC will not force the inlining */
+#endif
+static BODY_INLINE int record_body(gaspard_ctx *c, unsigned evttag,
                                                              unsigned phase, const char *filename,
                                                              int linenum, int colnum, va_list ap,
                                                              const int fast, const int which) {
@@ -454,6 +514,11 @@ static inline __attribute__((always_inline)) int record_body(gaspard_ctx *c, uns
   }
   args_t r;
   ARGS_OPEN(r, ap);
+#ifdef SYSV_ARGS
+  /* From the GASP entry points, every integer word is in the overflow area:
+   * the fast body reads them there without a test each. */
+  if (fast && __builtin_expect(r.gp < 48, 0)) SLOW(r);
+#endif
   if (which == USER_EVENT || (which == ANY_EVENT && evttag - GASP_UPC_USEREVT_START < USER_SLOTS)) {
     int done = record_user(c, ts, evttag, phase, filename, linenum, colnum, &r, fast);
     ARGS_CLOSE(r);

@@ -152,9 +152,14 @@ uint32_t gaspard_define_site(gaspard_ctx *c, const char *file, uint32_t line, ui
 uint32_t gaspard_define_string(gaspard_ctx *c, const void *ptr);
 void gaspard_define_user(gaspard_ctx *c, uint64_t id);
 
+_Static_assert(sizeof(gaspard_ctx) == 64, "a context is 64 bytes (gaspard_ctx_valid)");
+
+/* Whether `p` is one of gaspard_contexts: its offset rotated right by 6 bits
+ * (a slot's index, or a huge number when the offset is not a multiple of 64)
+ * is below the number of slots. */
 static inline int gaspard_ctx_valid(const void *p) {
   uintptr_t off = (uintptr_t)p - (uintptr_t)gaspard_contexts;
-  return off < sizeof(gaspard_contexts) && off % sizeof(gaspard_ctx) == 0;
+  return (off >> 6 | off << (8 * sizeof off - 6)) < GASPARD_MAX_CONTEXTS;
 }
 
 /* The context to record into: the one given when it belongs to this thread,
