@@ -475,8 +475,21 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
     if (fast && n == READ_NEEDS_CALL) return 0;
     fmask = fbits;
   }
-  return gaspard_emit_body(c, ts, GASPARD_K_USER, phase, flags, filename, linenum, colnum, evttag,
-                           fmask, a, n, fast);
+#define EMIT_USER(words)                                                         \
+  gaspard_emit_body(c, ts, GASPARD_K_USER, phase, flags, filename, linenum, colnum, evttag, fmask, \
+                    a, words, fast)
+  if (fast) {
+    /* A few words: encoded by code that knows how many. */
+    switch (n) {
+    case 1: return EMIT_USER(1);
+    case 2: return EMIT_USER(2);
+    case 3: return EMIT_USER(3);
+    case 4: return EMIT_USER(4);
+    default: break;
+    }
+  }
+  return EMIT_USER(n);
+#undef EMIT_USER
 }
 
 /* Decodes one event's varargs and records it into `c`, a context of this
