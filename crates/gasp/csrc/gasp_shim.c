@@ -93,6 +93,7 @@ enum {
   K_ALL_GATHER, K_ALL_GATHER_ALL, K_ALL_EXCHANGE, K_ALL_PERMUTE, K_ALL_REDUCE,
   K_ALL_PREFIX_REDUCE
 };
+_Static_assert(K_ALL_PREFIX_REDUCE < 128, "system kinds fit the encoder's first slots (kind & 127)");
 
 /* --- Varargs ----------------------------------------------------------------
  * On x86-64 (System V), va_arg on a va_list kept in memory loads and stores
