@@ -626,8 +626,9 @@ static BODY_INLINE int record_body(gaspard_ctx *c, unsigned evttag,
 #undef END_CASE
 }
 
-/* The full way, for events the fast bodies leave. */
-static __attribute__((noinline, cold)) void record_slow(gaspard_ctx *c, unsigned evttag,
+/* The full way, for events the fast bodies leave and all events while
+ * filters are on (so not optimized for size). */
+static __attribute__((noinline)) void record_slow(gaspard_ctx *c, unsigned evttag,
                                                         unsigned phase, const char *filename,
                                                         int linenum, int colnum, va_list ap) {
   (void)record_body(c, evttag, phase, filename, linenum, colnum, ap, 0, ANY_EVENT);
@@ -656,7 +657,9 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
                                                                unsigned phase,
                                                                const char *filename, int linenum,
                                                                int colnum, va_list ap) {
-  if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
+  if (__builtin_expect(gaspard_filtering, 0)) /* the fast bodies take the filters to be off */
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+  else if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
     record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
   else
     record_system_event(c, evttag, phase, filename, linenum, colnum, ap);

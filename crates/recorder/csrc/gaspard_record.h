@@ -245,17 +245,16 @@ static inline uint32_t gaspard_site_miss(gaspard_ctx *c, const char *file, int l
  * those of the previous event of the kind, and the time delta one byte.
  *
  * With `fast` set, the body calls no function: it returns 0, having done
- * nothing, when the event needs a call (filters on, a callsite other than
- * the last one, a user event not yet defined in this chunk); the caller then
- * records it with gaspard_emit. Otherwise it returns 1. */
+ * nothing, when the event needs a call (a callsite other than the last one,
+ * a user event not yet defined in this chunk); the caller then records it
+ * with gaspard_emit. Otherwise it returns 1. The caller of a fast body has
+ * seen the filters off (gaspard_filtering 0). */
 static inline __attribute__((always_inline)) int gaspard_emit_body(
     gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase, unsigned flags, const char *file,
     int line, int col, uint64_t user, const uint64_t *fmask, const uint64_t *args, unsigned n,
     const int fast) {
-  if (__builtin_expect(gaspard_filtering, 0)) {
-    if (fast) return 0;
-    if (gaspard_filtered(c, kind, user, file, line)) return 1;
-  }
+  if (!fast && __builtin_expect(gaspard_filtering, 0) && gaspard_filtered(c, kind, user, file, line))
+    return 1;
   gaspard_enc *e = c->enc;
   int is_user = kind == GASPARD_K_USER;
   unsigned op = phase;
