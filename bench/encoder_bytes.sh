@@ -16,7 +16,8 @@ COUNTS=${*:-60000 200000 333333}
 WORK=$(mktemp -d /tmp/gaspard-bytes.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 mkdir -p "$WORK/old"
-git archive "$REV" crates/gasp/csrc crates/gasp/include crates/recorder/csrc bench/hotpath_stub.c |
+# The working tree's stub (bench/hotpath_stub.c) for both: it stands for the Rust side.
+git archive "$REV" crates/gasp/csrc crates/gasp/include crates/recorder/csrc |
   tar -x -C "$WORK/old"
 cat >"$WORK/clock.h" <<'H'
 #include <x86intrin.h>
@@ -33,7 +34,7 @@ lib() { # source root, output, flags...
   local src=$1 out=$2
   shift 2
   cc "$@" -O2 -Wall -Wextra -fPIC -shared -fvisibility=hidden -include "$WORK/clock.h" \
-    -I"$src/crates/gasp/include" -I"$src/crates/recorder/csrc" "$src/bench/hotpath_stub.c" \
+    -I"$src/crates/gasp/include" -I"$src/crates/recorder/csrc" "$ROOT/bench/hotpath_stub.c" \
     "$src/crates/gasp/csrc/gasp_shim.c" "$src/crates/recorder/csrc/recorder.c" "$WORK/clock.c" -o "$out" -pthread
 }
 lib "$WORK/old" "$WORK/libold.so"
