@@ -270,11 +270,22 @@ static inline __attribute__((always_inline)) int gaspard_emit_body(
     e->last_site = site;
     if (e->events == 0) e->base_ts = e->last_ts = ts;
   }
+  gaspard_prev_user *up = NULL;
   if (is_user) {
-    gaspard_user_slot *u = &e->users[user % GASPARD_USER_SLOTS];
-    if (__builtin_expect(u->gen != e->gen || u->id != user, 0)) {
-      if (fast) return 0;
-      gaspard_define_user(c, user);
+    /* The previous arguments' slot names this user event in this chunk only
+     * after an event of it, which defined it in the chunk; and another user
+     * event taking the definition's slot takes this one too. So the
+     * definition is looked at only when this slot names another. */
+    up = &e->uprev[user % GASPARD_USER_SLOTS];
+    if (__builtin_expect(up->gen != e->gen || up->id != user, 0)) {
+      gaspard_user_slot *u = &e->users[user % GASPARD_USER_SLOTS];
+      if (u->gen != e->gen || u->id != user) {
+        if (fast) return 0;
+        gaspard_define_user(c, user);
+      }
+      up->gen = e->gen;
+      up->id = user;
+      up->n = 0;
     }
   }
   uint8_t *p = c->cur;
@@ -286,13 +297,7 @@ static inline __attribute__((always_inline)) int gaspard_emit_body(
   uint64_t *pw;
   uint32_t *pn, cap;
   if (is_user) {
-    gaspard_prev_user *s = &e->uprev[user % GASPARD_USER_SLOTS];
-    if (__builtin_expect(s->gen != e->gen || s->id != user, 0)) {
-      s->gen = e->gen;
-      s->id = user;
-      s->n = 0;
-    }
-    pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
+    pw = up->w, pn = &up->n, cap = GASPARD_USER_WORDS;
   } else if (kind >= GASPARD_SHARED_FIRST) {
     gaspard_prev_kind *s = &e->shared[kind % GASPARD_SHARED_SLOTS];
     if (s->gen != kind) s->gen = kind, s->n = 0; /* emptied at each chunk too */
