@@ -47,10 +47,12 @@ int gaspard_upc_resolve_pts(const gasp_upc_PTS_t *pts, uint64_t *thread, uint64_
 static const unsigned char *user_schema[USER_SLOTS];
 static const unsigned char unreadable_schema[1];
 
-/* The same schemas, when they are short and simple, as 2-bit codes from the
- * low bits: 1 an int, 2 one integer-class word (long, long long, size_t,
- * intmax_t, ptrdiff_t, void *), 3 a double; 0 ends. 0 for the others
- * (strings, long doubles, more than 31 arguments), read from the schema. */
+/* The same schemas, when they are short and simple, as 2-bit codes in the
+ * low 32 bits, first argument lowest: 1 an int, 2 one integer-class word
+ * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double; 0
+ * ends. The high 32 bits mark the doubles, one bit per argument. 0 for the
+ * others (strings, long doubles, more than 16 arguments), read from the
+ * schema. */
 static uint64_t user_words[USER_SLOTS];
 
 static uint64_t schema_words(const unsigned char *schema) {
@@ -65,8 +67,9 @@ static uint64_t schema_words(const unsigned char *schema) {
     case 7: code = 3; break;
     default: return 0;
     }
-    if (i == 31) return 0;
+    if (i == 16) return 0;
     w |= (uint64_t)code << (2 * i);
+    if (code == 3) w |= 1ull << (32 + i);
   }
   return w;
 #else
@@ -456,18 +459,16 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
 #ifdef SYSV_ARGS
   } else if (w != 0) {
     /* Words in the order of the schema, as read_user_args reads them. */
-    uint64_t fm = 0;
-    for (; w; w >>= 2, n++) {
-      if ((w & 3) == 3) {
+    fbits[0] = w >> 32; /* at most 16 words: the encoder reads no other */
+    for (uint32_t k = (uint32_t)w; k; k >>= 2, n++) {
+      if ((k & 3) == 3) {
         double d = A_DOUBLE(r);
         memcpy(&a[n], &d, 8);
-        fm |= 1ull << n;
       } else {
         uint64_t v = arg_word(r);
-        a[n] = (w & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
+        a[n] = (k & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
       }
     }
-    fbits[0] = fm; /* at most 31 words: the encoder reads no other */
     fmask = fbits;
 #endif
   } else {
