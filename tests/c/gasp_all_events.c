@@ -118,6 +118,7 @@ struct run {
   long tid;
   int on;             /* measurement state: off means nothing is expected */
   int use_va;         /* send through gasp_event_notifyVA */
+  unsigned nva;       /* events sent through it: every other one from notify_va_one */
   const char *file;   /* source position of the next event */
   int line, col;      /* (the line advances by one per event sent) */
   int controls;       /* gasp_control calls so far */
@@ -159,10 +160,30 @@ static void notify_va(gasp_context_t ctx, unsigned tag, gasp_evttype_t ph, const
   va_end(ap);
 }
 
+/* The same from a function with one named argument: the list handed to
+ * gasp_event_notifyVA starts with arguments still in registers. */
+struct va_call {
+  gasp_context_t ctx;
+  unsigned tag;
+  gasp_evttype_t ph;
+  const char *file;
+  int line, col;
+};
+
+static void notify_va_one(const struct va_call *k, ...) {
+  va_list ap;
+  va_start(ap, k);
+  gasp_event_notifyVA(k->ctx, k->tag, k->ph, k->file, k->line, k->col, ap);
+  va_end(ap);
+}
+
 /* Sends one event at the current position, directly or through the VA entry. */
 #define NOTIFY(r, tag, ph, ...)                                                           \
   do {                                                                                    \
-    if ((r)->use_va)                                                                      \
+    if ((r)->use_va && (r)->nva++ % 2)                                                    \
+      notify_va_one(&(struct va_call){(r)->ctx, (tag), (ph), (r)->file, (r)->line, (r)->col}, \
+                    ##__VA_ARGS__);                                                       \
+    else if ((r)->use_va)                                                                 \
       notify_va((r)->ctx, (tag), (ph), (r)->file, (r)->line, (r)->col, ##__VA_ARGS__);    \
     else                                                                                  \
       gasp_event_notify((r)->ctx, (tag), (ph), (r)->file, (r)->line, (r)->col,            \
@@ -616,6 +637,27 @@ static void user_phase(struct run *r, unsigned id, gasp_evttype_t ph, int i, con
   bprintf(b, "}");
 }
 
+/* A "wide" event: more doubles than there are vector registers for
+ * arguments, so that some come in memory among the integers. */
+static const char *const WIDE_FORMAT = "%d %f %f %f %f %f %f %f %f %f %f %ld %zu";
+static void user_wide(struct run *r, unsigned id, gasp_evttype_t ph, int i, double d, long l,
+                      size_t z) {
+  double x[10];
+  for (int k = 0; k < 10; k++) x[k] = (d + 0.0625) * (k + 1); /* never integral */
+  NOTIFY(r, id, ph, i, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7], x[8], x[9], l, z);
+  if (!expect_begin(r, "GASPARD_USER", ph)) return;
+  user_name(r, "wide");
+  struct buf *b = &r->expect;
+  bprintf(b, ",\"values\":[%d", i);
+  for (int k = 0; k < 10; k++) bprintf(b, ",%.17g", x[k]);
+  bprintf(b, ",%ld,%zu],\"text\":", l, z);
+  char text[512];
+  snprintf(text, sizeof text, WIDE_FORMAT, i, x[0], x[1], x[2], x[3], x[4], x[5], x[6], x[7],
+           x[8], x[9], l, z);
+  bjson_str(b, text);
+  bprintf(b, "}");
+}
+
 /* A "marker" event, created without a format: no values. The argument sent
  * along must be ignored. */
 static void user_marker(struct run *r, unsigned id, gasp_evttype_t ph) {
@@ -868,7 +910,11 @@ static void upc_thread_events(struct run *r) {
   r->use_va = 1;
   user_phase(r, phase, GASP_END, 1000000 + t, "end", 1e-3 * (t + 1) + 0.5, LOCAL(r, 0x78));
   user_marker(r, marker, GASP_START);
+  unsigned wide = create_event(r, "wide", WIDE_FORMAT);
+  user_wide(r, wide, GASP_START, -3 - t, 0.5 + t, -40000000000L - t, (size_t)7 << 40);
+  user_wide(r, wide, GASP_END, 5 + t, 1.25, 6, 7);
   r->use_va = 0;
+  user_wide(r, wide, GASP_ATOMIC, 9 + t, -2.75, 8, 9);
   user_marker(r, marker, GASP_END);
   user_marker(r, marker, GASP_ATOMIC);
   user_unreadable(r, unreadable, GASP_ATOMIC);

@@ -34,15 +34,54 @@ const unsigned gaspard_userevt_end = GASP_UPC_USEREVT_END;
 int gaspard_upc_resolve_pts(const gasp_upc_PTS_t *pts, uint64_t *thread, uint64_t *addr)
     __attribute__((weak));
 
+/* Varargs read by the x86-64 System V rules (see "Varargs" below) rather
+ * than by va_arg; GASPARD_PORTABLE_VARARGS forces va_arg. */
+#if defined(__x86_64__) && !defined(__ILP32__) && !defined(_WIN32) && \
+    !defined(GASPARD_PORTABLE_VARARGS)
+#define SYSV_ARGS 1
+#endif
+
 /* User-event schemas, by id - GASP_UPC_USEREVT_START. NULL: not created. */
 #define USER_SLOTS ((GASP_UPC_USEREVT_END - GASP_UPC_USEREVT_START + 1) > 65536 \
                         ? 65536 : (GASP_UPC_USEREVT_END - GASP_UPC_USEREVT_START + 1))
 static const unsigned char *user_schema[USER_SLOTS];
 static const unsigned char unreadable_schema[1];
 
+/* The same schemas, when they are short and simple, as 2-bit codes in the
+ * low 32 bits, first argument lowest: 1 an int, 2 one integer-class word
+ * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double; 0
+ * ends. The high 32 bits mark the doubles, one bit per argument. 0 for the
+ * others (strings, long doubles, more than 16 arguments), read from the
+ * schema. */
+static uint64_t user_words[USER_SLOTS];
+
+static uint64_t schema_words(const unsigned char *schema) {
+#ifdef SYSV_ARGS
+  uint64_t w = 0;
+  unsigned i = 0;
+  for (; schema && schema[i]; i++) {
+    unsigned code;
+    switch (schema[i]) {
+    case 1: code = 1; break;
+    case 2: case 3: case 4: case 5: case 6: case 10: code = 2; break;
+    case 7: code = 3; break;
+    default: return 0;
+    }
+    if (i == 16) return 0;
+    w |= (uint64_t)code << (2 * i);
+    if (code == 3) w |= 1ull << (32 + i);
+  }
+  return w;
+#else
+  (void)schema;
+  return 0;
+#endif
+}
+
 void gaspard_set_user_schema(unsigned id, const unsigned char *schema) {
   unsigned i = id - GASP_UPC_USEREVT_START;
   if (id < GASP_UPC_USEREVT_START || i >= USER_SLOTS) return;
+  __atomic_store_n(&user_words[i], schema_words(schema), __ATOMIC_RELAXED);
   __atomic_store_n(&user_schema[i], schema ? schema : unreadable_schema, __ATOMIC_RELEASE);
 }
 
@@ -57,54 +96,142 @@ enum {
   K_ALL_GATHER, K_ALL_GATHER_ALL, K_ALL_EXCHANGE, K_ALL_PERMUTE, K_ALL_REDUCE,
   K_ALL_PREFIX_REDUCE
 };
+_Static_assert(K_ALL_PREFIX_REDUCE < 128, "system kinds fit the encoder's first slots (kind & 127)");
 
-#define A_INT(ap) ((uint64_t)(int64_t)va_arg(ap, int))
-#define A_SIZE(ap) ((uint64_t)va_arg(ap, size_t))
-#define A_PTR(ap) ((uint64_t)(uintptr_t)va_arg(ap, void *))
-#define A_HANDLE(ap) ((uint64_t)(uintptr_t)va_arg(ap, gasp_upc_nb_handle_t))
+/* --- Varargs ----------------------------------------------------------------
+ * On x86-64 (System V), va_arg on a va_list kept in memory loads and stores
+ * the list at every argument. Here the list is read once into an args_t held
+ * in registers, and each argument taken by the ABI's rules: integer-class
+ * words from the register save area while gp_offset < 48, then from the
+ * overflow area, 8 bytes each; doubles from the save area while
+ * fp_offset < 176, then from the overflow area; a long double from the
+ * overflow area, 16-aligned. Since the GASP entry points take six integer
+ * arguments before `...`, their varargs words all come from the overflow
+ * area. Elsewhere, plain va_arg on a copy of the list. */
+#ifdef SYSV_ARGS
+typedef struct {
+  unsigned gp, fp;
+  const uint64_t *ov;
+  const char *rs;
+} args_t;
+#define ARGS_OPEN(r, ap)                                                        \
+  ((r).gp = (ap)[0].gp_offset, (r).fp = (ap)[0].fp_offset,                      \
+   (r).ov = (const uint64_t *)(ap)[0].overflow_arg_area, (r).rs = (const char *)(ap)[0].reg_save_area)
+#define ARGS_CLOSE(r) ((void)0)
+
+static inline uint64_t arg_word(args_t *r) {
+  uint64_t v;
+  if (__builtin_expect(r->gp < 48, 0)) {
+    memcpy(&v, r->rs + r->gp, 8);
+    r->gp += 8;
+  } else {
+    v = *r->ov++;
+  }
+  return v;
+}
+
+static inline double arg_double(args_t *r) {
+  double d;
+  if (r->fp < 176) {
+    memcpy(&d, r->rs + r->fp, 8);
+    r->fp += 16;
+  } else {
+    memcpy(&d, r->ov++, 8);
+  }
+  return d;
+}
+
+static inline long double arg_long_double(args_t *r) {
+  const char *p = (const char *)(((uintptr_t)r->ov + 15) & ~(uintptr_t)15);
+  long double v;
+  memcpy(&v, p, sizeof v);
+  r->ov = (const uint64_t *)(p + 16);
+  return v;
+}
+
+#define A_INT(r) ((uint64_t)(int64_t)(int)arg_word(r))
+#define A_SIZE(r) arg_word(r)
+#define A_PTR(r) arg_word(r)
+#define A_HANDLE(r) arg_word(r)
+#define A_DOUBLE(r) arg_double(r)
+#define A_LONG_DOUBLE(r) arg_long_double(r)
+#else
+typedef struct {
+  va_list ap;
+} args_t;
+#define ARGS_OPEN(r, list) va_copy((r).ap, list)
+#define ARGS_CLOSE(r) va_end((r).ap)
+#define A_INT(r) ((uint64_t)(int64_t)va_arg((r)->ap, int))
+#define A_SIZE(r) ((uint64_t)va_arg((r)->ap, size_t))
+#define A_PTR(r) ((uint64_t)(uintptr_t)va_arg((r)->ap, void *))
+#define A_HANDLE(r) ((uint64_t)(uintptr_t)va_arg((r)->ap, gasp_upc_nb_handle_t))
+#define A_DOUBLE(r) va_arg((r)->ap, double)
+#define A_LONG_DOUBLE(r) va_arg((r)->ap, long double)
+#endif
+#define A_STR(r) ((const char *)(uintptr_t)A_PTR(r))
 
 /* A pointer-to-shared argument: its bytes, or (thread, address) through the hook. */
 typedef int (*resolve_fn)(const gasp_upc_PTS_t *, uint64_t *, uint64_t *);
 
+static __attribute__((noinline)) unsigned resolve_pts(uint64_t *a, const void *pts,
+                                                       resolve_fn hook) {
+  uint64_t t = UINT64_MAX, ad = 0;
+  if (!pts || hook(pts, &t, &ad) != 0) t = UINT64_MAX, ad = 0;
+  a[0] = t;
+  a[1] = ad;
+  return 2;
+}
+
 static inline unsigned put_pts(uint64_t *a, const void *pts, resolve_fn hook) {
-  if (hook) {
-    uint64_t t = UINT64_MAX, ad = 0;
-    if (!pts || hook(pts, &t, &ad) != 0) t = UINT64_MAX, ad = 0;
-    a[0] = t;
-    a[1] = ad;
-    return 2;
+  if (__builtin_expect(hook != NULL, 0)) return resolve_pts(a, pts, hook);
+  if (__builtin_expect(pts != NULL, 1)) {
+    if (GASPARD_PTS_BYTES % 8) a[PTS_WORDS - 1] = 0;
+    memcpy(a, pts, GASPARD_PTS_BYTES);
+  } else {
+    for (unsigned i = 0; i < PTS_WORDS; i++) a[i] = 0;
   }
-  for (unsigned i = 0; i < PTS_WORDS; i++) a[i] = 0;
-  if (pts) memcpy(a, pts, GASPARD_PTS_BYTES);
   return PTS_WORDS;
 }
-#define A_PTS(ap) (n += put_pts(a + n, va_arg(ap, const void *), hook))
+/* (In a fast body, a hook is known to be absent.) */
+#define A_PTS(r) (n += put_pts(a + n, (const void *)(uintptr_t)A_PTR(r), fast ? NULL : hook))
 
-/* Reads a user event's varargs by its schema; marks the doubles in `fmask`. */
-static unsigned read_user_args(const unsigned char *s, uint64_t *a, uint64_t *fmask, va_list ap) {
+/* Reads a user event's varargs by its schema; marks the doubles in `fmask`.
+ * With `fast` set, returns READ_NEEDS_CALL at a string (read by calls). */
+#define READ_NEEDS_CALL UINT32_MAX
+static inline __attribute__((always_inline)) unsigned read_user_args(const unsigned char *s,
+                                                                     uint64_t *a, uint64_t *fmask,
+                                                                     args_t *r, const int fast) {
   unsigned n = 0;
   for (; *s && n + 9 < MAX_ARGS; s++) {
     switch (*s) {
-    case 1: a[n++] = (uint64_t)(int64_t)va_arg(ap, int); break;
-    case 2: a[n++] = (uint64_t)va_arg(ap, long); break;
-    case 3: a[n++] = (uint64_t)va_arg(ap, long long); break;
-    case 4: a[n++] = (uint64_t)va_arg(ap, size_t); break;
-    case 5: a[n++] = (uint64_t)va_arg(ap, intmax_t); break;
-    case 6: a[n++] = (uint64_t)va_arg(ap, ptrdiff_t); break;
+    case 1: a[n++] = A_INT(r); break;
+#ifdef SYSV_ARGS
+    case 2: case 3: case 4: case 5: case 6: case 10:
+      a[n++] = arg_word(r); /* long, long long, size_t, intmax_t, ptrdiff_t, void *: one word */
+      break;
+#else
+    case 2: a[n++] = (uint64_t)va_arg(r->ap, long); break;
+    case 3: a[n++] = (uint64_t)va_arg(r->ap, long long); break;
+    case 4: a[n++] = (uint64_t)va_arg(r->ap, size_t); break;
+    case 5: a[n++] = (uint64_t)va_arg(r->ap, intmax_t); break;
+    case 6: a[n++] = (uint64_t)va_arg(r->ap, ptrdiff_t); break;
+    case 10: a[n++] = (uint64_t)(uintptr_t)va_arg(r->ap, void *); break;
+#endif
     case 7: {
-      double d = va_arg(ap, double);
+      double d = A_DOUBLE(r);
       fmask[n / 64] |= 1ull << (n % 64);
       memcpy(&a[n++], &d, 8);
       break;
     }
     case 8: {
-      double d = (double)va_arg(ap, long double);
+      double d = (double)A_LONG_DOUBLE(r);
       fmask[n / 64] |= 1ull << (n % 64);
       memcpy(&a[n++], &d, 8);
       break;
     }
     case 9: {
-      const char *str = va_arg(ap, const char *);
+      if (fast) return READ_NEEDS_CALL;
+      const char *str = A_STR(r);
       if (!str) str = "(null)";
       size_t len = strnlen(str, 64);
       a[n++] = len;
@@ -114,245 +241,486 @@ static unsigned read_user_args(const unsigned char *s, uint64_t *a, uint64_t *fm
       n += w;
       break;
     }
-    case 10: a[n++] = (uint64_t)(uintptr_t)va_arg(ap, void *); break;
     default: return n;
     }
   }
   return n;
 }
-
 _Static_assert(PTS_WORDS <= 4, "gaspard keeps at most 16 argument words per system event");
 
-/* The context to record into, or NULL when measurement is off for it. Runs
- * before va_start, so that an event not measured costs next to nothing. */
-static inline gaspard_ctx *measuring(gasp_context_t context) {
-  gaspard_ctx *c = gaspard_ctx_here(context);
-  return __builtin_expect(c != NULL && c->on, 1) ? c : NULL;
-}
-
-/* Decodes one event's varargs into the context's buffer and publishes it. */
-static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
-                                                               unsigned phase,
-                                                               const char *filename,
-                                                               int linenum, int colnum,
-                                                               va_list ap) {
-  uint64_t ts = gaspard_now();
-  unsigned end = phase == GASP_END;
-  if (__builtin_expect(phase > GASP_ATOMIC, 0)) {
-    c->unknown_tags++;
-    return;
-  }
-  if (__builtin_expect(gaspard_reserve(c) == NULL, 0)) return;
-  uint64_t a[MAX_ARGS];
-  resolve_fn hook = gaspard_upc_resolve_pts;
-  unsigned n = 0, kind, flags = 0;
-  uint64_t user = 0;
-  uint64_t fbits[(MAX_ARGS + 63) / 64];
-  const uint64_t *fmask = NULL;
-  switch (evttag) {
+/* --- Tags to kinds -----------------------------------------------------------
+ * The tags this header defines, with their canonical kinds; looked up through
+ * a hash table built at load time (a miss, for a tag the table lacks, scans
+ * the list). */
+static const struct {
+  unsigned tag;
+  unsigned char kind;
+} tag_list[] = {
+#define TAG(T, K) {T, K},
 #ifdef GASP_C_FUNC
-  case GASP_C_FUNC:
-    kind = K_C_FUNC;
-    a[n++] = gaspard_define_string(c, va_arg(ap, const char *));
-    break;
+    TAG(GASP_C_FUNC, K_C_FUNC)
 #endif
 #ifdef GASP_C_MALLOC
-  case GASP_C_MALLOC: kind = K_C_MALLOC; a[n++] = A_SIZE(ap); if (end) a[n++] = A_PTR(ap); break;
+    TAG(GASP_C_MALLOC, K_C_MALLOC)
 #endif
 #ifdef GASP_C_REALLOC
-  case GASP_C_REALLOC:
-    kind = K_C_REALLOC; a[n++] = A_PTR(ap); a[n++] = A_SIZE(ap); if (end) a[n++] = A_PTR(ap);
-    break;
+    TAG(GASP_C_REALLOC, K_C_REALLOC)
 #endif
 #ifdef GASP_C_FREE
-  case GASP_C_FREE: kind = K_C_FREE; a[n++] = A_PTR(ap); break;
+    TAG(GASP_C_FREE, K_C_FREE)
 #endif
 #ifdef GASP_UPC_COLLECTIVE_EXIT
-  case GASP_UPC_COLLECTIVE_EXIT: kind = K_COLLECTIVE_EXIT; a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_COLLECTIVE_EXIT, K_COLLECTIVE_EXIT)
 #endif
 #ifdef GASP_UPC_NONCOLLECTIVE_EXIT
-  case GASP_UPC_NONCOLLECTIVE_EXIT: kind = K_NONCOLLECTIVE_EXIT; a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_NONCOLLECTIVE_EXIT, K_NONCOLLECTIVE_EXIT)
 #endif
 #ifdef GASP_UPC_NOTIFY
-  case GASP_UPC_NOTIFY: kind = K_NOTIFY; a[n++] = A_INT(ap); a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_NOTIFY, K_NOTIFY)
 #endif
 #ifdef GASP_UPC_WAIT
-  case GASP_UPC_WAIT: kind = K_WAIT; a[n++] = A_INT(ap); a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_WAIT, K_WAIT)
 #endif
 #ifdef GASP_UPC_BARRIER
-  case GASP_UPC_BARRIER: kind = K_BARRIER; a[n++] = A_INT(ap); a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_BARRIER, K_BARRIER)
 #endif
 #ifdef GASP_UPC_FENCE
-  case GASP_UPC_FENCE: kind = K_FENCE; break;
+    TAG(GASP_UPC_FENCE, K_FENCE)
 #endif
 #ifdef GASP_UPC_FORALL
-  case GASP_UPC_FORALL: kind = K_FORALL; break;
+    TAG(GASP_UPC_FORALL, K_FORALL)
 #endif
 #ifdef GASP_UPC_GLOBAL_ALLOC
-  case GASP_UPC_GLOBAL_ALLOC:
-    kind = K_GLOBAL_ALLOC; a[n++] = A_SIZE(ap); a[n++] = A_SIZE(ap); if (end) A_PTS(ap);
-    break;
+    TAG(GASP_UPC_GLOBAL_ALLOC, K_GLOBAL_ALLOC)
 #endif
 #ifdef GASP_UPC_ALL_ALLOC
-  case GASP_UPC_ALL_ALLOC:
-    kind = K_ALL_ALLOC; a[n++] = A_SIZE(ap); a[n++] = A_SIZE(ap); if (end) A_PTS(ap);
-    break;
+    TAG(GASP_UPC_ALL_ALLOC, K_ALL_ALLOC)
 #endif
 #ifdef GASP_UPC_ALLOC
-  case GASP_UPC_ALLOC: kind = K_ALLOC; a[n++] = A_SIZE(ap); if (end) A_PTS(ap); break;
+    TAG(GASP_UPC_ALLOC, K_ALLOC)
 #endif
 #ifdef GASP_UPC_FREE
-  case GASP_UPC_FREE: kind = K_FREE; A_PTS(ap); break;
+    TAG(GASP_UPC_FREE, K_FREE)
 #endif
 #ifdef GASP_UPC_GLOBAL_LOCK_ALLOC
-  case GASP_UPC_GLOBAL_LOCK_ALLOC: kind = K_GLOBAL_LOCK_ALLOC; if (end) A_PTS(ap); break;
+    TAG(GASP_UPC_GLOBAL_LOCK_ALLOC, K_GLOBAL_LOCK_ALLOC)
 #endif
 #ifdef GASP_UPC_ALL_LOCK_ALLOC
-  case GASP_UPC_ALL_LOCK_ALLOC: kind = K_ALL_LOCK_ALLOC; if (end) A_PTS(ap); break;
+    TAG(GASP_UPC_ALL_LOCK_ALLOC, K_ALL_LOCK_ALLOC)
 #endif
 #ifdef GASP_UPC_LOCK_FREE
-  case GASP_UPC_LOCK_FREE: kind = K_LOCK_FREE; A_PTS(ap); break;
+    TAG(GASP_UPC_LOCK_FREE, K_LOCK_FREE)
 #endif
 #ifdef GASP_UPC_LOCK
-  case GASP_UPC_LOCK: kind = K_LOCK; A_PTS(ap); break;
+    TAG(GASP_UPC_LOCK, K_LOCK)
 #endif
 #ifdef GASP_UPC_LOCK_ATTEMPT
-  case GASP_UPC_LOCK_ATTEMPT: kind = K_LOCK_ATTEMPT; A_PTS(ap); if (end) a[n++] = A_INT(ap); break;
+    TAG(GASP_UPC_LOCK_ATTEMPT, K_LOCK_ATTEMPT)
 #endif
 #ifdef GASP_UPC_UNLOCK
-  case GASP_UPC_UNLOCK: kind = K_UNLOCK; A_PTS(ap); break;
+    TAG(GASP_UPC_UNLOCK, K_UNLOCK)
 #endif
 #ifdef GASP_UPC_MEMCPY
-  case GASP_UPC_MEMCPY: kind = K_MEMCPY; A_PTS(ap); A_PTS(ap); a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_MEMCPY, K_MEMCPY)
 #endif
 #ifdef GASP_UPC_MEMGET
-  case GASP_UPC_MEMGET: kind = K_MEMGET; a[n++] = A_PTR(ap); A_PTS(ap); a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_MEMGET, K_MEMGET)
 #endif
 #ifdef GASP_UPC_MEMPUT
-  case GASP_UPC_MEMPUT: kind = K_MEMPUT; A_PTS(ap); a[n++] = A_PTR(ap); a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_MEMPUT, K_MEMPUT)
 #endif
 #ifdef GASP_UPC_MEMSET
-  case GASP_UPC_MEMSET: kind = K_MEMSET; A_PTS(ap); a[n++] = A_INT(ap); a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_MEMSET, K_MEMSET)
 #endif
 #ifdef GASP_UPC_GET
-  case GASP_UPC_GET:
-    kind = K_GET; a[n++] = A_INT(ap); a[n++] = A_PTR(ap); A_PTS(ap); a[n++] = A_SIZE(ap);
-    break;
+    TAG(GASP_UPC_GET, K_GET)
 #endif
 #ifdef GASP_UPC_PUT
-  case GASP_UPC_PUT:
-    kind = K_PUT; a[n++] = A_INT(ap); A_PTS(ap); a[n++] = A_PTR(ap); a[n++] = A_SIZE(ap);
-    break;
+    TAG(GASP_UPC_PUT, K_PUT)
 #endif
 #ifdef GASP_UPC_NB_GET_INIT
-  case GASP_UPC_NB_GET_INIT:
-    kind = K_NB_GET_INIT; a[n++] = A_INT(ap); a[n++] = A_PTR(ap); A_PTS(ap); a[n++] = A_SIZE(ap);
-    if (end) a[n++] = A_HANDLE(ap);
-    break;
+    TAG(GASP_UPC_NB_GET_INIT, K_NB_GET_INIT)
 #endif
 #ifdef GASP_UPC_NB_GET_DATA
-  case GASP_UPC_NB_GET_DATA: kind = K_NB_GET_DATA; a[n++] = A_HANDLE(ap); break;
+    TAG(GASP_UPC_NB_GET_DATA, K_NB_GET_DATA)
 #endif
 #ifdef GASP_UPC_NB_PUT_INIT
-  case GASP_UPC_NB_PUT_INIT:
-    kind = K_NB_PUT_INIT; a[n++] = A_INT(ap); A_PTS(ap); a[n++] = A_PTR(ap); a[n++] = A_SIZE(ap);
-    if (end) a[n++] = A_HANDLE(ap);
-    break;
+    TAG(GASP_UPC_NB_PUT_INIT, K_NB_PUT_INIT)
 #endif
 #ifdef GASP_UPC_NB_PUT_DATA
-  case GASP_UPC_NB_PUT_DATA: kind = K_NB_PUT_DATA; a[n++] = A_HANDLE(ap); break;
+    TAG(GASP_UPC_NB_PUT_DATA, K_NB_PUT_DATA)
 #endif
 #ifdef GASP_UPC_NB_SYNC
-  case GASP_UPC_NB_SYNC: kind = K_NB_SYNC; a[n++] = A_HANDLE(ap); break;
+    TAG(GASP_UPC_NB_SYNC, K_NB_SYNC)
 #endif
 #ifdef GASP_UPC_CACHE_MISS
-  case GASP_UPC_CACHE_MISS: kind = K_CACHE_MISS; a[n++] = A_SIZE(ap); a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_CACHE_MISS, K_CACHE_MISS)
 #endif
 #ifdef GASP_UPC_CACHE_HIT
-  case GASP_UPC_CACHE_HIT: kind = K_CACHE_HIT; a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_CACHE_HIT, K_CACHE_HIT)
 #endif
 #ifdef GASP_UPC_CACHE_INVALIDATE
-  case GASP_UPC_CACHE_INVALIDATE: kind = K_CACHE_INVALIDATE; a[n++] = A_SIZE(ap); break;
+    TAG(GASP_UPC_CACHE_INVALIDATE, K_CACHE_INVALIDATE)
 #endif
-#define COLLECTIVE(TAG, K)                                                      \
-  case TAG: kind = K; A_PTS(ap); A_PTS(ap); a[n++] = A_SIZE(ap); a[n++] = A_INT(ap); break;
 #ifdef GASP_UPC_ALL_BROADCAST
-  COLLECTIVE(GASP_UPC_ALL_BROADCAST, K_ALL_BROADCAST)
+    TAG(GASP_UPC_ALL_BROADCAST, K_ALL_BROADCAST)
 #endif
 #ifdef GASP_UPC_ALL_SCATTER
-  COLLECTIVE(GASP_UPC_ALL_SCATTER, K_ALL_SCATTER)
+    TAG(GASP_UPC_ALL_SCATTER, K_ALL_SCATTER)
 #endif
 #ifdef GASP_UPC_ALL_GATHER
-  COLLECTIVE(GASP_UPC_ALL_GATHER, K_ALL_GATHER)
+    TAG(GASP_UPC_ALL_GATHER, K_ALL_GATHER)
 #endif
 #ifdef GASP_UPC_ALL_GATHER_ALL
-  COLLECTIVE(GASP_UPC_ALL_GATHER_ALL, K_ALL_GATHER_ALL)
+    TAG(GASP_UPC_ALL_GATHER_ALL, K_ALL_GATHER_ALL)
 #endif
 #ifdef GASP_UPC_ALL_EXCHANGE
-  COLLECTIVE(GASP_UPC_ALL_EXCHANGE, K_ALL_EXCHANGE)
+    TAG(GASP_UPC_ALL_EXCHANGE, K_ALL_EXCHANGE)
 #endif
 #ifdef GASP_UPC_ALL_PERMUTE
-  case GASP_UPC_ALL_PERMUTE:
-    kind = K_ALL_PERMUTE; A_PTS(ap); A_PTS(ap); A_PTS(ap); a[n++] = A_SIZE(ap); a[n++] = A_INT(ap);
-    break;
+    TAG(GASP_UPC_ALL_PERMUTE, K_ALL_PERMUTE)
 #endif
-#define REDUCTION(TAG, K)                                                       \
-  case TAG:                                                                     \
-    kind = K; A_PTS(ap); A_PTS(ap); a[n++] = A_INT(ap); a[n++] = A_SIZE(ap);    \
-    a[n++] = A_SIZE(ap); a[n++] = A_PTR(ap); a[n++] = A_INT(ap); a[n++] = A_INT(ap); \
-    break;
 #ifdef GASP_UPC_ALL_REDUCE
-  REDUCTION(GASP_UPC_ALL_REDUCE, K_ALL_REDUCE)
+    TAG(GASP_UPC_ALL_REDUCE, K_ALL_REDUCE)
 #endif
 #ifdef GASP_UPC_ALL_PREFIX_REDUCE
-  REDUCTION(GASP_UPC_ALL_PREFIX_REDUCE, K_ALL_PREFIX_REDUCE)
+    TAG(GASP_UPC_ALL_PREFIX_REDUCE, K_ALL_PREFIX_REDUCE)
 #endif
-  default: {
-    unsigned i = evttag - GASP_UPC_USEREVT_START;
-    const unsigned char *s;
-    if (evttag < GASP_UPC_USEREVT_START || i >= USER_SLOTS ||
-        !(s = __atomic_load_n(&user_schema[i], __ATOMIC_ACQUIRE))) {
-      c->unknown_tags++; /* the spec: unknown tags are ignored */
-      return;
-    }
-    kind = GASPARD_K_USER;
-    user = evttag;
-    if (s == unreadable_schema) {
-      flags |= GASPARD_FLAG_ARGS_UNREAD;
-    } else {
-      memset(fbits, 0, sizeof fbits);
-      n = read_user_args(s, a, fbits, ap);
-      fmask = fbits;
-    }
+#undef TAG
+    {0, 0} /* end; never matched (kind 0) */
+};
+
+#define TAG_BITS 8
+#define TAG_SLOTS (1u << TAG_BITS)
+_Static_assert(sizeof tag_list / sizeof tag_list[0] < TAG_SLOTS / 2, "the tag table stays sparse");
+/* Open addressing; an empty slot has kind 0 (which the dispatch takes for an
+ * unknown tag, so that tag 0 needs no test of its own). */
+static struct {
+  uint32_t tag, kind;
+} tag_table[TAG_SLOTS];
+
+static inline unsigned tag_hash(unsigned tag) { return (tag * 0x9e3779b1u) >> (32 - TAG_BITS); }
+
+__attribute__((constructor)) static void build_tag_table(void) {
+  for (unsigned i = 0; tag_list[i].kind; i++) {
+    unsigned h = tag_hash(tag_list[i].tag);
+    while (tag_table[h].kind) h = (h + 1) % TAG_SLOTS;
+    tag_table[h].tag = tag_list[i].tag;
+    tag_table[h].kind = tag_list[i].kind;
   }
-  }
-  if (hook) flags |= GASPARD_FLAG_PTS_RESOLVED;
-  gaspard_emit(c, ts, kind, phase, flags, filename, linenum, colnum, user, fmask, a, n);
 }
 
+/* The kind of a tag not in its first slot, or 0 for a tag of no kind. */
+static __attribute__((noinline, cold)) unsigned kind_of_tag_slow(unsigned tag) {
+  for (unsigned i = 0; tag_list[i].kind; i++)
+    if (tag_list[i].tag == tag) return tag_list[i].kind;
+  return 0;
+}
+
+/* With `fast` set, 0 rather than a call for a tag not in its first slot. */
+static inline __attribute__((always_inline)) unsigned kind_of_tag(unsigned tag, const int fast) {
+  unsigned h = tag_hash(tag);
+  if (__builtin_expect(tag_table[h].tag == tag, 1) && (fast || tag_table[h].kind))
+    return tag_table[h].kind;
+  return fast ? 0 : kind_of_tag_slow(tag);
+}
+
+/* --- Recording ---------------------------------------------------------------- */
+
+/* Bails out of a fast body: the caller records the event the full way. */
+#define SLOW(r)                                                                 \
+  do {                                                                          \
+    ARGS_CLOSE(r);                                                              \
+    return 0;                                                                   \
+  } while (0)
+
+/* A user event: its varargs read by its schema. */
+static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uint64_t ts,
+                                                             unsigned evttag, unsigned phase,
+                                                             const char *filename, int linenum,
+                                                             int colnum, args_t *r, const int fast) {
+  const unsigned char *s =
+      __atomic_load_n(&user_schema[evttag - GASP_UPC_USEREVT_START], __ATOMIC_ACQUIRE);
+  if (__builtin_expect(s == NULL, 0)) {
+    if (fast) return 0;
+    c->unknown_tags++; /* the spec: unknown tags are ignored */
+    return 1;
+  }
+  unsigned flags = gaspard_upc_resolve_pts ? GASPARD_FLAG_PTS_RESOLVED : 0, n = 0;
+#ifdef SYSV_ARGS
+  uint64_t w = __atomic_load_n(&user_words[evttag - GASP_UPC_USEREVT_START], __ATOMIC_RELAXED);
+#endif
+  uint64_t a[MAX_ARGS];
+  uint64_t fbits[(MAX_ARGS + 63) / 64];
+  const uint64_t *fmask = NULL;
+  if (__builtin_expect(s == unreadable_schema, 0)) {
+    if (fast) return 0;
+    flags |= GASPARD_FLAG_ARGS_UNREAD;
+#ifdef SYSV_ARGS
+  } else if (w != 0) {
+    /* Words in the order of the schema, as read_user_args reads them. */
+    fbits[0] = w >> 32; /* at most 16 words: the encoder reads no other */
+    for (uint32_t k = (uint32_t)w; k; k >>= 2, n++) {
+      if ((k & 3) == 3) {
+        double d = A_DOUBLE(r);
+        memcpy(&a[n], &d, 8);
+      } else {
+        uint64_t v = arg_word(r);
+        a[n] = (k & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
+      }
+    }
+    fmask = fbits;
+#endif
+  } else {
+    memset(fbits, 0, sizeof fbits);
+    n = read_user_args(s, a, fbits, r, fast);
+    if (fast && n == READ_NEEDS_CALL) return 0;
+    fmask = fbits;
+  }
+#define EMIT_USER(words)                                                         \
+  gaspard_emit_body(c, ts, GASPARD_K_USER, phase, flags, filename, linenum, colnum, evttag, fmask, \
+                    a, words, fast)
+  if (fast) {
+    /* A few words: encoded by code that knows how many. */
+    switch (n) {
+    case 1: return EMIT_USER(1);
+    case 2: return EMIT_USER(2);
+    case 3: return EMIT_USER(3);
+    case 4: return EMIT_USER(4);
+    default: break;
+    }
+  }
+  return EMIT_USER(n);
+#undef EMIT_USER
+}
+
+/* Decodes one event's varargs and records it into `c`, a context of this
+ * thread with measurement on. With `fast` set, calls no function and returns
+ * 0, having done nothing, when the event needs one (see gaspard_emit_body);
+ * else returns 1. */
+enum { ANY_EVENT, SYSTEM_EVENT, USER_EVENT }; /* what record_body may be given */
+#ifdef SYSV_ARGS
+#define BODY_INLINE inline __attribute__((always_inline))
+#else
+#define BODY_INLINE inline /* va_copy: GCC will not force the inlining */
+#endif
+static BODY_INLINE int record_body(gaspard_ctx *c, unsigned evttag,
+                                                             unsigned phase, const char *filename,
+                                                             int linenum, int colnum, va_list ap,
+                                                             const int fast, const int which) {
+  uint64_t ts;
+  if (fast) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_expect(!gaspard_clock_is_tsc, 0)) return 0; /* the clock is a call */
+    ts = __rdtsc();
+#else
+    ts = gaspard_now();
+#endif
+    uint8_t *p = c->cur;
+    if (__builtin_expect(phase > GASP_ATOMIC || p == NULL || (size_t)(c->end - p) < GASPARD_MARGIN, 0))
+      return 0;
+  } else {
+    ts = gaspard_now();
+    if (__builtin_expect(phase > GASP_ATOMIC, 0)) {
+      c->unknown_tags++;
+      return 1;
+    }
+    if (__builtin_expect(gaspard_reserve(c) == NULL, 0)) return 1;
+  }
+  args_t r;
+  ARGS_OPEN(r, ap);
+#ifdef SYSV_ARGS
+  /* From the GASP entry points, every integer word is in the overflow area:
+   * the fast body reads them there without a test each. */
+  if (fast && __builtin_expect(r.gp < 48, 0)) SLOW(r);
+#endif
+  if (which == USER_EVENT || (which == ANY_EVENT && evttag - GASP_UPC_USEREVT_START < USER_SLOTS)) {
+    int done = record_user(c, ts, evttag, phase, filename, linenum, colnum, &r, fast);
+    ARGS_CLOSE(r);
+    return done;
+  }
+  unsigned end = phase == GASP_END, n = 0, kind = kind_of_tag(evttag, fast);
+  uint64_t a[16];
+  resolve_fn hook = gaspard_upc_resolve_pts;
+  if (fast && __builtin_expect(hook != NULL, 0)) SLOW(r);
+  /* System kinds are below 128: the encoder's tests for user events and
+   * shared slots fold away. In a fast body, each case encodes on its own,
+   * its number of words known. */
+#define EMIT_SYSTEM()                                                           \
+  gaspard_emit_body(c, ts, kind & 127, phase, hook ? GASPARD_FLAG_PTS_RESOLVED : 0, filename, \
+                    linenum, colnum, 0, NULL, a, n, fast)
+#define END_CASE                                                                \
+  if (fast) {                                                                   \
+    ARGS_CLOSE(r);                                                              \
+    return EMIT_SYSTEM();                                                       \
+  }                                                                             \
+  break
+  switch (kind) {
+  case K_C_FUNC:
+    if (fast) SLOW(r);
+    a[n++] = gaspard_define_string(c, A_STR(&r));
+    END_CASE;
+  case K_C_MALLOC: a[n++] = A_SIZE(&r); if (end) a[n++] = A_PTR(&r); END_CASE;
+  case K_C_REALLOC:
+    a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); if (end) a[n++] = A_PTR(&r);
+    END_CASE;
+  case K_C_FREE: a[n++] = A_PTR(&r); END_CASE;
+  case K_COLLECTIVE_EXIT: a[n++] = A_INT(&r); END_CASE;
+  case K_NONCOLLECTIVE_EXIT: a[n++] = A_INT(&r); END_CASE;
+  case K_NOTIFY:
+  case K_WAIT:
+  case K_BARRIER: a[n++] = A_INT(&r); a[n++] = A_INT(&r); END_CASE;
+  case K_FENCE: END_CASE;
+  case K_FORALL: END_CASE;
+  case K_GLOBAL_ALLOC:
+  case K_ALL_ALLOC: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); if (end) A_PTS(&r); END_CASE;
+  case K_ALLOC: a[n++] = A_SIZE(&r); if (end) A_PTS(&r); END_CASE;
+  case K_FREE: A_PTS(&r); END_CASE;
+  case K_GLOBAL_LOCK_ALLOC:
+  case K_ALL_LOCK_ALLOC: if (end) A_PTS(&r); END_CASE;
+  case K_LOCK_FREE:
+  case K_LOCK: A_PTS(&r); END_CASE;
+  case K_LOCK_ATTEMPT: A_PTS(&r); if (end) a[n++] = A_INT(&r); END_CASE;
+  case K_UNLOCK: A_PTS(&r); END_CASE;
+  case K_MEMCPY: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMGET: a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMPUT: A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_MEMSET: A_PTS(&r); a[n++] = A_INT(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_GET: a[n++] = A_INT(&r); a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_PUT: a[n++] = A_INT(&r); A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_NB_GET_INIT:
+    a[n++] = A_INT(&r); a[n++] = A_PTR(&r); A_PTS(&r); a[n++] = A_SIZE(&r);
+    if (end) a[n++] = A_HANDLE(&r);
+    END_CASE;
+  case K_NB_GET_DATA: a[n++] = A_HANDLE(&r); END_CASE;
+  case K_NB_PUT_INIT:
+    a[n++] = A_INT(&r); A_PTS(&r); a[n++] = A_PTR(&r); a[n++] = A_SIZE(&r);
+    if (end) a[n++] = A_HANDLE(&r);
+    END_CASE;
+  case K_NB_PUT_DATA:
+  case K_NB_SYNC: a[n++] = A_HANDLE(&r); END_CASE;
+  case K_CACHE_MISS: a[n++] = A_SIZE(&r); a[n++] = A_SIZE(&r); END_CASE;
+  case K_CACHE_HIT:
+  case K_CACHE_INVALIDATE: a[n++] = A_SIZE(&r); END_CASE;
+  case K_ALL_BROADCAST:
+  case K_ALL_SCATTER:
+  case K_ALL_GATHER:
+  case K_ALL_GATHER_ALL:
+  case K_ALL_EXCHANGE: A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); a[n++] = A_INT(&r); END_CASE;
+  case K_ALL_PERMUTE:
+    A_PTS(&r); A_PTS(&r); A_PTS(&r); a[n++] = A_SIZE(&r); a[n++] = A_INT(&r);
+    END_CASE;
+  case K_ALL_REDUCE:
+  case K_ALL_PREFIX_REDUCE:
+    A_PTS(&r); A_PTS(&r); a[n++] = A_INT(&r); a[n++] = A_SIZE(&r);
+    a[n++] = A_SIZE(&r); a[n++] = A_PTR(&r); a[n++] = A_INT(&r); a[n++] = A_INT(&r);
+    END_CASE;
+  default:
+    if (fast) SLOW(r);
+    c->unknown_tags++; /* the spec: unknown tags are ignored */
+    ARGS_CLOSE(r);
+    return 1;
+  }
+  ARGS_CLOSE(r);
+  return EMIT_SYSTEM();
+#undef EMIT_SYSTEM
+#undef END_CASE
+}
+
+/* The full way, for events the fast bodies leave and all events while
+ * filters are on (so not optimized for size). */
+static __attribute__((noinline)) void record_slow(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+  (void)record_body(c, evttag, phase, filename, linenum, colnum, ap, 0, ANY_EVENT);
+}
+
+/* The fast bodies, else the full way; user events apart, so that the system
+ * events' path keeps few registers and a small frame. Out of line: the entry
+ * points' test of measurement stays a few instructions. */
+static __attribute__((noinline)) void record_user_event(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+  if (__builtin_expect(!record_body(c, evttag, phase, filename, linenum, colnum, ap, 1, USER_EVENT),
+                       0))
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+static __attribute__((noinline)) void record_system_event(gaspard_ctx *c, unsigned evttag,
+                                                          unsigned phase, const char *filename,
+                                                          int linenum, int colnum, va_list ap) {
+  if (__builtin_expect(!record_body(c, evttag, phase, filename, linenum, colnum, ap, 1, SYSTEM_EVENT),
+                       0))
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
+                                                               unsigned phase,
+                                                               const char *filename, int linenum,
+                                                               int colnum, va_list ap) {
+  if (__builtin_expect(gaspard_filtering, 0)) /* the fast bodies take the filters to be off */
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+  else if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
+    record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+  else
+    record_system_event(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+/* The context of a call that did not pass this thread's own: this thread's,
+ * when measurement is on for it (a NULL, foreign or other thread's context
+ * never crashes the program). */
+static __attribute__((noinline, cold)) gaspard_ctx *other_context(gasp_context_t context) {
+  gaspard_ctx *c = gaspard_context_for_thread((gaspard_ctx *)context);
+  return c && c->on ? c : NULL;
+}
+
+static __attribute__((noinline, cold)) void record_other(gasp_context_t context, unsigned evttag,
+                                                         unsigned phase, const char *filename,
+                                                         int linenum, int colnum, va_list ap) {
+  gaspard_ctx *c = other_context(context);
+  if (c) record_event(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
+/* This thread's own context, given back: the common case. */
+static inline int own_context(gasp_context_t context) {
+  gaspard_ctx *c = (gaspard_ctx *)context;
+  return gaspard_ctx_valid(c) && c->owner == &gaspard_tls_marker;
+}
+
+/* The entry points test the context and its measurement flag first: an event
+ * not measured costs the test and the return. */
 EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
                                 const char *filename, int linenum, int colnum, va_list ap) {
-  gaspard_ctx *c = measuring(context);
-  if (c) record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
+  if (__builtin_expect(own_context(context), 1)) {
+    gaspard_ctx *c = (gaspard_ctx *)context;
+    if (__builtin_expect(c->on != 0, 1))
+      record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
+    return;
+  }
+  record_other(context, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
 }
 
 EXPORT void gasp_event_notify(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
                               const char *filename, int linenum, int colnum, ...) {
-  gaspard_ctx *c = measuring(context);
-  if (!c) return;
   va_list ap;
-  va_start(ap, colnum);
-  record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
+  if (__builtin_expect(own_context(context), 1)) {
+    gaspard_ctx *c = (gaspard_ctx *)context;
+    if (__builtin_expect(c->on == 0, 0)) return;
+    va_start(ap, colnum);
+    record_event(c, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
+  } else {
+    va_start(ap, colnum);
+    record_other(context, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
+  }
   va_end(ap);
 }
 
 /* pupc_event_* as functions, for code that calls them without the macros. */
 #define PUPC_EVENT(name, type)                                                  \
-  EXPORT void name(unsigned int evttag, ...) {                                      \
+  EXPORT void name(unsigned int evttag, ...) {                                  \
     va_list ap;                                                                 \
     va_start(ap, evttag);                                                       \
-    gaspard_ctx *c = measuring(gaspard_pupc_context());                         \
-    if (c) record_event(c, evttag, type, NULL, 0, 0, ap);                       \
+    gasp_event_notifyVA(gaspard_pupc_context(), evttag, type, NULL, 0, 0, ap);  \
     va_end(ap);                                                                 \
   }
 PUPC_EVENT(pupc_event_start, GASP_START)

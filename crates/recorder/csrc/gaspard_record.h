@@ -103,8 +103,8 @@ typedef struct gaspard_enc {
   uint32_t last_kind;  /* 0xffffffff: none yet */
   uint32_t last_site;
   uint64_t last_user;
-  const char *last_file; /* the last callsite's key, to skip the cache */
-  uint32_t last_line, last_col; /* last_line 0xffffffff: none */
+  const char *last_file; /* the last callsite's key (column as given), to skip the */
+  uint32_t last_line, last_col; /* cache; a chunk starts with a file no event has */
   gaspard_prev_kind prev[128 + 8]; /* kinds 0..127, then 256..263 */
   gaspard_prev_kind shared[GASPARD_SHARED_SLOTS]; /* kinds from 512, `gen` holding the kind */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
@@ -125,16 +125,19 @@ typedef struct gaspard_ctx {
   uint64_t filtered;      /* events left out by the filters */
 } gaspard_ctx;
 
-extern gaspard_ctx gaspard_contexts[GASPARD_MAX_CONTEXTS];
-extern __thread char gaspard_tls_marker __attribute__((tls_model("initial-exec")));
-extern int gaspard_clock_is_tsc;
+/* Hidden: defined in the same library (recorder.c), so the hot path reaches
+ * them directly rather than through the GOT. */
+#define GASPARD_HIDDEN __attribute__((visibility("hidden")))
+extern GASPARD_HIDDEN gaspard_ctx gaspard_contexts[GASPARD_MAX_CONTEXTS];
+extern GASPARD_HIDDEN __thread char gaspard_tls_marker __attribute__((tls_model("initial-exec")));
+extern GASPARD_HIDDEN int gaspard_clock_is_tsc;
 
 /* Filters by event name and callsite (GASPARD_EXCLUDE, GASPARD_INCLUDE,
  * GASPARD_EXCLUDE_SITES; crates/recorder/src/filter.rs). Off unless set:
  * then the hot path pays one load and one branch. */
 #define GASPARD_FILTER_KINDS 4096u
 #define GASPARD_FILTER_USERS 65536u
-extern int gaspard_filtering;
+extern GASPARD_HIDDEN int gaspard_filtering;
 /* Nonzero when the event is left out (and counted in c->filtered). */
 int gaspard_filtered(gaspard_ctx *c, unsigned kind, uint64_t user, const char *file, int line);
 
@@ -149,9 +152,14 @@ uint32_t gaspard_define_site(gaspard_ctx *c, const char *file, uint32_t line, ui
 uint32_t gaspard_define_string(gaspard_ctx *c, const void *ptr);
 void gaspard_define_user(gaspard_ctx *c, uint64_t id);
 
+_Static_assert(sizeof(gaspard_ctx) == 64, "a context is 64 bytes (gaspard_ctx_valid)");
+
+/* Whether `p` is one of gaspard_contexts: its offset rotated right by 6 bits
+ * (a slot's index, or a huge number when the offset is not a multiple of 64)
+ * is below the number of slots. */
 static inline int gaspard_ctx_valid(const void *p) {
   uintptr_t off = (uintptr_t)p - (uintptr_t)gaspard_contexts;
-  return off < sizeof(gaspard_contexts) && off % sizeof(gaspard_ctx) == 0;
+  return (off >> 6 | off << (8 * sizeof off - 6)) < GASPARD_MAX_CONTEXTS;
 }
 
 /* The context to record into: the one given when it belongs to this thread,
@@ -209,12 +217,14 @@ static inline uint8_t *gaspard_reserve(gaspard_ctx *c) {
   return p;
 }
 
-static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, int col) {
+/* The callsite of an event whose key differs from the last event's (the
+ * common case, the same key as the last event, is tested by the caller).
+ * The last key is kept with the column as given; the site table with the
+ * column clamped to 0..65535. */
+static inline uint32_t gaspard_site_miss(gaspard_ctx *c, const char *file, int line, int col) {
   uint32_t l = (uint32_t)line, k = col < 0 ? 0 : (col > 65535 ? 65535 : (uint32_t)col);
   gaspard_enc *e = c->enc;
-  if (__builtin_expect(file == e->last_file && l == e->last_line && k == e->last_col, 1))
-    return e->last_site;
-  e->last_file = file, e->last_line = l, e->last_col = k;
+  e->last_file = file, e->last_line = l, e->last_col = (uint32_t)col;
   if (!file && !l && !k) return 0;
   gaspard_site_slot *s =
       &e->sites[((uintptr_t)file * 31u + l * 7u + k) % GASPARD_SITE_SLOTS];
@@ -227,24 +237,59 @@ static inline uint32_t gaspard_site(gaspard_ctx *c, const char *file, int line, 
  * publishes it. `user` is the user event's id for GASPARD_K_USER; `fmask`,
  * NULL or a bitmap of GASPARD_MAX_ARGS bits, marks the argument words that
  * are doubles (to be XOR-coded, as the decoder infers from the format);
- * `args` holds `n` words (the user id not among them). */
-static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase,
-                                unsigned flags, const char *file, int line, int col,
-                                uint64_t user, const uint64_t *fmask,
-                                const uint64_t *args, unsigned n) {
-  if (__builtin_expect(gaspard_filtering, 0) && gaspard_filtered(c, kind, user, file, line)) return;
+ * `args` holds `n` words (the user id not among them).
+ *
+ * The common case runs straight through: the callsite's key is the last
+ * event's (then the site is the last one, and the chunk has begun: a chunk
+ * starts with a key no event has), the kind is the last one, the arguments
+ * those of the previous event of the kind, and the time delta one byte.
+ *
+ * With `fast` set, the body calls no function: it returns 0, having done
+ * nothing, when the event needs a call (a callsite other than the last one,
+ * a user event not yet defined in this chunk); the caller then records it
+ * with gaspard_emit. Otherwise it returns 1. The caller of a fast body has
+ * seen the filters off (gaspard_filtering 0). */
+static inline __attribute__((always_inline)) int gaspard_emit_body(
+    gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase, unsigned flags, const char *file,
+    int line, int col, uint64_t user, const uint64_t *fmask, const uint64_t *args, unsigned n,
+    const int fast) {
+  if (!fast && __builtin_expect(gaspard_filtering, 0) && gaspard_filtered(c, kind, user, file, line))
+    return 1;
   gaspard_enc *e = c->enc;
-  uint32_t site = gaspard_site(c, file, line, col);
   int is_user = kind == GASPARD_K_USER;
+  unsigned op = phase;
+  uint32_t site;
+  if (__builtin_expect(file == e->last_file && (uint32_t)line == e->last_line &&
+                           (uint32_t)col == e->last_col, 1)) {
+    site = e->last_site;
+    op |= GASPARD_OP_SAME_SITE;
+  } else {
+    if (fast) return 0;
+    site = gaspard_site_miss(c, file, line, col);
+    if (site == e->last_site) op |= GASPARD_OP_SAME_SITE; /* never on a chunk's first event */
+    e->last_site = site;
+    if (e->events == 0) e->base_ts = e->last_ts = ts;
+  }
+  gaspard_prev_user *up = NULL;
   if (is_user) {
-    gaspard_user_slot *u = &e->users[user % GASPARD_USER_SLOTS];
-    if (u->gen != e->gen || u->id != user) gaspard_define_user(c, user);
+    /* The previous arguments' slot names this user event in this chunk only
+     * after an event of it, which defined it in the chunk; and another user
+     * event taking the definition's slot takes this one too. So the
+     * definition is looked at only when this slot names another. */
+    up = &e->uprev[user % GASPARD_USER_SLOTS];
+    if (__builtin_expect(up->gen != e->gen || up->id != user, 0)) {
+      gaspard_user_slot *u = &e->users[user % GASPARD_USER_SLOTS];
+      if (u->gen != e->gen || u->id != user) {
+        if (fast) return 0;
+        gaspard_define_user(c, user);
+      }
+      up->gen = e->gen;
+      up->id = user;
+      up->n = 0;
+    }
   }
   uint8_t *p = c->cur;
-  if (e->events == 0) e->base_ts = e->last_ts = ts;
-  unsigned op = phase;
   if (e->last_kind == kind && (!is_user || e->last_user == user)) op |= GASPARD_OP_SAME_KIND;
-  if (site == e->last_site) op |= GASPARD_OP_SAME_SITE; /* never on a chunk's first event */
   if (__builtin_expect(flags != 0, 0)) {
     if (flags & GASPARD_FLAG_PTS_RESOLVED) op |= GASPARD_OP_RESOLVED;
     if (flags & GASPARD_FLAG_ARGS_UNREAD) op |= GASPARD_OP_UNREAD;
@@ -252,13 +297,7 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
   uint64_t *pw;
   uint32_t *pn, cap;
   if (is_user) {
-    gaspard_prev_user *s = &e->uprev[user % GASPARD_USER_SLOTS];
-    if (s->gen != e->gen || s->id != user) {
-      s->gen = e->gen;
-      s->id = user;
-      s->n = 0;
-    }
-    pw = s->w, pn = &s->n, cap = GASPARD_USER_WORDS;
+    pw = up->w, pn = &up->n, cap = GASPARD_USER_WORDS;
   } else if (kind >= GASPARD_SHARED_FIRST) {
     gaspard_prev_kind *s = &e->shared[kind % GASPARD_SHARED_SLOTS];
     if (s->gen != kind) s->gen = kind, s->n = 0; /* emptied at each chunk too */
@@ -268,8 +307,8 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     gaspard_prev_kind *s = &e->prev[kind < 128 ? kind : 128 + ((kind - 256) & 7)];
     pw = s->w, pn = &s->n, cap = GASPARD_KIND_WORDS;
   }
-  unsigned same = 0;
-  if (*pn == n) {
+  unsigned known = *pn, same = 0;
+  if (known == n) {
     uint64_t diff = 0;
     switch (n) { /* unrolled: most events have a handful of words */
     default:
@@ -286,9 +325,8 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     case 0: break;
     }
     same = diff == 0;
+    op |= same ? GASPARD_OP_SAME_ARGS : GASPARD_OP_SAME_NARGS;
   }
-  if (same) op |= GASPARD_OP_SAME_ARGS;
-  else if (*pn == n) op |= GASPARD_OP_SAME_NARGS;
   if (__builtin_expect(ts < e->last_ts, 0)) {
     /* Time went backwards (another core's clock): deltas restart from here. */
     *p++ = GASPARD_DEF_TIME;
@@ -296,15 +334,18 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     e->last_ts = ts;
   }
   *p++ = (uint8_t)op;
-  if (!(op & GASPARD_OP_SAME_KIND)) {
+  if (__builtin_expect(!(op & GASPARD_OP_SAME_KIND), 0)) {
     p = gaspard_put_u64(p, kind);
     if (is_user) p = gaspard_put_u64(p, user);
   }
-  if (!(op & GASPARD_OP_SAME_SITE)) p = gaspard_put_u64(p, site);
-  p = gaspard_put_u64(p, ts - e->last_ts);
+  if (__builtin_expect(!(op & GASPARD_OP_SAME_SITE), 0)) p = gaspard_put_u64(p, site);
+  uint64_t dt = ts - e->last_ts;
+  if (__builtin_expect(dt < 0x80, 1))
+    *p++ = (uint8_t)dt;
+  else
+    p = gaspard_put_u64(p, dt);
   if (!same) {
     if (!(op & GASPARD_OP_SAME_NARGS)) p = gaspard_put_u64(p, n);
-    unsigned known = *pn;
     if (!fmask) {
       for (unsigned i = 0; i < n; i++)
         p = gaspard_put_i64(p, (int64_t)(args[i] - (i < known ? pw[i] : 0)));
@@ -325,11 +366,17 @@ static inline __attribute__((always_inline)) void gaspard_emit(gaspard_ctx *c, u
     }
   }
   e->last_kind = kind;
-  e->last_user = user;
-  e->last_site = site;
+  if (is_user) e->last_user = user; /* read only after a user event */
   e->last_ts = ts;
   e->events++;
   __atomic_store_n(&c->cur, p, __ATOMIC_RELEASE);
+  return 1;
+}
+
+static inline __attribute__((always_inline)) void gaspard_emit(
+    gaspard_ctx *c, uint64_t ts, unsigned kind, unsigned phase, unsigned flags, const char *file,
+    int line, int col, uint64_t user, const uint64_t *fmask, const uint64_t *args, unsigned n) {
+  (void)gaspard_emit_body(c, ts, kind, phase, flags, file, line, col, user, fmask, args, n, 0);
 }
 
 #endif

@@ -17,6 +17,9 @@ unsigned gaspard_pts_bytes_value(void) { return gaspard_pts_bytes; }
 
 void gaspard_enc_reset(gaspard_enc *e);
 
+/* The file of the callsite key a chunk starts with: no event's. */
+static const char no_file[1];
+
 /* A fresh encoder, or NULL when memory is short. */
 gaspard_enc *gaspard_enc_new(void) {
   gaspard_enc *e = calloc(1, sizeof *e);
@@ -39,7 +42,7 @@ void gaspard_enc_reset(gaspard_enc *e) {
   e->last_user = 0;
   for (unsigned i = 0; i < sizeof e->prev / sizeof e->prev[0]; i++) e->prev[i].n = 0;
   for (unsigned i = 0; i < GASPARD_SHARED_SLOTS; i++) e->shared[i].n = 0;
-  e->last_file = NULL;
+  e->last_file = no_file; /* no event's key: the first event looks its site up */
   e->last_line = 0xffffffffu;
 }
 
