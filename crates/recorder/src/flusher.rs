@@ -249,6 +249,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
     }
     let mut notes = p.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     notes.extend(crate::filter::note(filtered));
+    notes.extend(crate::source_notes());
     let m = Manifest {
         host: p.host.clone(),
         pid: p.pid,
