@@ -17,6 +17,7 @@ static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 mod cc;
 mod compare;
+mod deps;
 mod mpi;
 
 /// gaspard records what each thread of a parallel program does (through the
@@ -258,7 +259,8 @@ const LAUNCHERS: [&str; 5] = ["mpirun", "mpiexec", "oshrun", "orterun", "cafrun"
 /// with Open MPI's liboshmem gets libgaspard_shmem.so, an MPI program (Coarray
 /// Fortran included) libgaspard_mpi.so. Each argument that
 /// names an executable file (the program itself, or the one a launcher
-/// starts) is asked with `ldd`.
+/// starts) has its libraries read from its ELF dynamic sections; `ldd` is
+/// asked only when that reading cannot tell.
 fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
     let mut needed = std::collections::BTreeSet::new();
     for a in cmd {
@@ -266,10 +268,15 @@ fn adapters_for(cmd: &[String], lib: &std::path::Path) -> Vec<PathBuf> {
         if !p.is_file() {
             continue;
         }
-        let Ok(out) = std::process::Command::new("ldd").arg(p).output() else {
-            continue;
+        let deps = match deps::libraries(p) {
+            Some(libs) => libs.join("\n"),
+            None => {
+                let Ok(out) = std::process::Command::new("ldd").arg(p).output() else {
+                    continue;
+                };
+                String::from_utf8_lossy(&out.stdout).into_owned()
+            }
         };
-        let deps = String::from_utf8_lossy(&out.stdout);
         if deps.contains("liboshmem") {
             needed.insert("libgaspard_shmem.so");
         } else if deps.contains("libmpi.so") || deps.contains("libcaf_mpi") {

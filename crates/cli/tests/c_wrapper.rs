@@ -346,3 +346,96 @@ fn very_frequent_short_functions_are_throttled() {
     let v = run("", "default");
     assert_eq!(function_events(&v, "tiny"), (30000, 30000));
 }
+
+const ALLOCATING: &str = r#"
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  long calls = atol(argv[1]);
+  long sum = 0;
+  for (long i = 0; i < calls; i++) {
+    char *p = malloc(16);
+    sum += (long)(p != 0);
+    free(p);
+  }
+  char *volatile big = malloc(1 << 20);
+  free(big);
+  return sum != calls;
+}
+"#;
+
+/// Counts the events of `kind` in `phase`.
+fn kind_events(v: &Value, kind: &str, phase: &str) -> usize {
+    events(v)
+        .iter()
+        .flat_map(|evs| evs.iter())
+        .filter(|e| e["kind"] == kind && e["phase"] == phase)
+        .count()
+}
+
+#[test]
+fn very_frequent_short_allocations_are_throttled_and_counted() {
+    let dir = tmp("throttle-alloc");
+    let src = dir.join("a.c");
+    std::fs::write(&src, ALLOCATING).unwrap();
+    let exe = dir.join("a");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args(["cc", "--profile", "--", "cc", "-O1"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = |throttle: &str, name: &str| {
+        let trace = dir.join(name);
+        let mut cmd = Command::new(&exe);
+        cmd.arg("30000")
+            .env("GASPARD_DIR", &trace)
+            .env_remove("GASPARD_THROTTLE")
+            .env_remove("LD_LIBRARY_PATH");
+        if !throttle.is_empty() {
+            cmd.env("GASPARD_THROTTLE", throttle);
+        }
+        assert!(cmd.status().unwrap().success());
+        dump(&trace)
+    };
+    // The loop's call sites: 1000 calls recorded each, then counted; the
+    // other call sites (called once) are recorded.
+    let v = run("1000,10", "on");
+    for kind in ["GASP_C_MALLOC", "GASP_C_FREE"] {
+        assert_eq!(kind_events(&v, kind, "START"), 1001, "{kind}");
+        assert_eq!(kind_events(&v, kind, "END"), 1001, "{kind}");
+    }
+    let notes: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let has = |what: &str| notes.iter().any(|n| n.contains(what));
+    assert!(
+        has("GASP_C_MALLOC at ") && has("no longer recorded on one thread after 1000 calls"),
+        "{notes:#?}"
+    );
+    assert!(
+        has("29000 calls for 464000 bytes not recorded (throttled on 1 thread"),
+        "{notes:#?}"
+    );
+    assert!(
+        has("GASP_C_FREE at ") && has("29000 calls not recorded"),
+        "{notes:#?}"
+    );
+    // Off: every call.
+    let v = run("off", "off");
+    assert_eq!(kind_events(&v, "GASP_C_MALLOC", "START"), 30001);
+    assert_eq!(kind_events(&v, "GASP_C_FREE", "END"), 30001);
+    assert!(!v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p.as_str().unwrap().contains("throttled")));
+}

@@ -8,6 +8,11 @@
  *   redirected here by the linker (-Wl,--wrap=malloc and so on); this
  *   library's own calls are not redirected.
  *
+ * Both are throttled (GASPARD_THROTTLE): a function, or a call site of
+ * malloc, realloc or free, called very often for very short times is no
+ * longer recorded on a thread; the manifest's notes say so, and for call
+ * sites how many calls (and bytes) were left out.
+ *
  * Events go to the calling thread's UPC-model context, as the spec's Section
  * 4 places C events under UPC's measurement control. A thread-local guard
  * keeps the tool from measuring itself. */
@@ -103,10 +108,35 @@ static __thread unsigned fn_depth __attribute__((tls_model("initial-exec")));
 static int thr_state; /* 0 not read yet, 1 on, 2 off */
 static uint64_t thr_calls, thr_ticks, thr_us;
 
+/* Throttling of allocation calls: per thread and per call site (the address
+ * malloc, realloc or free is called from) and kind, the rule of functions.
+ * Once a site is throttled its calls and bytes are counted, and the notes
+ * of the manifest give the counts (gaspard_note_source). */
+#define SITE_SLOTS 128 /* call sites per thread; more are recorded unthrottled */
+typedef struct {
+  void *site;
+  unsigned kind;
+  int throttled;
+  uint64_t calls, ticks;
+  /* From the throttling on; written by the owning thread, read by the notes. */
+  uint64_t skipped, skipped_bytes;
+  const char *name;
+} site_stat;
+typedef struct site_table {
+  struct site_table *next;
+  site_stat s[SITE_SLOTS];
+} site_table;
+static __thread site_table *sites __attribute__((tls_model("initial-exec")));
+static site_table *all_sites; /* every thread's table (never freed), for the notes */
+
 /* In a forked child, throttling starts over on the forking thread (the only
- * one left): the child's own trace names the functions it throttles. */
+ * one left): the child's own trace names the functions and call sites it
+ * throttles, and counts only its own calls. */
 static NO_INSTRUMENT void throttle_forked(void) {
   if (fn_stats) memset(fn_stats, 0, FN_SLOTS * sizeof *fn_stats);
+  for (site_table *t = all_sites; t; t = t->next)
+    for (unsigned i = 0; i < SITE_SLOTS; i++) t->s[i].skipped = t->s[i].skipped_bytes = 0;
+  if (sites) memset(sites->s, 0, sizeof sites->s);
 }
 
 __attribute__((constructor)) static NO_INSTRUMENT void throttle_setup(void) {
@@ -114,15 +144,16 @@ __attribute__((constructor)) static NO_INSTRUMENT void throttle_setup(void) {
 }
 
 int gaspard_throttle(uint64_t *calls, uint64_t *ticks, uint64_t *us);
+int gaspard_throttle_limits(uint64_t *calls, uint64_t *us);
 void gaspard_note(const char *msg);
 
-static NO_INSTRUMENT fn_stat *stat_of(void *fn) {
+/* Whether throttling is on (GASPARD_THROTTLE). */
+static inline NO_INSTRUMENT int throttling(void) {
   int state = __atomic_load_n(&thr_state, __ATOMIC_ACQUIRE);
-  if (state == 0) {
-    uint64_t c = 0, t = 0, us = 0;
-    if (gaspard_throttle(&c, &t, &us)) {
+  if (__builtin_expect(state == 0, 0)) {
+    uint64_t c = 0, us = 0;
+    if (gaspard_throttle_limits(&c, &us)) {
       thr_calls = c;
-      thr_ticks = t;
       thr_us = us;
       state = 1;
     } else {
@@ -130,7 +161,22 @@ static NO_INSTRUMENT fn_stat *stat_of(void *fn) {
     }
     __atomic_store_n(&thr_state, state, __ATOMIC_RELEASE);
   }
-  if (state != 1) return NULL;
+  return state == 1;
+}
+
+/* The limit in clock ticks, measured when first needed: by then the
+ * program has run a while, and the clock's rate is known without a wait. */
+static NO_INSTRUMENT uint64_t limit_ticks(void) {
+  uint64_t t = __atomic_load_n(&thr_ticks, __ATOMIC_RELAXED);
+  if (t) return t;
+  uint64_t c = 0, us = 0;
+  if (!gaspard_throttle(&c, &t, &us) || !t) t = 1;
+  __atomic_store_n(&thr_ticks, t, __ATOMIC_RELAXED);
+  return t;
+}
+
+static NO_INSTRUMENT fn_stat *stat_of(void *fn) {
+  if (!throttling()) return NULL;
   if (!fn_stats) {
     fn_stats = calloc(FN_SLOTS, sizeof *fn_stats);
     fn_stack = calloc(FN_DEPTH, sizeof *fn_stack);
@@ -183,17 +229,17 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
   gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
   fn_stat *st = fr ? fr->st : NULL;
-  if (st && st->fn == fn) {
+  if (st && st->fn == fn && !st->throttled) {
     st->calls++;
     st->ticks += ts - fr->start;
-    if (st->calls >= thr_calls && st->ticks < thr_ticks * st->calls) {
+    if (st->calls >= thr_calls && st->ticks < limit_ticks() * st->calls) {
       st->throttled = 1;
       char msg[512];
       snprintf(msg, sizeof msg,
                "function %s: no longer recorded on one thread after %llu calls of %.3f us on "
                "average (GASPARD_THROTTLE=%llu,%llu)",
                name_of(fn), (unsigned long long)st->calls,
-               (double)st->ticks / (double)st->calls * (double)thr_us / (double)thr_ticks,
+               (double)st->ticks / (double)st->calls * (double)thr_us / (double)limit_ticks(),
                (unsigned long long)thr_calls, (unsigned long long)thr_us);
       gaspard_note(msg);
     }
@@ -201,46 +247,170 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   leave();
 }
 
-static inline NO_INSTRUMENT void mem_event(gaspard_ctx *c, unsigned kind, unsigned phase,
-                                           const uint64_t *a, unsigned n) {
-  gaspard_emit(c, gaspard_now(), kind, phase, 0, NULL, 0, 0, 0, NULL, a, n);
+static const char *const kind_name[] = {"", "GASP_C_FUNC", "GASP_C_MALLOC", "GASP_C_REALLOC",
+                                        "GASP_C_FREE"};
+
+/* A call site's name: its function and offset, else its module and offset. */
+static NO_INSTRUMENT const char *site_name(void *site) {
+  Dl_info info;
+  char buf[300];
+  if (dladdr(site, &info) && info.dli_sname && info.dli_saddr) {
+    snprintf(buf, sizeof buf, "%s+0x%lx", info.dli_sname,
+             (unsigned long)((uintptr_t)site - (uintptr_t)info.dli_saddr));
+  } else if (info.dli_fname) {
+    const char *base = strrchr(info.dli_fname, '/');
+    snprintf(buf, sizeof buf, "%s+0x%lx", base ? base + 1 : info.dli_fname,
+             (unsigned long)((uintptr_t)site - (uintptr_t)info.dli_fbase));
+  } else {
+    snprintf(buf, sizeof buf, "%p", site);
+  }
+  const char *name = strdup(buf);
+  return name ? name : "?";
 }
 
+static size_t site_notes(char *out, size_t cap);
+void gaspard_note_source(size_t (*source)(char *out, size_t cap));
+
+/* This thread's statistics of the call site `site` for `kind`, or NULL
+ * (throttling off, or no room). */
+static inline NO_INSTRUMENT site_stat *site_of(void *site, unsigned kind) {
+  if (!throttling()) return NULL;
+  site_table *t = sites;
+  if (__builtin_expect(t == NULL, 0)) {
+    t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->next = __atomic_load_n(&all_sites, __ATOMIC_ACQUIRE);
+    while (!__atomic_compare_exchange_n(&all_sites, &t->next, t, 1, __ATOMIC_RELEASE,
+                                        __ATOMIC_ACQUIRE)) {}
+    sites = t;
+  }
+  unsigned h = (unsigned)((((uintptr_t)site >> 2) ^ kind) % SITE_SLOTS);
+  for (unsigned probe = 0; probe < 8; probe++) {
+    site_stat *st = &t->s[(h + probe) % SITE_SLOTS];
+    if (st->site == site && st->kind == kind) return st;
+    if (!st->site) {
+      st->kind = kind;
+      st->site = site;
+      return st;
+    }
+  }
+  return NULL;
+}
+
+/* A recorded call of `ticks`: throttles the site when it is due. */
+static NO_INSTRUMENT void site_done(site_stat *st, uint64_t ticks) {
+  st->calls++;
+  st->ticks += ticks;
+  if (st->calls < thr_calls || st->ticks >= limit_ticks() * st->calls) return;
+  st->name = site_name(st->site);
+  __atomic_store_n(&st->throttled, 1, __ATOMIC_RELEASE);
+  static int registered;
+  if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL)) gaspard_note_source(site_notes);
+  char msg[512];
+  snprintf(msg, sizeof msg,
+           "%s at %s: no longer recorded on one thread after %llu calls of %.3f us on average "
+           "(GASPARD_THROTTLE=%llu,%llu)",
+           kind_name[st->kind], st->name, (unsigned long long)st->calls,
+           (double)st->ticks / (double)st->calls * (double)thr_us / (double)limit_ticks(),
+           (unsigned long long)thr_calls, (unsigned long long)thr_us);
+  gaspard_note(msg);
+}
+
+/* A call left out: counted (relaxed stores: only this thread writes). */
+static inline NO_INSTRUMENT void site_skipped(site_stat *st, uint64_t bytes) {
+  __atomic_store_n(&st->skipped, st->skipped + 1, __ATOMIC_RELAXED);
+  if (bytes) __atomic_store_n(&st->skipped_bytes, st->skipped_bytes + bytes, __ATOMIC_RELAXED);
+}
+
+/* The notes: per throttled call site and kind, over all threads, the calls
+ * (and bytes) left out. */
+static NO_INSTRUMENT size_t site_notes(char *out, size_t cap) {
+  enum { MAXN = 256 };
+  struct {
+    void *site;
+    unsigned kind, threads;
+    const char *name;
+    uint64_t calls, bytes;
+  } sum[MAXN];
+  unsigned n = 0;
+  for (site_table *t = __atomic_load_n(&all_sites, __ATOMIC_ACQUIRE); t; t = t->next)
+    for (unsigned i = 0; i < SITE_SLOTS; i++) {
+      site_stat *st = &t->s[i];
+      if (!__atomic_load_n(&st->throttled, __ATOMIC_ACQUIRE) || !st->name) continue;
+      unsigned k = 0;
+      while (k < n && !(sum[k].site == st->site && sum[k].kind == st->kind)) k++;
+      if (k == n) {
+        if (n == MAXN) continue;
+        sum[k].site = st->site, sum[k].kind = st->kind, sum[k].name = st->name;
+        sum[k].threads = 0, sum[k].calls = 0, sum[k].bytes = 0;
+        n++;
+      }
+      sum[k].threads++;
+      sum[k].calls += __atomic_load_n(&st->skipped, __ATOMIC_RELAXED);
+      sum[k].bytes += __atomic_load_n(&st->skipped_bytes, __ATOMIC_RELAXED);
+    }
+  size_t used = 0;
+  for (unsigned k = 0; k < n && used < cap; k++) {
+    char bytes[64] = "";
+    if (sum[k].kind != K_C_FREE)
+      snprintf(bytes, sizeof bytes, " for %llu bytes", (unsigned long long)sum[k].bytes);
+    int w = snprintf(out + used, cap - used,
+                     "%s at %s: %llu calls%s not recorded (throttled on %u thread%s, "
+                     "GASPARD_THROTTLE=%llu,%llu)\n",
+                     kind_name[sum[k].kind], sum[k].name, (unsigned long long)sum[k].calls, bytes,
+                     sum[k].threads, sum[k].threads == 1 ? "" : "s",
+                     (unsigned long long)thr_calls, (unsigned long long)thr_us);
+    if (w < 0 || (size_t)w >= cap - used) break;
+    used += (size_t)w;
+  }
+  return used;
+}
+
+/* One allocation call, recorded as START and END unless its site is throttled. */
+#define ALLOC_CALL(KIND, SITE, BYTES, NS, NE, CALL)                                               \
+  gaspard_ctx *c = enter();                                                                       \
+  if (!c) {                                                                                       \
+    CALL;                                                                                         \
+  } else {                                                                                        \
+    site_stat *st = site_of(SITE, KIND);                                                          \
+    if (st && st->throttled) {                                                                    \
+      site_skipped(st, BYTES);                                                                    \
+      CALL;                                                                                       \
+    } else {                                                                                      \
+      uint64_t t0 = gaspard_now();                                                                \
+      gaspard_emit(c, t0, KIND, GASP_START, 0, NULL, 0, 0, 0, NULL, a, NS);                       \
+      CALL;                                                                                       \
+      uint64_t t1 = gaspard_now();                                                                \
+      SET_RESULT;                                                                                 \
+      if (gaspard_reserve(c)) gaspard_emit(c, t1, KIND, GASP_END, 0, NULL, 0, 0, 0, NULL, a, NE); \
+      if (st) site_done(st, t1 - t0);                                                             \
+    }                                                                                             \
+    leave();                                                                                      \
+  }
+
 EXPORT NO_INSTRUMENT void *__wrap_malloc(size_t nbytes) {
-  gaspard_ctx *c = enter();
-  if (!c) return malloc(nbytes);
+  void *r;
   uint64_t a[2] = {nbytes, 0};
-  mem_event(c, K_C_MALLOC, GASP_START, a, 1);
-  void *r = malloc(nbytes);
-  a[1] = (uint64_t)(uintptr_t)r;
-  if (gaspard_reserve(c)) mem_event(c, K_C_MALLOC, GASP_END, a, 2);
-  leave();
+#define SET_RESULT a[1] = (uint64_t)(uintptr_t)r
+  ALLOC_CALL(K_C_MALLOC, __builtin_return_address(0), nbytes, 1, 2, r = malloc(nbytes))
+#undef SET_RESULT
   return r;
 }
 
 EXPORT NO_INSTRUMENT void *__wrap_realloc(void *ptr, size_t size) {
-  gaspard_ctx *c = enter();
-  if (!c) return realloc(ptr, size);
+  void *r;
   uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, 0};
-  mem_event(c, K_C_REALLOC, GASP_START, a, 2);
-  void *r = realloc(ptr, size);
-  a[2] = (uint64_t)(uintptr_t)r;
-  if (gaspard_reserve(c)) mem_event(c, K_C_REALLOC, GASP_END, a, 3);
-  leave();
+#define SET_RESULT a[2] = (uint64_t)(uintptr_t)r
+  ALLOC_CALL(K_C_REALLOC, __builtin_return_address(0), size, 2, 3, r = realloc(ptr, size))
+#undef SET_RESULT
   return r;
 }
 
 EXPORT NO_INSTRUMENT void __wrap_free(void *ptr) {
-  gaspard_ctx *c = enter();
-  if (!c) {
-    free(ptr);
-    return;
-  }
   uint64_t a[1] = {(uint64_t)(uintptr_t)ptr};
-  mem_event(c, K_C_FREE, GASP_START, a, 1);
-  free(ptr);
-  if (gaspard_reserve(c)) mem_event(c, K_C_FREE, GASP_END, a, 1);
-  leave();
+#define SET_RESULT (void)0
+  ALLOC_CALL(K_C_FREE, __builtin_return_address(0), 0, 1, 1, free(ptr))
+#undef SET_RESULT
 }
 
 /* For adapters built as separate libraries (libgaspard_shmem.so, ...): records

@@ -34,7 +34,8 @@ static inline void leave(void) { inside = 0; }
  * and an acknowledgement. The shortest round trip is kept and recorded as a
  * GASPARD_CLOCK_SYNC event (local send time, PE 0's time, local receive
  * time); the trace reader corrects each process's times from its first and
- * last. The slots are a symmetric allocation of the adapter's own. */
+ * last. The slots are a symmetric allocation of the adapter's own, made
+ * once. */
 uint64_t gaspard_clock_ns(void);
 #define K_CLOCK_SYNC 260u
 #define SYNC_ROUNDS 8
@@ -80,11 +81,10 @@ static void clock_sync(int at_end) {
     }
     if (rtt != UINT64_MAX) gaspard_record_event(MODEL_SHMEM, K_CLOCK_SYNC, 2, NULL, 0, best, 5);
   }
-  if (at_end) {
-    pshmem_barrier_all();
-    pshmem_free(sync_area);
-    sync_area = NULL;
-  }
+  /* At the end the area is left to shmem_finalize, which releases the
+   * symmetric heap: freeing it here would cost two more synchronizations of
+   * every PE (a barrier and shmem_free's own), and nothing needs one: PE 0
+   * completed its puts (quiet) and each PE received its last acknowledgement. */
 }
 
 EXPORT void shmem_init(void) {

@@ -36,10 +36,15 @@ pub(crate) fn choose_tsc(requested: Option<&str>) -> bool {
     if !cfg!(any(target_arch = "x86_64", target_arch = "x86")) || requested == Some("monotonic") {
         return false;
     }
-    let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {
+    // The first CPU's flags are enough: reading no further spares the kernel
+    // from describing every CPU of a big machine, in every recorded process.
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open("/proc/cpuinfo") else {
         return false;
     };
-    info.lines()
+    std::io::BufReader::new(f)
+        .lines()
+        .map_while(Result::ok)
         .find(|l| l.starts_with("flags"))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();

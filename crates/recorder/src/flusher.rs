@@ -43,6 +43,8 @@ pub(crate) fn run(p: &'static Process) {
     let mut outs: HashMap<u32, StreamOut> = HashMap::new();
     let mut agg = crate::aggregate::Aggregates::default();
     loop {
+        // Read before looking for work, so that a wake-up after the look is not missed.
+        let seq = p.wake_seq.load(Ordering::Acquire);
         let requested = p.requested.load(Ordering::Acquire);
         let mut head = p.queue.swap(std::ptr::null_mut(), Ordering::Acquire);
         let mut batch = Vec::new();
@@ -82,8 +84,12 @@ pub(crate) fn run(p: &'static Process) {
             }
             write_manifest(p, &status);
             p.done.store(requested, Ordering::Release);
+            p.done_seq.fetch_add(1, Ordering::Release);
+            crate::process::futex_wake(&p.done_seq);
         } else if idle {
-            std::thread::park_timeout(Duration::from_millis(5));
+            // Every hand-over wakes this thread (a full buffer, the exit, a
+            // fatal signal): the timeout is only a safety net.
+            crate::process::futex_wait(&p.wake_seq, seq, 200_000_000);
         }
     }
 }
@@ -249,6 +255,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
     }
     let mut notes = p.notes.lock().unwrap_or_else(|e| e.into_inner()).clone();
     notes.extend(crate::filter::note(filtered));
+    notes.extend(crate::source_notes());
     let m = Manifest {
         host: p.host.clone(),
         pid: p.pid,

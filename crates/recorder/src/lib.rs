@@ -263,6 +263,30 @@ pub unsafe extern "C" fn gaspard_throttle(calls: *mut u64, ticks: *mut u64, us: 
     .unwrap_or(0)
 }
 
+/// The throttling limits without the clock's rate: writes the call count
+/// and the mean duration in microseconds below which a function or call
+/// site stops being recorded, and returns 1; returns 0 when throttling is
+/// off. (The limit in ticks, [`gaspard_throttle`], is asked when first
+/// needed, once the clock's rate is known without a wait.)
+///
+/// # Safety
+/// `calls` and `us` point to writable `u64`s.
+#[no_mangle]
+pub unsafe extern "C" fn gaspard_throttle_limits(calls: *mut u64, us: *mut u64) -> i32 {
+    std::panic::catch_unwind(|| {
+        let Some((n, us_limit)) = process::get().and_then(|p| p.throttle) else {
+            return 0;
+        };
+        // SAFETY: the C caller passes writable pointers.
+        unsafe {
+            *calls = n;
+            *us = us_limit;
+        }
+        1
+    })
+    .unwrap_or(0)
+}
+
 /// Adds `msg` (a NUL-terminated string) to the process's manifest notes.
 ///
 /// # Safety
@@ -281,6 +305,52 @@ pub unsafe extern "C" fn gaspard_note(msg: *const std::ffi::c_char) {
             p.note(s);
         }
     });
+}
+
+/// A function that writes lines of notes (each ending in a newline) into
+/// `out`, at most `cap` bytes, and returns the bytes written: counters kept
+/// outside the recorder (calls left out by throttling), read each time the
+/// manifest is written, at exit and after a crash included.
+pub type NoteSource = unsafe extern "C" fn(out: *mut std::ffi::c_char, cap: usize) -> usize;
+
+static NOTE_SOURCES: [std::sync::atomic::AtomicUsize; 4] =
+    [const { std::sync::atomic::AtomicUsize::new(0) }; 4];
+
+/// Registers a [`NoteSource`] (once per function; at most four).
+#[no_mangle]
+pub extern "C" fn gaspard_note_source(f: Option<NoteSource>) {
+    let Some(f) = f else { return };
+    let v = f as usize;
+    for slot in &NOTE_SOURCES {
+        match slot.compare_exchange(0, v, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return,
+            Err(cur) if cur == v => return,
+            Err(_) => {}
+        }
+    }
+}
+
+/// The notes of the registered sources, now.
+pub(crate) fn source_notes() -> Vec<String> {
+    let mut notes = Vec::new();
+    for slot in &NOTE_SOURCES {
+        let v = slot.load(Ordering::Acquire);
+        if v == 0 {
+            continue;
+        }
+        // SAFETY: only NoteSource functions are stored in the slots.
+        let f: NoteSource = unsafe { std::mem::transmute::<usize, NoteSource>(v) };
+        let mut buf = vec![0u8; 64 * 1024];
+        // SAFETY: the source writes at most `cap` bytes into our buffer.
+        let n = unsafe { f(buf.as_mut_ptr().cast(), buf.len()) }.min(buf.len());
+        notes.extend(
+            String::from_utf8_lossy(&buf[..n])
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string),
+        );
+    }
+    notes
 }
 
 /// Writes the definition of user event `id` at `p`, at most `cap` bytes.

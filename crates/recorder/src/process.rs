@@ -260,6 +260,10 @@ pub(crate) struct Process {
     pub(crate) users: Mutex<Vec<UserEntry>>,
     pub(crate) requested: AtomicU64,
     pub(crate) done: AtomicU64,
+    /// Bumped when `done` moves on; waiters sleep on it (a futex).
+    pub(crate) done_seq: AtomicU32,
+    /// Bumped to wake the flusher, which sleeps on it (a futex) when idle.
+    pub(crate) wake_seq: AtomicU32,
     pub(crate) finalizing: AtomicBool,
     pub(crate) flusher_tid: AtomicI32,
     flusher_thread: OnceLock<std::thread::Thread>,
@@ -398,6 +402,8 @@ impl Process {
             users: Mutex::new(Vec::new()),
             requested: AtomicU64::new(0),
             done: AtomicU64::new(0),
+            done_seq: AtomicU32::new(0),
+            wake_seq: AtomicU32::new(0),
             finalizing: AtomicBool::new(false),
             flusher_tid: AtomicI32::new(0),
             flusher_thread: OnceLock::new(),
@@ -528,6 +534,8 @@ impl Process {
             users: Mutex::new(users),
             requested: AtomicU64::new(0),
             done: AtomicU64::new(0),
+            done_seq: AtomicU32::new(0),
+            wake_seq: AtomicU32::new(0),
             finalizing: AtomicBool::new(false),
             flusher_tid: AtomicI32::new(0),
             flusher_thread: OnceLock::new(),
@@ -543,10 +551,10 @@ impl Process {
         }
     }
 
+    /// Wakes the flusher. Async-signal-safe: an atomic and a futex system call.
     pub(crate) fn wake_flusher(&self) {
-        if let Some(t) = self.flusher_thread.get() {
-            t.unpark();
-        }
+        self.wake_seq.fetch_add(1, Ordering::Release);
+        futex_wake(&self.wake_seq);
     }
 
     pub(crate) fn new_context(&self, model: u32) -> Option<usize> {
@@ -843,6 +851,9 @@ impl Process {
         }
     }
 
+    /// Asks the flusher to write out everything queued and the manifest, and
+    /// waits (at most `limit`) until it has. Async-signal-safe: atomics and
+    /// futex system calls.
     fn request_and_wait(&self, limit: Duration) {
         let target = self.requested.fetch_add(1, Ordering::AcqRel) + 1;
         // SAFETY: gettid has no preconditions.
@@ -850,17 +861,20 @@ impl Process {
         if me == self.flusher_tid.load(Ordering::Acquire) {
             return;
         }
-        let step = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 1_000_000,
-        };
+        self.wake_flusher();
         let start = clock::monotonic_ns();
-        while self.done.load(Ordering::Acquire) < target {
-            if clock::monotonic_ns() - start > limit.as_nanos() as u64 {
+        let limit = limit.as_nanos() as u64;
+        loop {
+            let seq = self.done_seq.load(Ordering::Acquire);
+            if self.done.load(Ordering::Acquire) >= target {
                 return;
             }
-            // SAFETY: nanosleep is async-signal-safe.
-            unsafe { libc::nanosleep(&step, std::ptr::null_mut()) };
+            let waited = clock::monotonic_ns() - start;
+            if waited > limit {
+                return;
+            }
+            // Woken by the flusher when it is done; the timeout only bounds the wait.
+            futex_wait(&self.done_seq, seq, (limit - waited).min(100_000_000));
         }
     }
 
@@ -876,9 +890,39 @@ impl Process {
             return;
         }
         self.seal_all();
-        self.wake_flusher();
         self.request_and_wait(Duration::from_secs(120));
     }
+}
+
+/// Sleeps while `word` holds `seen`, at most `timeout_ns` (FUTEX_WAIT).
+pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, timeout_ns: u64) {
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a futex wait on an aligned u32 we own, with a timeout we own.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            seen,
+            &ts as *const libc::timespec,
+        )
+    };
+}
+
+/// Wakes every thread sleeping on `word` (FUTEX_WAKE).
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: a futex wake on an aligned u32 we own.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
 }
 
 /// The child side of fork(): recording goes on in the child's own streams.
