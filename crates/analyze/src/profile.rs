@@ -555,25 +555,31 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
             .then(a.stats.name.cmp(&b.stats.name))
             .then(a.line.cmp(&b.line))
     });
-    // The analyses are independent of one another: in parallel.
-    let ((breakdown, (blocks, mut findings)), ((communication, balance), (waits, locks))) =
+    // The analyses are independent of one another: in parallel (the
+    // findings use the locks and wait states, found once).
+    let (((breakdown, blocks), (communication, balance)), (waits, locks, mut findings)) =
         rayon::join(
             || {
                 rayon::join(
-                    || crate::findings::breakdown(t),
                     || {
                         rayon::join(
+                            || crate::findings::breakdown(t),
                             || crate::blocks::analyse(t, block_size),
-                            || crate::findings::findings(t),
                         )
                     },
+                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
                 )
             },
             || {
-                rayon::join(
-                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
-                    || rayon::join(|| crate::waitstates::waits(t), || crate::locks::locks(t)),
-                )
+                let (analysis, locks) = rayon::join(
+                    || crate::waitstates::Analysis::run(t),
+                    || crate::locks::locks(t),
+                );
+                let (waits, findings) = rayon::join(
+                    || crate::waitstates::waits_of(&analysis, t),
+                    || crate::findings::findings_given(t, &locks, &analysis),
+                );
+                (waits, locks, findings)
             },
         );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
