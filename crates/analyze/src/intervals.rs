@@ -35,7 +35,10 @@ fn compute(s: &Stream) -> Vec<Interval> {
     const KINDS: usize = 2048;
     let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
     let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
-    let mut slots: Vec<Option<Interval>> = Vec::new();
+    // An interval whose END is not met keeps `end_event` at `usize::MAX`
+    // and is dropped at the end.
+    let starts = s.events.iter().filter(|e| e.phase == 0).count();
+    let mut slots: Vec<Interval> = Vec::with_capacity(starts);
     for (i, e) in s.events.iter().enumerate() {
         if e.phase > 1 {
             continue;
@@ -47,28 +50,24 @@ fn compute(s: &Stream) -> Vec<Interval> {
         };
         if e.phase == 0 {
             stack.push(slots.len());
-            slots.push(Some(Interval {
+            slots.push(Interval {
                 kind: e.kind,
                 start: e.t_ns,
                 end: u64::MAX,
                 callsite: e.callsite,
                 start_event: i,
                 end_event: usize::MAX,
-            }));
+            });
         } else if let Some(slot) = stack.pop() {
-            if let Some(iv) = slots[slot].as_mut() {
-                // An END stamped before its START (a clock that went
-                // backwards) closes an empty interval: `end >= start` always.
-                iv.end = e.t_ns.max(iv.start);
-                iv.end_event = i;
-            }
+            let iv = &mut slots[slot];
+            // An END stamped before its START (a clock that went
+            // backwards) closes an empty interval: `end >= start` always.
+            iv.end = e.t_ns.max(iv.start);
+            iv.end_event = i;
         }
     }
-    let mut out: Vec<Interval> = slots
-        .into_iter()
-        .flatten()
-        .filter(|iv| iv.end_event != usize::MAX)
-        .collect();
+    let mut out = slots;
+    out.retain(|iv| iv.end_event != usize::MAX);
     // Time that went backwards (another core's clock) can break START order.
     if !out.is_sorted_by_key(|i| i.start) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));

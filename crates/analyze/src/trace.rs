@@ -233,8 +233,24 @@ impl Clock {
             },
         }
     }
+    /// `n0 + (t - t0) * slope`, in integer ns (as `i128` arithmetic gives
+    /// it), with the conversions between floating point and 128-bit
+    /// integers, slow, only where 64 bits do not hold the values: the
+    /// conversions round the same way (to nearest for the difference,
+    /// towards zero for the product).
     fn ns(&self, t: u64) -> i128 {
-        self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
+        let d = if t >= self.t0 {
+            (t - self.t0) as f64
+        } else {
+            -((self.t0 - t) as f64)
+        };
+        let x = d * self.slope;
+        let off = if x.abs() < 9_223_372_036_854_775_808.0 {
+            x as i64 as i128
+        } else {
+            x as i128
+        };
+        self.n0 as i128 + off
     }
 }
 
@@ -731,12 +747,12 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
     }
     let mut refs: ClockRefs = HashMap::default();
     for (r, _) in &read {
-        if let Some((s, chunks)) = r {
+        if let Some((s, chunks, _)) = r {
             let r = refs
                 .entry(s.process.clone())
                 .or_insert_with(|| manifest_refs.get(&s.process).cloned().unwrap_or_default());
             for c in chunks {
-                r.push((c.0.ref_ticks, c.0.ref_ns));
+                r.push((c.ref_ticks, c.ref_ns));
             }
         }
     }
@@ -749,17 +765,15 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
             (k, Clock::fit(v, slope))
         })
         .collect();
-    // Events are converted stream by stream in parallel, with callsite and
-    // user event numbers of the stream's own (renumbered by the reader in
-    // stream order).
+    // Events, read with their times in ticks, are given them in ns stream
+    // by stream in parallel.
     read.into_par_iter()
         .map(|(r, problems)| StreamPart {
             problems,
-            stream: r.map(|(mut s, chunks)| {
-                let mut local = Local::default();
+            stream: r.map(|(mut s, _, local)| {
                 let clock = &clocks[&s.process];
-                for (_, c) in &chunks {
-                    convert_chunk(&mut s, c, clock, &mut local);
+                for e in &mut s.events {
+                    e.t_ns = clock.ns(e.t_ns).clamp(0, u64::MAX as i128) as u64;
                 }
                 (s, local)
             }),
@@ -803,10 +817,11 @@ pub(crate) struct Local {
     text_ids: HashMap<String, u32>,
 }
 
-fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Local) {
+/// Adds the events of chunk `c` to `s`, with their times in ticks (`t_ns`
+/// is in ns once the stream's clock is known), and callsite and user event
+/// numbers of the stream's own (renumbered by the reader in stream order).
+fn convert_chunk(s: &mut Stream, c: &DecodedChunk, local: &mut Local) {
     let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
-    s.events.reserve(c.events.len());
-    s.arg_words.reserve(c.args.len());
     for e in &c.events {
         let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
             let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
@@ -859,7 +874,7 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
         }
         let (args_at, nargs) = s.keep_args(args);
         s.events.push(Event {
-            t_ns: clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64,
+            t_ns: e.ts,
             kind: e.kind,
             phase: e.phase,
             flags: e.flags,
@@ -872,7 +887,10 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
     }
 }
 
-type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
+/// One stream file, read: its stream with its times in ticks, the headers
+/// of its chunks (with their clock references) and its own numbering of
+/// callsites and user events.
+type ReadStream = (Stream, Vec<ChunkHeader>, Local);
 
 /// Events are placed at most this many nanoseconds (52 days) after the
 /// trace's start: later ones come from damaged clock data, and sums of times
@@ -886,7 +904,8 @@ const MAX_PTS_BYTES: u64 = 256;
 const DEFAULT_PTS_BYTES: u64 = 16;
 
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
-fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunks)> {
+/// Each chunk is converted (then dropped) as soon as the file is decoded.
+fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -943,5 +962,76 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
     s.chunks = file.chunks.len() as u32;
     s.damaged = file.damaged;
     problems.extend(file.problems);
-    Some((s, file.chunks))
+    s.events
+        .reserve_exact(file.chunks.iter().map(|(_, c)| c.events.len()).sum());
+    s.arg_words
+        .reserve_exact(file.chunks.iter().map(|(_, c)| c.args.len()).sum());
+    let mut local = Local::default();
+    let mut headers = Vec::with_capacity(file.chunks.len());
+    for (h, c) in file.chunks {
+        convert_chunk(&mut s, &c, &mut local);
+        headers.push(h);
+    }
+    Some((s, headers, local))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Clock;
+
+    /// Times as the 128-bit formula gives them (None where it overflows).
+    fn ns_i128(c: &Clock, t: u64) -> Option<i128> {
+        (c.n0 as i128).checked_add(((t as i128 - c.t0 as i128) as f64 * c.slope) as i128)
+    }
+
+    #[test]
+    fn clock_conversion_is_the_128_bit_one() {
+        let slopes = [
+            1.0,
+            0.999_999_7,
+            1.000_000_3,
+            0.416_666_666_666_666_7,
+            2.5,
+            1e-9,
+            1e9,
+            1e30,
+            -1.0,
+            0.0,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        let times = [
+            0u64,
+            1,
+            1 << 20,
+            (1 << 53) - 1,
+            (1 << 53) + 1,
+            (1 << 62) + 12_345,
+            1 << 63,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for &slope in &slopes {
+            for &t0 in &times {
+                for &n0 in &[0u64, 1_000_000_007, 1 << 62, u64::MAX] {
+                    let c = Clock { t0, n0, slope };
+                    let mut ts: Vec<u64> = times.to_vec();
+                    ts.extend((0..200).map(|_| t0.wrapping_add(random() >> (random() % 64))));
+                    ts.extend((0..200).map(|_| t0.wrapping_sub(random() >> (random() % 64))));
+                    for t in ts {
+                        if let Some(want) = ns_i128(&c, t) {
+                            assert_eq!(c.ns(t), want, "t0 {t0} n0 {n0} slope {slope} t {t}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }
