@@ -815,12 +815,23 @@ pub(crate) struct Local {
     /// String arguments, numbered in the order the stream meets them.
     pub(crate) texts: Vec<String>,
     text_ids: HashMap<String, u32>,
+    /// Where the argument words of the last event of each kind (below
+    /// [`SHARED_ARG_KINDS`]) are: an event with the same words (an END
+    /// repeating its START's, a loop repeating a call) shares them.
+    last_args: Vec<(u32, u32)>,
 }
+
+/// Kinds whose events may share their argument words with the previous
+/// event of the kind.
+const SHARED_ARG_KINDS: usize = 2048;
 
 /// Adds the events of chunk `c` to `s`, with their times in ticks (`t_ns`
 /// is in ns once the stream's clock is known), and callsite and user event
 /// numbers of the stream's own (renumbered by the reader in stream order).
 fn convert_chunk(s: &mut Stream, c: &DecodedChunk, local: &mut Local) {
+    if local.last_args.is_empty() {
+        local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
+    }
     let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
     for e in &c.events {
         let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
@@ -872,7 +883,16 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, local: &mut Local) {
                 }));
             }
         }
-        let (args_at, nargs) = s.keep_args(args);
+        let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
+            Some(last) => {
+                let (at, n) = *last;
+                if s.arg_words.get(at as usize..(at + n) as usize) != Some(args) {
+                    *last = s.keep_args(args);
+                }
+                *last
+            }
+            None => s.keep_args(args),
+        };
         s.events.push(Event {
             t_ns: e.ts,
             kind: e.kind,
@@ -972,6 +992,8 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
         convert_chunk(&mut s, &c, &mut local);
         headers.push(h);
     }
+    // Words shared between events were reserved all the same.
+    s.arg_words.shrink_to_fit();
     Some((s, headers, local))
 }
 
