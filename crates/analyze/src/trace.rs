@@ -109,9 +109,7 @@ impl Stream {
 
     /// Keeps `words` as the arguments of an event to be made: (where, how many).
     pub(crate) fn keep_args(&mut self, words: &[u64]) -> (u32, u32) {
-        let at = self.arg_words.len() as u32;
-        self.arg_words.extend_from_slice(words);
-        (at, words.len() as u32)
+        keep_args(&mut self.arg_words, words)
     }
 
     /// To be called after changing `events`: what was derived from them is
@@ -119,6 +117,13 @@ impl Stream {
     pub fn events_changed(&mut self) {
         self.intervals = std::sync::OnceLock::new();
     }
+}
+
+/// Keeps `words` at the end of `arg_words`: (where, how many).
+fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
+    let at = arg_words.len() as u32;
+    arg_words.extend_from_slice(words);
+    (at, words.len() as u32)
 }
 
 /// A process's summary.
@@ -733,9 +738,9 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
     let progress = progress_bar(paths);
     let read: Vec<_> = paths
         .par_iter()
-        .map(|path| {
+        .map_init(DecodedChunk::default, |chunk, path| {
             let mut problems = Vec::new();
-            let r = read_stream(path, &mut problems);
+            let r = read_stream(path, chunk, &mut problems);
             if let Some(pb) = &progress {
                 pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
             }
@@ -828,7 +833,12 @@ const SHARED_ARG_KINDS: usize = 2048;
 /// Adds the events of chunk `c` to `s`, with their times in ticks (`t_ns`
 /// is in ns once the stream's clock is known), and callsite and user event
 /// numbers of the stream's own (renumbered by the reader in stream order).
-fn convert_chunk(s: &mut Stream, c: &DecodedChunk, local: &mut Local) {
+fn convert_chunk(
+    events: &mut Vec<Event>,
+    arg_words: &mut Vec<u64>,
+    c: &DecodedChunk,
+    local: &mut Local,
+) {
     if local.last_args.is_empty() {
         local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
     }
@@ -886,14 +896,14 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, local: &mut Local) {
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {
                 let (at, n) = *last;
-                if s.arg_words.get(at as usize..(at + n) as usize) != Some(args) {
-                    *last = s.keep_args(args);
+                if arg_words.get(at as usize..(at + n) as usize) != Some(args) {
+                    *last = keep_args(arg_words, args);
                 }
                 *last
             }
-            None => s.keep_args(args),
+            None => keep_args(arg_words, args),
         };
-        s.events.push(Event {
+        events.push(Event {
             t_ns: e.ts,
             kind: e.kind,
             phase: e.phase,
@@ -924,8 +934,13 @@ const MAX_PTS_BYTES: u64 = 256;
 const DEFAULT_PTS_BYTES: u64 = 16;
 
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
-/// Each chunk is converted (then dropped) as soon as the file is decoded.
-fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
+/// Each chunk is decoded into `chunk` (its buffers used again from chunk to
+/// chunk and file to file) and converted at once.
+fn read_stream(
+    path: &Path,
+    chunk: &mut DecodedChunk,
+    problems: &mut Vec<String>,
+) -> Option<ReadStream> {
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -938,7 +953,24 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
             return None;
         }
     };
-    let file = match gaspard_format::stream::read(&name, &data) {
+    let mut events = Vec::new();
+    let mut arg_words = Vec::new();
+    let mut local = Local::default();
+    let mut headers = Vec::new();
+    let walked = gaspard_format::stream::walk(&name, &data, |h, payload| {
+        chunk.events.clear();
+        chunk.args.clear();
+        chunk.strings.clear();
+        chunk.callsites.clear();
+        chunk.users.clear();
+        let decoded = gaspard_format::codec::decode(h, payload, chunk);
+        events.reserve(chunk.events.len());
+        arg_words.reserve(chunk.args.len());
+        convert_chunk(&mut events, &mut arg_words, chunk, &mut local);
+        headers.push(*h);
+        decoded
+    });
+    let file = match walked {
         Ok(f) => f,
         Err(e) => {
             problems.push(format!("{name}: {e}; stream skipped"));
@@ -964,7 +996,9 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
         .get("host")
         .unwrap_or("unknown")
         .replace(['/', ' '], "_");
-    let mut s = Stream {
+    // Words shared between events were reserved all the same.
+    arg_words.shrink_to_fit();
+    let s = Stream {
         process: format!("{host}-{}", num("pid")),
         pid: num("pid") as u32,
         stream: num("stream") as u32,
@@ -973,27 +1007,13 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<ReadStream> {
         model: num("model") as u32,
         pts_bytes: pts_bytes as u32,
         path: path.to_path_buf(),
-        events: Vec::new(),
-        arg_words: Vec::new(),
-        chunks: 0,
-        damaged: false,
+        events,
+        arg_words,
+        chunks: headers.len() as u32,
+        damaged: file.damaged,
         intervals: Default::default(),
     };
-    s.chunks = file.chunks.len() as u32;
-    s.damaged = file.damaged;
     problems.extend(file.problems);
-    s.events
-        .reserve_exact(file.chunks.iter().map(|(_, c)| c.events.len()).sum());
-    s.arg_words
-        .reserve_exact(file.chunks.iter().map(|(_, c)| c.args.len()).sum());
-    let mut local = Local::default();
-    let mut headers = Vec::with_capacity(file.chunks.len());
-    for (h, c) in file.chunks {
-        convert_chunk(&mut s, &c, &mut local);
-        headers.push(h);
-    }
-    // Words shared between events were reserved all the same.
-    s.arg_words.shrink_to_fit();
     Some((s, headers, local))
 }
 

@@ -23,8 +23,41 @@ pub struct StreamFile {
 /// header that cannot be read is an error: damage after it is skipped and
 /// described in [`StreamFile::problems`].
 pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
+    let mut chunks = Vec::new();
+    let w = walk(name, data, |h, payload| {
+        let mut d = DecodedChunk::default();
+        let r = codec::decode(h, payload, &mut d);
+        chunks.push((*h, d));
+        r
+    })?;
+    Ok(StreamFile {
+        header: w.header,
+        chunks,
+        problems: w.problems,
+        damaged: w.damaged,
+    })
+}
+
+/// What [`walk`] found of a stream file besides its chunks.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// The file header.
+    pub header: FileHeader,
+    /// What was wrong, one sentence each, naming the file.
+    pub problems: Vec<String>,
+    /// True when the stream ends early, lost chunks or holds damage.
+    pub damaged: bool,
+}
+
+/// Walks the stream file `data` as [`read`] does, handing each chunk whose
+/// checksum matches to `chunk` (which may decode it, into buffers of its
+/// own; the error it returns is reported as [`read`] reports it).
+pub fn walk<F>(name: &str, data: &[u8], mut chunk: F) -> Result<Walk, HeaderError>
+where
+    F: FnMut(&ChunkHeader, &[u8]) -> Result<(), codec::DecodeError>,
+{
     let header = chunk::parse_file_header(data)?;
-    let mut f = StreamFile {
+    let mut f = Walk {
         header,
         ..Default::default()
     };
@@ -148,15 +181,13 @@ pub fn read(name: &str, data: &[u8]) -> Result<StreamFile, HeaderError> {
             f.damaged = true;
         }
         expect_seq = h.seq.wrapping_add(1);
-        let mut d = DecodedChunk::default();
-        if let Err(e) = codec::decode(&h, payload, &mut d) {
+        if let Err(e) = chunk(&h, payload) {
             problems.push(format!(
                 "{name}: chunk {}: cannot decode at byte {}: {}",
                 h.seq, e.offset, e.what
             ));
             f.damaged = true;
         }
-        f.chunks.push((h, d));
         pos = end;
     }
     Ok(f)
