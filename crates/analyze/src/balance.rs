@@ -134,8 +134,12 @@ pub fn balance(t: &Trace) -> Balance {
 /// Work-sharing constructs (OpenMP loops, sections, ..., UPC forall) and user
 /// regions, per name and callsite: each thread's total time in them.
 fn regions(t: &Trace) -> Vec<Region> {
-    // (name, callsite) -> per stream total
-    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
+    // (kind, user event, function, callsite) -> a START of theirs and the
+    // per stream totals, in the order first met; no name is made per
+    // interval.
+    type Group = ((usize, usize), u32, HashMap<usize, u64>);
+    let mut group_of: HashMap<(u16, Option<u32>, u32, u32), usize> = HashMap::default();
+    let mut groups: Vec<Group> = Vec::new();
     let skip = [
         "GASP_OMP_PARALLEL",
         "GASP_OMP_IMPLICIT_TASK",
@@ -150,10 +154,22 @@ fn regions(t: &Trace) -> Vec<Region> {
             if !keep {
                 continue;
             }
-            *per.entry((event_name(t, e), iv.callsite))
-                .or_default()
-                .entry(si)
-                .or_default() += iv.end.saturating_sub(iv.start);
+            let g = *group_of
+                .entry((e.kind, e.user, e.text, iv.callsite))
+                .or_insert_with(|| {
+                    groups.push(((si, iv.start_event), iv.callsite, HashMap::default()));
+                    groups.len() - 1
+                });
+            *groups[g].2.entry(si).or_default() += iv.end.saturating_sub(iv.start);
+        }
+    }
+    // (name, callsite) -> per stream total
+    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
+    for ((si, ei), site, totals) in groups {
+        let name = event_name(t, &t.streams[si].events[ei]);
+        let m = per.entry((name, site)).or_default();
+        for (s, d) in totals {
+            *m.entry(s).or_default() += d;
         }
     }
     let mut out: Vec<Region> = per

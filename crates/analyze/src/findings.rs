@@ -58,7 +58,7 @@ pub struct Finding {
 
 /// Whether a kind starts or ends a runtime (init, finalize): its time is the
 /// runtime's, not the program's.
-fn is_startup(kind: u16) -> bool {
+pub(crate) fn is_startup(kind: u16) -> bool {
     // By kind number, the names looked at once.
     static STARTUP: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     let table = STARTUP.get_or_init(|| {
@@ -86,12 +86,7 @@ pub fn active_span(s: &Stream) -> u64 {
         (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
         _ => 0,
     };
-    let runtime: u64 = intervals(s)
-        .iter()
-        .filter(|i| is_startup(i.kind))
-        .map(|i| i.end.saturating_sub(i.start))
-        .sum();
-    span.saturating_sub(runtime)
+    span.saturating_sub(crate::intervals::derived(s).startup_ns)
 }
 
 fn class_of(kind: u16) -> Option<Class> {
@@ -190,17 +185,21 @@ pub fn thread_name(s: &Stream) -> String {
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI
 /// barrier below it.
 pub fn barriers(s: &Stream) -> Vec<Interval> {
-    let barrier_kinds: Vec<u16> = BARRIERS
-        .iter()
-        .filter_map(|n| kinds::kind_by_name(n))
-        .map(|k| k.id)
-        .collect();
+    // Whether a kind is a barrier, by number.
+    static BARRIER: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let barrier = BARRIER.get_or_init(|| {
+        let mut v = vec![false; 1 << 16];
+        for k in BARRIERS.iter().filter_map(|n| kinds::kind_by_name(n)) {
+            v[k.id as usize] = true;
+        }
+        v
+    });
     let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let all = intervals(s);
     let has_caf = all.iter().any(|iv| Some(iv.kind) == caf_sync);
     all.iter()
-        .filter(|iv| barrier_kinds.contains(&iv.kind) && !(has_caf && Some(iv.kind) == mpi_barrier))
+        .filter(|iv| barrier[iv.kind as usize] && !(has_caf && Some(iv.kind) == mpi_barrier))
         .copied()
         .collect()
 }
@@ -378,7 +377,9 @@ pub(crate) fn findings_given(
         let region_starts: Vec<Vec<u64>> = members
             .iter()
             .map(|&i| {
-                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
+                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
+                    .map(|k| k.id)
+                    .filter(|&k| crate::intervals::has_kind(&t.streams[i], k));
                 let mut v: Vec<u64> = t.streams[i]
                     .events
                     .iter()

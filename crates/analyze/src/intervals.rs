@@ -25,10 +25,45 @@ pub struct Interval {
 /// The thread's intervals, by start time (an enclosing interval before those
 /// it holds). Computed once per stream and kept.
 pub fn intervals(s: &Stream) -> &[Interval] {
-    s.intervals.get_or_init(|| compute(s))
+    &derived(s).intervals
 }
 
-fn compute(s: &Stream) -> Vec<Interval> {
+/// What is derived from a stream's events once, when first asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Derived {
+    /// Its intervals ([`intervals`]).
+    pub(crate) intervals: Vec<Interval>,
+    /// Their total time in the runtime's start-up and shutdown
+    /// ([`crate::findings::active_span`]).
+    pub(crate) startup_ns: u64,
+    /// The kinds of its events, a bit each.
+    kinds: Vec<u64>,
+}
+
+/// Whether `s` has events of kind `kind` (without looking at them all).
+pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
+    let bits = &derived(s).kinds;
+    bits[kind as usize / 64] & (1 << (kind % 64)) != 0
+}
+
+pub(crate) fn derived(s: &Stream) -> &Derived {
+    s.intervals.get_or_init(|| {
+        let (intervals, kinds) = compute(s);
+        let startup_ns = intervals
+            .iter()
+            .filter(|i| crate::findings::is_startup(i.kind))
+            .map(|i| i.end.saturating_sub(i.start))
+            .sum();
+        Derived {
+            intervals,
+            startup_ns,
+            kinds,
+        }
+    })
+}
+
+/// The stream's intervals, and the kinds of its events ([`Derived`]).
+fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     // Open STARTs per kind (kinds below KINDS directly, user events and
     // larger kinds in a map); each START takes its place in `out` at once,
     // so that `out` is in START order, and is filled in by its END.
@@ -39,7 +74,9 @@ fn compute(s: &Stream) -> Vec<Interval> {
     // and is dropped at the end.
     let starts = s.events.iter().filter(|e| e.phase == 0).count();
     let mut slots: Vec<Interval> = Vec::with_capacity(starts);
+    let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for (i, e) in s.events.iter().enumerate() {
+        kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
         if e.phase > 1 {
             continue;
         }
@@ -72,5 +109,5 @@ fn compute(s: &Stream) -> Vec<Interval> {
     if !out.is_sorted_by_key(|i| i.start) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
     }
-    out
+    (out, kinds)
 }

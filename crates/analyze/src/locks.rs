@@ -185,7 +185,11 @@ fn collect(t: &Trace) -> Vec<Lock> {
     }
     let mut locks: HashMap<(String, u64), Lock> = HashMap::default();
     let images = images(t);
+    let lock_kinds: Vec<u16> = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
     for (si, s) in t.streams.iter().enumerate() {
+        if !lock_kinds.iter().any(|&k| crate::intervals::has_kind(s, k)) {
+            continue;
+        }
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
         let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
         let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)

@@ -94,9 +94,10 @@ pub struct Stream {
     pub chunks: u32,
     /// True when the stream ends early or lost chunks.
     pub damaged: bool,
-    /// Its START/END intervals, computed once when first asked for
-    /// ([`crate::intervals::intervals`]); cleared by [`Stream::events_changed`].
-    pub(crate) intervals: std::sync::OnceLock<Vec<crate::intervals::Interval>>,
+    /// Its START/END intervals and what is derived from them, computed once
+    /// when first asked for ([`crate::intervals::intervals`]); cleared by
+    /// [`Stream::events_changed`].
+    pub(crate) intervals: std::sync::OnceLock<crate::intervals::Derived>,
 }
 
 impl Stream {
