@@ -319,14 +319,20 @@ pub(crate) fn findings_given(
             continue;
         }
         let n = members.len();
+        // Thread by thread, each reading its barriers in order (rather than
+        // epoch by epoch, jumping from thread to thread).
+        let mut latest = vec![0u64; epochs];
+        for v in &per {
+            for (l, iv) in latest.iter_mut().zip(v) {
+                *l = (*l).max(iv.start);
+            }
+        }
         let mut wait = vec![0u64; n];
         let mut spread_total = 0u64;
-        for k in 0..epochs {
-            let arrivals: Vec<u64> = per.iter().map(|v| v[k].start).collect();
-            let latest = arrivals.iter().copied().max().unwrap_or(0);
-            for (m, v) in per.iter().enumerate() {
-                wait[m] += v[k].end.saturating_sub(v[k].start);
-                spread_total += latest - arrivals[m];
+        for (m, v) in per.iter().enumerate() {
+            for (l, iv) in latest.iter().zip(v) {
+                wait[m] += iv.end.saturating_sub(iv.start);
+                spread_total += l - iv.start;
             }
         }
         let waited: u64 = wait.iter().sum();
@@ -394,33 +400,37 @@ pub(crate) fn findings_given(
         // target slow to answer, a broadcast's root not there yet) is not
         // work, and is left out.
         let busy: Vec<Busy> = members.iter().map(|&i| Busy::new(&t.streams[i])).collect();
-        let mut hints = vec![(0, 0); n];
-        let mut lateness = vec![0f64; n];
-        let mut late_epochs = vec![0usize; n];
-        let mut used = 0usize;
-        for k in 1..epochs {
-            let work: Vec<f64> = per
-                .iter()
-                .zip(&busy)
-                .zip(&mut hints)
-                .map(|((v, b), hint)| {
+        // Thread by thread again: its work in each epoch `k` (between
+        // barriers k - 1 and k; `work[m][k - 1]`), the epochs to leave out,
+        // and the sum of the threads' work per epoch (added in thread order).
+        let mut work: Vec<Vec<f64>> = Vec::with_capacity(n);
+        let mut new_region = vec![false; epochs - 1];
+        let mut sum = vec![0f64; epochs - 1];
+        for m in 0..n {
+            let v = &per[m];
+            let mut hint = (0, 0);
+            let mine: Vec<f64> = (1..epochs)
+                .map(|k| {
                     let (from, to) = (v[k - 1].end, v[k].start);
                     to.saturating_sub(from)
-                        .saturating_sub(b.within_from(from, to, hint)) as f64
+                        .saturating_sub(busy[m].within_from(from, to, &mut hint))
+                        as f64
                 })
                 .collect();
-            let new_region = (0..n).any(|m| {
-                let (from, to) = (per[m][k - 1].end, per[m][k].start);
+            for (k, w) in mine.iter().enumerate() {
+                sum[k] += w;
+                let (from, to) = (v[k].end, v[k + 1].start);
                 let at = region_starts[m].partition_point(|&r| r < from);
-                region_starts[m].get(at).is_some_and(|&r| r <= to)
-            });
-            if new_region {
-                continue;
+                new_region[k] |= region_starts[m].get(at).is_some_and(|&r| r <= to);
             }
-            used += 1;
-            let sum: f64 = work.iter().sum();
-            for m in 0..n {
-                let d = work[m] - (sum - work[m]) / (n - 1) as f64;
+            work.push(mine);
+        }
+        let used = new_region.iter().filter(|&&skip| !skip).count();
+        let mut lateness = vec![0f64; n];
+        let mut late_epochs = vec![0usize; n];
+        for m in 0..n {
+            for k in (0..epochs - 1).filter(|&k| !new_region[k]) {
+                let d = work[m][k] - (sum[k] - work[m][k]) / (n - 1) as f64;
                 lateness[m] += d;
                 if d > 0.0 {
                     late_epochs[m] += 1;
