@@ -91,15 +91,29 @@ pub fn balance(t: &Trace) -> Balance {
         let n = members.len();
         let mut last_arrivals = vec![0u64; n];
         let mut wait_ns = vec![0u64; n];
-        let mut all = Vec::with_capacity(epochs);
-        for k in 0..epochs {
-            let first = (0..n).min_by_key(|&m| per[m][k].start).unwrap_or(0);
-            let last = (0..n).max_by_key(|&m| per[m][k].start).unwrap_or(0);
-            last_arrivals[last] += 1;
-            for (w, v) in wait_ns.iter_mut().zip(&per) {
-                *w += v[k].end.saturating_sub(v[k].start);
+        // Per epoch, the first thread to arrive (the first of the earliest)
+        // and the last (the last of the latest), with their arrivals: thread
+        // by thread, each reading its barriers in order.
+        let mut first: Vec<(usize, u64)> =
+            per[0][..epochs].iter().map(|iv| (0, iv.start)).collect();
+        let mut last = first.clone();
+        for (m, v) in per.iter().enumerate() {
+            for ((f, l), iv) in first.iter_mut().zip(&mut last).zip(v) {
+                if iv.start < f.1 {
+                    *f = (m, iv.start);
+                }
+                if iv.start >= l.1 {
+                    *l = (m, iv.start);
+                }
             }
-            all.push((k, per[last][k].start - per[first][k].start, first, last));
+            for iv in &v[..epochs] {
+                wait_ns[m] += iv.end.saturating_sub(iv.start);
+            }
+        }
+        let mut all = Vec::with_capacity(epochs);
+        for (k, (&(first, a), &(last, b))) in first.iter().zip(&last).enumerate() {
+            last_arrivals[last] += 1;
+            all.push((k, b - a, first, last));
         }
         let total: u64 = all.iter().map(|e| e.1).sum();
         let max = all.iter().map(|e| e.1).max().unwrap_or(0);
@@ -134,15 +148,31 @@ pub fn balance(t: &Trace) -> Balance {
 /// Work-sharing constructs (OpenMP loops, sections, ..., UPC forall) and user
 /// regions, per name and callsite: each thread's total time in them.
 fn regions(t: &Trace) -> Vec<Region> {
-    // (name, callsite) -> per stream total
-    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
+    // (kind, user event, function, callsite) -> a START of theirs and the
+    // per stream totals (streams in order, each once), in the order first
+    // met; no name is made per interval.
+    type Group = ((usize, usize), u32, Vec<(usize, u64)>);
+    let mut group_of: HashMap<(u16, Option<u32>, u32, u32), usize> = HashMap::default();
+    let mut groups: Vec<Group> = Vec::new();
     let skip = [
         "GASP_OMP_PARALLEL",
         "GASP_OMP_IMPLICIT_TASK",
         "GASP_OMP_TASK_SCHEDULE",
     ];
+    // The kinds kept (user events are of kind GASPARD_USER), by number:
+    // the other intervals are passed over without reading their events.
+    let mut candidate = vec![false; 1 << 16];
+    candidate[kinds::GASPARD_USER as usize] = true;
+    for k in kinds::all_kinds() {
+        if k.class == Class::Work && !skip.contains(&k.name) {
+            candidate[k.id as usize] = true;
+        }
+    }
     for (si, s) in t.streams.iter().enumerate() {
         for iv in intervals(s) {
+            if !candidate[iv.kind as usize] {
+                continue;
+            }
             let e = &s.events[iv.start_event];
             let keep = e.user.is_some()
                 || kinds::kind(iv.kind)
@@ -150,10 +180,28 @@ fn regions(t: &Trace) -> Vec<Region> {
             if !keep {
                 continue;
             }
-            *per.entry((event_name(t, e), iv.callsite))
-                .or_default()
-                .entry(si)
-                .or_default() += iv.end.saturating_sub(iv.start);
+            let g = *group_of
+                .entry((e.kind, e.user, e.text, iv.callsite))
+                .or_insert_with(|| {
+                    groups.push(((si, iv.start_event), iv.callsite, Vec::new()));
+                    groups.len() - 1
+                });
+            let totals = &mut groups[g].2;
+            if totals.last().is_none_or(|&(last, _)| last != si) {
+                totals.push((si, 0));
+            }
+            if let Some((_, total)) = totals.last_mut() {
+                *total += iv.end.saturating_sub(iv.start);
+            }
+        }
+    }
+    // (name, callsite) -> per stream total
+    let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
+    for ((si, ei), site, totals) in groups {
+        let name = event_name(t, &t.streams[si].events[ei]);
+        let m = per.entry((name, site)).or_default();
+        for (s, d) in totals {
+            *m.entry(s).or_default() += d;
         }
     }
     let mut out: Vec<Region> = per

@@ -58,13 +58,25 @@ pub struct Finding {
 
 /// Whether a kind starts or ends a runtime (init, finalize): its time is the
 /// runtime's, not the program's.
-fn is_startup(kind: u16) -> bool {
-    kinds::kind(kind).is_some_and(|k| {
-        k.name.starts_with("GASP_")
-            && (k.name.ends_with("_INIT")
-                || k.name.ends_with("_INIT_THREAD")
-                || k.name.ends_with("_FINALIZE"))
-    })
+pub(crate) fn is_startup(kind: u16) -> bool {
+    // By kind number, the names looked at once.
+    static STARTUP: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let table = STARTUP.get_or_init(|| {
+        let mut v = Vec::new();
+        for k in kinds::all_kinds() {
+            let startup = k.name.starts_with("GASP_")
+                && (k.name.ends_with("_INIT")
+                    || k.name.ends_with("_INIT_THREAD")
+                    || k.name.ends_with("_FINALIZE"));
+            if startup {
+                let i = k.id as usize;
+                v.resize(v.len().max(i + 1), false);
+                v[i] = true;
+            }
+        }
+        v
+    });
+    table.get(kind as usize).copied().unwrap_or(false)
 }
 
 /// A thread's working time: first to last event, less the runtime's start-up
@@ -74,12 +86,7 @@ pub fn active_span(s: &Stream) -> u64 {
         (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
         _ => 0,
     };
-    let runtime: u64 = intervals(s)
-        .iter()
-        .filter(|i| is_startup(i.kind))
-        .map(|i| i.end.saturating_sub(i.start))
-        .sum();
-    span.saturating_sub(runtime)
+    span.saturating_sub(crate::intervals::derived(s).startup_ns)
 }
 
 fn class_of(kind: u16) -> Option<Class> {
@@ -178,17 +185,21 @@ pub fn thread_name(s: &Stream) -> String {
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI
 /// barrier below it.
 pub fn barriers(s: &Stream) -> Vec<Interval> {
-    let barrier_kinds: Vec<u16> = BARRIERS
-        .iter()
-        .filter_map(|n| kinds::kind_by_name(n))
-        .map(|k| k.id)
-        .collect();
+    // Whether a kind is a barrier, by number.
+    static BARRIER: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let barrier = BARRIER.get_or_init(|| {
+        let mut v = vec![false; 1 << 16];
+        for k in BARRIERS.iter().filter_map(|n| kinds::kind_by_name(n)) {
+            v[k.id as usize] = true;
+        }
+        v
+    });
     let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let all = intervals(s);
     let has_caf = all.iter().any(|iv| Some(iv.kind) == caf_sync);
     all.iter()
-        .filter(|iv| barrier_kinds.contains(&iv.kind) && !(has_caf && Some(iv.kind) == mpi_barrier))
+        .filter(|iv| barrier[iv.kind as usize] && !(has_caf && Some(iv.kind) == mpi_barrier))
         .copied()
         .collect()
 }
@@ -222,9 +233,18 @@ impl Busy {
     }
 
     /// Time in the intervals within `[from, to]`.
+    #[cfg(test)]
     fn within(&self, from: u64, to: u64) -> u64 {
-        let first = self.spans.partition_point(|&(_, b)| b <= from);
-        let last = self.spans.partition_point(|&(a, _)| a < to);
+        self.within_from(from, to, &mut (0, 0))
+    }
+
+    /// [`Busy::within`], searching on from where the previous window of
+    /// `hint` (then updated) was: windows met in time order take a few
+    /// steps each rather than two binary searches.
+    fn within_from(&self, from: u64, to: u64, hint: &mut (usize, usize)) -> u64 {
+        let first = count_from(&self.spans, hint.0, |&(_, b)| b <= from);
+        let last = count_from(&self.spans, hint.1, |&(a, _)| a < to);
+        *hint = (first, last);
         if first >= last {
             return 0;
         }
@@ -235,6 +255,24 @@ impl Busy {
         total -= b1.saturating_sub(to).min(total);
         total
     }
+}
+
+/// How many elements of `v` (sorted so that `before` holds for its first
+/// ones only) `before` holds for: a walk on from `at` when the first `at`
+/// are known to be among them, else a binary search.
+fn count_from<T>(v: &[T], at: usize, before: impl Fn(&T) -> bool) -> usize {
+    let known = match at.checked_sub(1) {
+        None => true,
+        Some(i) => v.get(i).is_some_and(&before),
+    };
+    if !known {
+        return v.partition_point(before);
+    }
+    let mut i = at;
+    while i < v.len() && before(&v[i]) {
+        i += 1;
+    }
+    i
 }
 
 /// Groups of threads that meet at the same barriers: the OpenMP threads of a
@@ -254,8 +292,22 @@ pub fn barrier_groups(t: &Trace) -> Vec<Vec<usize>> {
 
 /// The findings about barriers, most severe first.
 pub fn findings(t: &Trace) -> Vec<Finding> {
+    findings_given(
+        t,
+        &crate::locks::locks(t),
+        &crate::waitstates::Analysis::run(t),
+    )
+}
+
+/// [`findings`], given the trace's locks and wait states.
+pub(crate) fn findings_given(
+    t: &Trace,
+    locks: &[crate::locks::LockStats],
+    waits: &crate::waitstates::Analysis,
+) -> Vec<Finding> {
     let groups = barrier_groups(t);
-    let total_time: u64 = breakdown(t).iter().map(|b| b.span_ns).sum::<u64>().max(1);
+    // All threads' working time (as the breakdown gives it).
+    let total_time: u64 = t.streams.iter().map(active_span).sum::<u64>().max(1);
     let mut out = Vec::new();
     for members in &groups {
         if members.len() < 2 {
@@ -267,14 +319,20 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
             continue;
         }
         let n = members.len();
+        // Thread by thread, each reading its barriers in order (rather than
+        // epoch by epoch, jumping from thread to thread).
+        let mut latest = vec![0u64; epochs];
+        for v in &per {
+            for (l, iv) in latest.iter_mut().zip(v) {
+                *l = (*l).max(iv.start);
+            }
+        }
         let mut wait = vec![0u64; n];
         let mut spread_total = 0u64;
-        for k in 0..epochs {
-            let arrivals: Vec<u64> = per.iter().map(|v| v[k].start).collect();
-            let latest = arrivals.iter().copied().max().unwrap_or(0);
-            for (m, v) in per.iter().enumerate() {
-                wait[m] += v[k].end.saturating_sub(v[k].start);
-                spread_total += latest - arrivals[m];
+        for (m, v) in per.iter().enumerate() {
+            for (l, iv) in latest.iter().zip(v) {
+                wait[m] += iv.end.saturating_sub(iv.start);
+                spread_total += l - iv.start;
             }
         }
         let waited: u64 = wait.iter().sum();
@@ -325,43 +383,54 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         let region_starts: Vec<Vec<u64>> = members
             .iter()
             .map(|&i| {
-                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
-                t.streams[i]
+                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
+                    .map(|k| k.id)
+                    .filter(|&k| crate::intervals::has_kind(&t.streams[i], k));
+                let mut v: Vec<u64> = t.streams[i]
                     .events
                     .iter()
                     .filter(|e| Some(e.kind) == task && e.phase == 0)
                     .map(|e| e.t_ns)
-                    .collect()
+                    .collect();
+                v.sort_unstable();
+                v
             })
             .collect();
         // Computation between barriers: waiting inside communication (a
         // target slow to answer, a broadcast's root not there yet) is not
         // work, and is left out.
         let busy: Vec<Busy> = members.iter().map(|&i| Busy::new(&t.streams[i])).collect();
-        let mut lateness = vec![0f64; n];
-        let mut late_epochs = vec![0usize; n];
-        let mut used = 0usize;
-        for k in 1..epochs {
-            let work: Vec<f64> = per
-                .iter()
-                .zip(&busy)
-                .map(|(v, b)| {
+        // Thread by thread again: its work in each epoch `k` (between
+        // barriers k - 1 and k; `work[m][k - 1]`), the epochs to leave out,
+        // and the sum of the threads' work per epoch (added in thread order).
+        let mut work: Vec<Vec<f64>> = Vec::with_capacity(n);
+        let mut new_region = vec![false; epochs - 1];
+        let mut sum = vec![0f64; epochs - 1];
+        for m in 0..n {
+            let v = &per[m];
+            let mut hint = (0, 0);
+            let mine: Vec<f64> = (1..epochs)
+                .map(|k| {
                     let (from, to) = (v[k - 1].end, v[k].start);
-                    to.saturating_sub(from).saturating_sub(b.within(from, to)) as f64
+                    to.saturating_sub(from)
+                        .saturating_sub(busy[m].within_from(from, to, &mut hint))
+                        as f64
                 })
                 .collect();
-            let new_region = (0..n).any(|m| {
-                region_starts[m]
-                    .iter()
-                    .any(|&r| per[m][k - 1].end <= r && r <= per[m][k].start)
-            });
-            if new_region {
-                continue;
+            for (k, w) in mine.iter().enumerate() {
+                sum[k] += w;
+                let (from, to) = (v[k].end, v[k + 1].start);
+                let at = region_starts[m].partition_point(|&r| r < from);
+                new_region[k] |= region_starts[m].get(at).is_some_and(|&r| r <= to);
             }
-            used += 1;
-            let sum: f64 = work.iter().sum();
-            for m in 0..n {
-                let d = work[m] - (sum - work[m]) / (n - 1) as f64;
+            work.push(mine);
+        }
+        let used = new_region.iter().filter(|&&skip| !skip).count();
+        let mut lateness = vec![0f64; n];
+        let mut late_epochs = vec![0usize; n];
+        for m in 0..n {
+            for k in (0..epochs - 1).filter(|&k| !new_region[k]) {
+                let d = work[m][k] - (sum[k] - work[m][k]) / (n - 1) as f64;
                 lateness[m] += d;
                 if d > 0.0 {
                     late_epochs[m] += 1;
@@ -405,8 +474,8 @@ pub fn findings(t: &Trace) -> Vec<Finding> {
         }
     }
     out.extend(small_messages(t, total_time));
-    out.extend(crate::locks::contention(t, total_time));
-    out.extend(crate::waitstates::findings(t, total_time));
+    out.extend(crate::locks::contention_of(t, locks, total_time));
+    out.extend(crate::waitstates::findings_of(waits, t, total_time));
     out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     out
 }
@@ -437,19 +506,22 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
     type Tally = (u64, u64, u64, Vec<usize>);
     let mut tally: HashMap<(u32, u16), Tally> = HashMap::default();
     for (si, s) in t.streams.iter().enumerate() {
+        let mut nbytes = crate::objects::ArgOf::new(s, "nbytes");
+        let mut n = crate::objects::ArgOf::new(s, "n");
         for iv in intervals(s) {
             if class_of(iv.kind) != Some(Class::Comm) {
                 continue;
             }
-            let a = crate::objects::args_by_name(s, &s.events[iv.end_event]);
-            let Some(&bytes) = a.get("nbytes").or(a.get("n")) else {
+            let end = &s.events[iv.end_event];
+            let Some(bytes) = nbytes.get(s, end).or_else(|| n.get(s, end)) else {
                 continue;
             };
             let entry = tally.entry((iv.callsite, iv.kind)).or_default();
             entry.0 += 1;
             entry.1 += bytes;
             entry.2 += iv.end.saturating_sub(iv.start);
-            if !entry.3.contains(&si) {
+            // Streams come in order: this one is the last listed, if listed.
+            if entry.3.last() != Some(&si) {
                 entry.3.push(si);
             }
         }

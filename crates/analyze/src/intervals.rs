@@ -25,18 +25,58 @@ pub struct Interval {
 /// The thread's intervals, by start time (an enclosing interval before those
 /// it holds). Computed once per stream and kept.
 pub fn intervals(s: &Stream) -> &[Interval] {
-    s.intervals.get_or_init(|| compute(s))
+    &derived(s).intervals
 }
 
-fn compute(s: &Stream) -> Vec<Interval> {
+/// What is derived from a stream's events once, when first asked for.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Derived {
+    /// Its intervals ([`intervals`]).
+    pub(crate) intervals: Vec<Interval>,
+    /// Their total time in the runtime's start-up and shutdown
+    /// ([`crate::findings::active_span`]).
+    pub(crate) startup_ns: u64,
+    /// The kinds of its events, a bit each.
+    kinds: Vec<u64>,
+}
+
+/// Whether `s` has events of kind `kind` (without looking at them all).
+pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
+    let bits = &derived(s).kinds;
+    bits[kind as usize / 64] & (1 << (kind % 64)) != 0
+}
+
+pub(crate) fn derived(s: &Stream) -> &Derived {
+    s.intervals.get_or_init(|| {
+        let (intervals, kinds) = compute(s);
+        let startup_ns = intervals
+            .iter()
+            .filter(|i| crate::findings::is_startup(i.kind))
+            .map(|i| i.end.saturating_sub(i.start))
+            .sum();
+        Derived {
+            intervals,
+            startup_ns,
+            kinds,
+        }
+    })
+}
+
+/// The stream's intervals, and the kinds of its events ([`Derived`]).
+fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     // Open STARTs per kind (kinds below KINDS directly, user events and
     // larger kinds in a map); each START takes its place in `out` at once,
     // so that `out` is in START order, and is filled in by its END.
     const KINDS: usize = 2048;
     let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
     let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
-    let mut slots: Vec<Option<Interval>> = Vec::new();
+    // An interval whose END is not met keeps `end_event` at `usize::MAX`
+    // and is dropped at the end.
+    let starts = s.events.iter().filter(|e| e.phase == 0).count();
+    let mut slots: Vec<Interval> = Vec::with_capacity(starts);
+    let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for (i, e) in s.events.iter().enumerate() {
+        kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
         if e.phase > 1 {
             continue;
         }
@@ -47,31 +87,27 @@ fn compute(s: &Stream) -> Vec<Interval> {
         };
         if e.phase == 0 {
             stack.push(slots.len());
-            slots.push(Some(Interval {
+            slots.push(Interval {
                 kind: e.kind,
                 start: e.t_ns,
                 end: u64::MAX,
                 callsite: e.callsite,
                 start_event: i,
                 end_event: usize::MAX,
-            }));
+            });
         } else if let Some(slot) = stack.pop() {
-            if let Some(iv) = slots[slot].as_mut() {
-                // An END stamped before its START (a clock that went
-                // backwards) closes an empty interval: `end >= start` always.
-                iv.end = e.t_ns.max(iv.start);
-                iv.end_event = i;
-            }
+            let iv = &mut slots[slot];
+            // An END stamped before its START (a clock that went
+            // backwards) closes an empty interval: `end >= start` always.
+            iv.end = e.t_ns.max(iv.start);
+            iv.end_event = i;
         }
     }
-    let mut out: Vec<Interval> = slots
-        .into_iter()
-        .flatten()
-        .filter(|iv| iv.end_event != usize::MAX)
-        .collect();
+    let mut out = slots;
+    out.retain(|iv| iv.end_event != usize::MAX);
     // Time that went backwards (another core's clock) can break START order.
     if !out.is_sorted_by_key(|i| i.start) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
     }
-    out
+    (out, kinds)
 }

@@ -172,13 +172,28 @@ fn collect(t: &Trace) -> Vec<Lock> {
     let acquiring = ids(&["GASP_UPC_LOCK", "GASP_SHMEM_SET_LOCK", "GASP_CAF_LOCK"]);
     let attempt = kinds::kind_by_name("GASP_UPC_LOCK_ATTEMPT").map(|k| k.id);
     let releasing = ids(&["GASP_UPC_UNLOCK", "GASP_SHMEM_CLEAR_LOCK"]);
+    // Whether a kind takes part, by number: most events do not.
+    let mut involved = vec![false; 1 << 16];
+    for &k in omp_mutex
+        .iter()
+        .chain(&acquiring)
+        .chain(&releasing)
+        .chain(&acquired)
+        .chain(&attempt)
+    {
+        involved[k as usize] = true;
+    }
     let mut locks: HashMap<(String, u64), Lock> = HashMap::default();
     let images = images(t);
+    let lock_kinds: Vec<u16> = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
     for (si, s) in t.streams.iter().enumerate() {
+        if !lock_kinds.iter().any(|&k| crate::intervals::has_kind(s, k)) {
+            continue;
+        }
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
         let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
         let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)
-        for e in &s.events {
+        for e in s.events.iter().filter(|e| involved[e.kind as usize]) {
             let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
             if omp_mutex.contains(&e.kind) && e.phase == 0 {
                 acquiring_omp.push((wait_id(), e.t_ns, e.callsite));
@@ -227,7 +242,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
                 .unwrap_or(0)
         };
         let mut held: Vec<(u64, u64)> = Vec::new(); // (lock, since)
-        for iv in intervals(s) {
+        for iv in intervals(s).iter().filter(|iv| involved[iv.kind as usize]) {
             if !acquiring.contains(&iv.kind)
                 && Some(iv.kind) != attempt
                 && !releasing.contains(&iv.kind)
@@ -321,8 +336,13 @@ fn stats(t: &Trace, mut l: Lock) -> LockStats {
 /// the working time of the threads using it, with at least two threads
 /// taking it and one of them waiting for another.
 pub fn contention(t: &Trace, total_time: u64) -> Vec<Finding> {
+    contention_of(t, &locks(t), total_time)
+}
+
+/// [`contention`], from the trace's [`locks`].
+pub(crate) fn contention_of(t: &Trace, locks: &[LockStats], total_time: u64) -> Vec<Finding> {
     let mut out = Vec::new();
-    for l in locks(t) {
+    for l in locks {
         let their_time: u64 = t
             .streams
             .iter()

@@ -74,6 +74,51 @@ pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
     None
 }
 
+/// One argument of events, by name, as [`arg`] gives it, with where it is
+/// among the words found once per kind, phase and flags (one stream's).
+pub(crate) struct ArgOf {
+    name: &'static str,
+    pts_words: usize,
+    at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// The last kind, phase and flags looked up, and where.
+    last: Option<((u16, u8, u8), Option<usize>)>,
+}
+
+impl ArgOf {
+    /// The argument `name` of the events of `s`.
+    pub(crate) fn new(s: &Stream, name: &'static str) -> ArgOf {
+        ArgOf {
+            name,
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            at: HashMap::default(),
+            last: None,
+        }
+    }
+
+    /// `e`'s argument, one of the stream's events.
+    pub(crate) fn get(&mut self, s: &Stream, e: &Event) -> Option<u64> {
+        let (name, pts_words) = (self.name, self.pts_words);
+        let key = (e.kind, e.phase, e.flags);
+        if let Some((last, at)) = self.last {
+            if last == key {
+                return s.args(e).get(at?).copied();
+            }
+        }
+        let at = *self.at.entry(key).or_insert_with(|| {
+            let mut at = 0;
+            for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
+                if n == name {
+                    return Some(at);
+                }
+                at += w;
+            }
+            None
+        });
+        self.last = Some((key, at));
+        s.args(e).get(at?).copied()
+    }
+}
+
 fn site_name(sites: &[Callsite], e: &Event, fallback: String) -> String {
     match sites.get(e.callsite as usize) {
         Some(Callsite {

@@ -275,10 +275,117 @@ impl PortableProfile {
     }
 }
 
+/// Kinds below this are found in a table rather than a map.
+const DENSE_KINDS: usize = 2048;
+
+/// The statistics of one stream per [`Key`] and per (key, callsite), each
+/// in a slot found without hashing for most events: a table by kind for
+/// plain kinds, and the last callsite of each key.
+#[derive(Default)]
+struct Slots {
+    keys: Vec<Key>,
+    by_key: Vec<Stats>,
+    /// Slot of each plain kind (no user event, not a function), plus one; 0: none yet.
+    by_kind: Vec<u32>,
+    other: HashMap<Key, u32>,
+    /// Per key slot, its last callsite and that (key, callsite)'s slot.
+    last_site: Vec<(u32, u32)>,
+    sites: Vec<((Key, u32), Stats)>,
+    site_slots: HashMap<u64, u32>,
+}
+
+impl Slots {
+    fn key_slot(&mut self, e: &Event) -> usize {
+        let plain = e.user.is_none() && e.kind != kinds::C_FUNC && (e.kind as usize) < DENSE_KINDS;
+        if plain {
+            if self.by_kind.is_empty() {
+                self.by_kind = vec![0; DENSE_KINDS];
+            }
+            let at = self.by_kind[e.kind as usize];
+            if at > 0 {
+                return at as usize - 1;
+            }
+        } else if let Some(&at) = self.other.get(&key_of(e)) {
+            return at as usize;
+        }
+        let at = self.keys.len() as u32;
+        let key = key_of(e);
+        if plain {
+            self.by_kind[e.kind as usize] = at + 1;
+        } else {
+            self.other.insert(key, at);
+        }
+        self.keys.push(key);
+        self.by_key.push(Stats::default());
+        self.last_site.push((0, u32::MAX));
+        at as usize
+    }
+
+    fn site_slot(&mut self, key: usize, callsite: u32) -> usize {
+        let (last, at) = self.last_site[key];
+        if at != u32::MAX && last == callsite {
+            return at as usize;
+        }
+        let n = self.sites.len() as u32;
+        let at = *self
+            .site_slots
+            .entry((key as u64) << 32 | callsite as u64)
+            .or_insert(n);
+        if at == n {
+            self.sites
+                .push(((self.keys[key], callsite), Stats::default()));
+        }
+        self.last_site[key] = (callsite, at);
+        at as usize
+    }
+}
+
+/// The bytes events move ([`bytes_of`]), with where a kind's size argument
+/// is found once per kind, phase and flags rather than once per event.
+struct BytesOf {
+    pts_words: usize,
+    /// By `kind << 4 | phase << 2 | flags`: the size argument's word, or
+    /// [`BytesOf::NONE`], or [`BytesOf::UNKNOWN`] until first needed.
+    at: Vec<u16>,
+}
+
+impl BytesOf {
+    const UNKNOWN: u16 = u16::MAX;
+    const NONE: u16 = u16::MAX - 1;
+
+    fn new(s: &Stream) -> BytesOf {
+        BytesOf {
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            at: Vec::new(),
+        }
+    }
+
+    fn get(&mut self, s: &Stream, e: &Event) -> u64 {
+        if e.user.is_some() {
+            return 0;
+        }
+        if (e.kind as usize) >= DENSE_KINDS || e.phase > 3 || e.flags > 3 {
+            return bytes_of(s, e);
+        }
+        if self.at.is_empty() {
+            self.at = vec![Self::UNKNOWN; DENSE_KINDS << 4];
+        }
+        let i = (e.kind as usize) << 4 | (e.phase as usize) << 2 | e.flags as usize;
+        if self.at[i] == Self::UNKNOWN {
+            self.at[i] = gaspard_format::codec::bytes_arg(e.kind, e.phase, self.pts_words, e.flags)
+                .and_then(|w| u16::try_from(w).ok())
+                .filter(|&w| w < Self::NONE)
+                .unwrap_or(Self::NONE);
+        }
+        match self.at[i] {
+            Self::NONE => 0,
+            w => s.args(e).get(w as usize).copied().unwrap_or(0),
+        }
+    }
+}
+
 /// One stream's profile, and its statistics per (name, callsite).
 fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
-    let mut mine: HashMap<Key, Stats> = HashMap::default();
-    let mut sites: HashMap<(Key, u32), Stats> = HashMap::default();
     let tool_kind = |k: u16| {
         matches!(
             k,
@@ -288,12 +395,13 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
                 | kinds::GASPARD_CLOCK_SYNC
         )
     };
+    let mut slots = Slots::default();
+    let mut bytes_of = BytesOf::new(s);
     for e in &s.events {
         if tool_kind(e.kind) {
             continue;
         }
-        let key = key_of(e);
-        let bytes = bytes_of(s, e);
+        let bytes = bytes_of.get(s, e);
         let touch = |st: &mut Stats| {
             if e.phase != 1 {
                 st.count += 1;
@@ -301,18 +409,23 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
             // Saturating: a damaged size argument may be anything.
             st.bytes = st.bytes.saturating_add(bytes);
         };
-        touch(sites.entry((key, e.callsite)).or_default());
-        touch(mine.entry(key).or_default());
+        let key = slots.key_slot(e);
+        let site = slots.site_slot(key, e.callsite);
+        touch(&mut slots.sites[site].1);
+        touch(&mut slots.by_key[key]);
     }
     for iv in crate::intervals::intervals(s) {
         if tool_kind(iv.kind) {
             continue;
         }
-        let key = key_of(&s.events[iv.start_event]);
+        let key = slots.key_slot(&s.events[iv.start_event]);
+        let site = slots.site_slot(key, iv.callsite);
         let d = iv.end.saturating_sub(iv.start);
-        sites.entry((key, iv.callsite)).or_default().add_interval(d);
-        mine.entry(key).or_default().add_interval(d);
+        slots.sites[site].1.add_interval(d);
+        slots.by_key[key].add_interval(d);
     }
+    let mine = slots.keys.into_iter().zip(slots.by_key);
+    let sites = slots.sites;
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     for ((key, site), st) in sites {
         by_site
@@ -442,25 +555,31 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
             .then(a.stats.name.cmp(&b.stats.name))
             .then(a.line.cmp(&b.line))
     });
-    // The analyses are independent of one another: in parallel.
-    let ((breakdown, (blocks, mut findings)), ((communication, balance), (waits, locks))) =
+    // The analyses are independent of one another: in parallel (the
+    // findings use the locks and wait states, found once).
+    let (((breakdown, blocks), (communication, balance)), (waits, locks, mut findings)) =
         rayon::join(
             || {
                 rayon::join(
-                    || crate::findings::breakdown(t),
                     || {
                         rayon::join(
+                            || crate::findings::breakdown(t),
                             || crate::blocks::analyse(t, block_size),
-                            || crate::findings::findings(t),
                         )
                     },
+                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
                 )
             },
             || {
-                rayon::join(
-                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
-                    || rayon::join(|| crate::waitstates::waits(t), || crate::locks::locks(t)),
-                )
+                let (analysis, locks) = rayon::join(
+                    || crate::waitstates::Analysis::run(t),
+                    || crate::locks::locks(t),
+                );
+                let (waits, findings) = rayon::join(
+                    || crate::waitstates::waits_of(&analysis, t),
+                    || crate::findings::findings_given(t, &locks, &analysis),
+                );
+                (waits, locks, findings)
             },
         );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();

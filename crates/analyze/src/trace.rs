@@ -94,9 +94,10 @@ pub struct Stream {
     pub chunks: u32,
     /// True when the stream ends early or lost chunks.
     pub damaged: bool,
-    /// Its START/END intervals, computed once when first asked for
-    /// ([`crate::intervals::intervals`]); cleared by [`Stream::events_changed`].
-    pub(crate) intervals: std::sync::OnceLock<Vec<crate::intervals::Interval>>,
+    /// Its START/END intervals and what is derived from them, computed once
+    /// when first asked for ([`crate::intervals::intervals`]); cleared by
+    /// [`Stream::events_changed`].
+    pub(crate) intervals: std::sync::OnceLock<crate::intervals::Derived>,
 }
 
 impl Stream {
@@ -109,9 +110,7 @@ impl Stream {
 
     /// Keeps `words` as the arguments of an event to be made: (where, how many).
     pub(crate) fn keep_args(&mut self, words: &[u64]) -> (u32, u32) {
-        let at = self.arg_words.len() as u32;
-        self.arg_words.extend_from_slice(words);
-        (at, words.len() as u32)
+        keep_args(&mut self.arg_words, words)
     }
 
     /// To be called after changing `events`: what was derived from them is
@@ -119,6 +118,13 @@ impl Stream {
     pub fn events_changed(&mut self) {
         self.intervals = std::sync::OnceLock::new();
     }
+}
+
+/// Keeps `words` at the end of `arg_words`: (where, how many).
+fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
+    let at = arg_words.len() as u32;
+    arg_words.extend_from_slice(words);
+    (at, words.len() as u32)
 }
 
 /// A process's summary.
@@ -234,19 +240,25 @@ impl Clock {
             },
         }
     }
-    /// Absolute nanoseconds of `t` ticks.
+    /// `n0 + (t - t0) * slope`, in integer ns (as `i128` arithmetic gives
+    /// it), with the conversions between floating point and 128-bit
+    /// integers, slow, only where 64 bits do not hold the values: the
+    /// conversions round the same way (to nearest for the difference,
+    /// towards zero for the product).
     #[inline]
     pub(crate) fn ns(&self, t: u64) -> i128 {
-        // The same value through 64-bit integers when they hold it (always,
-        // but for damaged clock data): 128-bit conversions are slow.
-        let d = t.wrapping_sub(self.t0) as i64;
-        if (t >= self.t0) == (d >= 0) {
-            let p = d as f64 * self.slope;
-            if p.abs() < 9.0e18 {
-                return self.n0 as i128 + p as i64 as i128;
-            }
-        }
-        self.n0 as i128 + ((t as i128 - self.t0 as i128) as f64 * self.slope) as i128
+        let d = if t >= self.t0 {
+            (t - self.t0) as f64
+        } else {
+            -((self.t0 - t) as f64)
+        };
+        let x = d * self.slope;
+        let off = if x.abs() < 9_223_372_036_854_775_808.0 {
+            x as i64 as i128
+        } else {
+            x as i128
+        };
+        self.n0 as i128 + off
     }
 }
 
@@ -762,9 +774,9 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
     let progress = progress_bar(paths);
     let read: Vec<_> = paths
         .par_iter()
-        .map(|path| {
+        .map_init(DecodedChunk::default, |chunk, path| {
             let mut problems = Vec::new();
-            let r = read_stream(path, &mut problems);
+            let r = read_stream(path, chunk, &mut problems);
             if let Some(pb) = &progress {
                 pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
             }
@@ -778,22 +790,20 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
         manifest_refs,
         read.iter()
             .filter_map(|(r, _)| r.as_ref())
-            .flat_map(|(s, chunks)| {
+            .flat_map(|(s, chunks, _)| {
                 let p = s.process.as_str();
-                std::iter::once((p, None)).chain(chunks.iter().map(move |c| (p, Some(&c.0))))
+                std::iter::once((p, None)).chain(chunks.iter().map(move |c| (p, Some(c))))
             }),
     );
-    // Events are converted stream by stream in parallel, with callsite and
-    // user event numbers of the stream's own (renumbered by the reader in
-    // stream order).
+    // Events, read with their times in ticks, are given them in ns stream
+    // by stream in parallel.
     read.into_par_iter()
         .map(|(r, problems)| StreamPart {
             problems,
-            stream: r.map(|(mut s, chunks)| {
-                let mut local = Local::default();
+            stream: r.map(|(mut s, _, local)| {
                 let clock = &clocks[&s.process];
-                for (_, c) in &chunks {
-                    convert_chunk(&mut s, c, clock, &mut local);
+                for e in &mut s.events {
+                    e.t_ns = clock.ns(e.t_ns).clamp(0, u64::MAX as i128) as u64;
                 }
                 (s, local)
             }),
@@ -862,12 +872,29 @@ pub(crate) struct Local {
     /// String arguments, numbered in the order the stream meets them.
     pub(crate) texts: Vec<String>,
     text_ids: HashMap<String, u32>,
+    /// Where the argument words of the last event of each kind (below
+    /// [`SHARED_ARG_KINDS`]) are: an event with the same words (an END
+    /// repeating its START's, a loop repeating a call) shares them.
+    last_args: Vec<(u32, u32)>,
 }
 
-fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Local) {
+/// Kinds whose events may share their argument words with the previous
+/// event of the kind.
+const SHARED_ARG_KINDS: usize = 2048;
+
+/// Adds the events of chunk `c` to `s`, with their times in ticks (`t_ns`
+/// is in ns once the stream's clock is known), and callsite and user event
+/// numbers of the stream's own (renumbered by the reader in stream order).
+fn convert_chunk(
+    events: &mut Vec<Event>,
+    arg_words: &mut Vec<u64>,
+    c: &DecodedChunk,
+    local: &mut Local,
+) {
+    if local.last_args.is_empty() {
+        local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
+    }
     let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
-    s.events.reserve(c.events.len());
-    s.arg_words.reserve(c.args.len());
     for e in &c.events {
         let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
             let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
@@ -918,9 +945,18 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
                 }));
             }
         }
-        let (args_at, nargs) = s.keep_args(args);
-        s.events.push(Event {
-            t_ns: clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64,
+        let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
+            Some(last) => {
+                let (at, n) = *last;
+                if arg_words.get(at as usize..(at + n) as usize) != Some(args) {
+                    *last = keep_args(arg_words, args);
+                }
+                *last
+            }
+            None => keep_args(arg_words, args),
+        };
+        events.push(Event {
+            t_ns: e.ts,
             kind: e.kind,
             phase: e.phase,
             flags: e.flags,
@@ -933,7 +969,10 @@ fn convert_chunk(s: &mut Stream, c: &DecodedChunk, clock: &Clock, local: &mut Lo
     }
 }
 
-type Chunks = Vec<(ChunkHeader, DecodedChunk)>;
+/// One stream file, read: its stream with its times in ticks, the headers
+/// of its chunks (with their clock references) and its own numbering of
+/// callsites and user events.
+type ReadStream = (Stream, Vec<ChunkHeader>, Local);
 
 /// Events are placed at most this many nanoseconds (52 days) after the
 /// trace's start: later ones come from damaged clock data, and sums of times
@@ -990,7 +1029,13 @@ pub(crate) fn new_stream(
 }
 
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
-fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunks)> {
+/// Each chunk is decoded into `chunk` (its buffers used again from chunk to
+/// chunk and file to file) and converted at once.
+fn read_stream(
+    path: &Path,
+    chunk: &mut DecodedChunk,
+    problems: &mut Vec<String>,
+) -> Option<ReadStream> {
     let name = path
         .file_name()
         .unwrap_or_default()
@@ -1003,7 +1048,24 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
             return None;
         }
     };
-    let file = match gaspard_format::stream::read(&name, &data) {
+    let mut events = Vec::new();
+    let mut arg_words = Vec::new();
+    let mut local = Local::default();
+    let mut headers = Vec::new();
+    let walked = gaspard_format::stream::walk(&name, &data, |h, payload| {
+        chunk.events.clear();
+        chunk.args.clear();
+        chunk.strings.clear();
+        chunk.callsites.clear();
+        chunk.users.clear();
+        let decoded = gaspard_format::codec::decode(h, payload, chunk);
+        events.reserve(chunk.events.len());
+        arg_words.reserve(chunk.args.len());
+        convert_chunk(&mut events, &mut arg_words, chunk, &mut local);
+        headers.push(*h);
+        decoded
+    });
+    let file = match walked {
         Ok(f) => f,
         Err(e) => {
             problems.push(format!("{name}: {e}; stream skipped"));
@@ -1011,8 +1073,73 @@ fn read_stream(path: &Path, problems: &mut Vec<String>) -> Option<(Stream, Chunk
         }
     };
     let mut s = new_stream(path, &name, &file.header, problems);
-    s.chunks = file.chunks.len() as u32;
+    // Words shared between events were reserved all the same.
+    arg_words.shrink_to_fit();
+    s.events = events;
+    s.arg_words = arg_words;
+    s.chunks = headers.len() as u32;
     s.damaged = file.damaged;
     problems.extend(file.problems);
-    Some((s, file.chunks))
+    Some((s, headers, local))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Clock;
+
+    /// Times as the 128-bit formula gives them (None where it overflows).
+    fn ns_i128(c: &Clock, t: u64) -> Option<i128> {
+        (c.n0 as i128).checked_add(((t as i128 - c.t0 as i128) as f64 * c.slope) as i128)
+    }
+
+    #[test]
+    fn clock_conversion_is_the_128_bit_one() {
+        let slopes = [
+            1.0,
+            0.999_999_7,
+            1.000_000_3,
+            0.416_666_666_666_666_7,
+            2.5,
+            1e-9,
+            1e9,
+            1e30,
+            -1.0,
+            0.0,
+            f64::NAN,
+            f64::INFINITY,
+        ];
+        let times = [
+            0u64,
+            1,
+            1 << 20,
+            (1 << 53) - 1,
+            (1 << 53) + 1,
+            (1 << 62) + 12_345,
+            1 << 63,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut random = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for &slope in &slopes {
+            for &t0 in &times {
+                for &n0 in &[0u64, 1_000_000_007, 1 << 62, u64::MAX] {
+                    let c = Clock { t0, n0, slope };
+                    let mut ts: Vec<u64> = times.to_vec();
+                    ts.extend((0..200).map(|_| t0.wrapping_add(random() >> (random() % 64))));
+                    ts.extend((0..200).map(|_| t0.wrapping_sub(random() >> (random() % 64))));
+                    for t in ts {
+                        if let Some(want) = ns_i128(&c, t) {
+                            assert_eq!(c.ns(t), want, "t0 {t0} n0 {n0} slope {slope} t {t}");
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -109,7 +109,11 @@ pub struct WaitSite {
 /// The wait-state findings: `late_sender`, `late_receiver`, and fence
 /// waiting as `barrier_wait`. `total_time` is all threads' working time.
 pub fn findings(t: &Trace, total_time: u64) -> Vec<Finding> {
-    let a = Analysis::run(t);
+    findings_of(&Analysis::run(t), t, total_time)
+}
+
+/// [`findings`], from the analysis of `t` made once.
+pub(crate) fn findings_of(a: &Analysis, t: &Trace, total_time: u64) -> Vec<Finding> {
     let mut out = Vec::new();
     for site in &a.sites {
         let Some(f) = a.finding(t, site, total_time) else {
@@ -123,7 +127,11 @@ pub fn findings(t: &Trace, total_time: u64) -> Vec<Finding> {
 
 /// Every source line where threads wait, most waiting first.
 pub fn waits(t: &Trace) -> Vec<WaitSite> {
-    let a = Analysis::run(t);
+    waits_of(&Analysis::run(t), t)
+}
+
+/// [`waits`], from the analysis of `t` made once.
+pub(crate) fn waits_of(a: &Analysis, t: &Trace) -> Vec<WaitSite> {
     let mut out: Vec<WaitSite> = a.sites.iter().map(|s| a.site(t, s)).collect();
     out.sort_by(|a, b| {
         b.wait_ns
@@ -204,7 +212,8 @@ struct FenceGroup {
     window: String,
 }
 
-struct Analysis {
+/// The blocking calls, messages and fences of a trace, matched.
+pub(crate) struct Analysis {
     ranks: HashMap<String, i64>,
     sites: Vec<Site>,
     fences: Vec<FenceGroup>,
@@ -260,7 +269,7 @@ fn is_one_sided_sync(name: &str) -> bool {
 }
 
 impl Analysis {
-    fn run(t: &Trace) -> Analysis {
+    pub(crate) fn run(t: &Trace) -> Analysis {
         let ranks = mpi_ranks(t);
         let mut calls: Vec<Call> = Vec::new();
         let mut msgs: Vec<Msg> = Vec::new();

@@ -69,23 +69,28 @@ pub trait Resolver {
 /// The bytes a system event moves or allocates (its `n`, `nbytes` or `size`
 /// argument), counted on its START or ATOMIC; 0 for other events.
 pub fn bytes_moved(kind: u16, phase: u8, pts_words: usize, flags: u8, args: &[u64]) -> u64 {
+    bytes_arg(kind, phase, pts_words, flags).map_or(0, |i| args.get(i).copied().unwrap_or(0))
+}
+
+/// Where [`bytes_moved`] finds the bytes among the argument words of such an
+/// event, if it counts any: the same for every event of the same kind,
+/// phase and flags (in a stream, whose `pts_words` is fixed).
+pub fn bytes_arg(kind: u16, phase: u8, pts_words: usize, flags: u8) -> Option<usize> {
     if phase == crate::raw::PHASE_END {
-        return 0;
+        return None;
     }
-    let Some(k) = kinds::kind(kind) else {
-        return 0;
-    };
+    let k = kinds::kind(kind)?;
     if !matches!(k.class, kinds::Class::Comm | kinds::Class::Memory) {
-        return 0;
+        return None;
     }
     let mut i = 0;
     for (name, _, n) in arg_layout(kind, phase, pts_words, flags) {
         if matches!(name, "n" | "nbytes" | "size") {
-            return args.get(i).copied().unwrap_or(0);
+            return Some(i);
         }
         i += n;
     }
-    0
+    None
 }
 
 /// The argument words of one event, split per argument.

@@ -274,6 +274,7 @@ fn tables() -> [(u16, &'static [KindInfo]); 3] {
 }
 
 /// Every kind by number, made once: analyses look kinds up per event.
+#[inline]
 fn by_id() -> &'static [Option<&'static KindInfo>] {
     static TABLE: std::sync::OnceLock<Vec<Option<&'static KindInfo>>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
@@ -289,6 +290,7 @@ fn by_id() -> &'static [Option<&'static KindInfo>] {
 }
 
 /// Looks a kind up by its number.
+#[inline]
 pub fn kind(id: u16) -> Option<&'static KindInfo> {
     by_id().get(id as usize).copied().flatten()
 }

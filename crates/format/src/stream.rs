@@ -50,8 +50,8 @@ pub struct Walk {
 }
 
 /// Walks the stream file `data` as [`read`] does, handing each chunk whose
-/// checksum matches to `chunk` (which may decode it; the error it returns
-/// is reported as [`read`] reports it).
+/// checksum matches to `chunk` (which may decode it, into buffers of its
+/// own; the error it returns is reported as [`read`] reports it).
 pub fn walk<F>(name: &str, data: &[u8], mut chunk: F) -> Result<Walk, HeaderError>
 where
     F: FnMut(&ChunkHeader, &[u8]) -> Result<(), codec::DecodeError>,
