@@ -39,6 +39,8 @@ PROGRAMS=(
   "C sort, functions and malloc (2^20 keys)|$BIN/sort_plain 1048576|$BIN/sort_profiled 1048576"
 )
 
+load() { cut -d' ' -f1 /proc/loadavg; }
+LOAD0=$(load)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 now() { date +%s%N; }
@@ -63,7 +65,8 @@ echo
 echo "Produced by \`bash bench/programs.sh\` (also run by \`bash bench/run.sh\`): $REPEATS interleaved runs"
 echo "of each bundled example, medians, default settings; *with* is \`gaspard run -o DIR -- ...\`"
 echo "(launch, recording, and writing the trace), *without* the same command alone. Target: at most 3 %."
-echo "Runs of 4 processes share the machine's $(nproc) cores."
+echo "Runs of 4 processes share the machine's $(nproc) cores; the load average was $LOAD0 when the"
+echo "runs began and $(load) when they ended (above the core count, other work shared the machine)."
 echo
 echo "| program | without (ms) | with gaspard (ms) | overhead | within 3 % |"
 echo "|---|---:|---:|---:|---|"
