@@ -291,6 +291,8 @@ struct Slots {
     /// Per key slot, its last callsite and that (key, callsite)'s slot.
     last_site: Vec<(u32, u32)>,
     sites: Vec<((Key, u32), Stats)>,
+    /// The key slot of each (key, callsite) slot.
+    site_key: Vec<u32>,
     site_slots: HashMap<u64, u32>,
 }
 
@@ -334,6 +336,7 @@ impl Slots {
         if at == n {
             self.sites
                 .push(((self.keys[key], callsite), Stats::default()));
+            self.site_key.push(key as u32);
         }
         self.last_site[key] = (callsite, at);
         at as usize
@@ -397,8 +400,11 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
     };
     let mut slots = Slots::default();
     let mut bytes_of = BytesOf::new(s);
+    // Each event's (key, callsite) slot, for its interval to find again.
+    let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
     for e in &s.events {
         if tool_kind(e.kind) {
+            site_of_event.push(u32::MAX);
             continue;
         }
         let bytes = bytes_of.get(s, e);
@@ -413,13 +419,15 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         let site = slots.site_slot(key, e.callsite);
         touch(&mut slots.sites[site].1);
         touch(&mut slots.by_key[key]);
+        site_of_event.push(site as u32);
     }
     for iv in crate::intervals::intervals(s) {
         if tool_kind(iv.kind) {
             continue;
         }
-        let key = slots.key_slot(&s.events[iv.start_event]);
-        let site = slots.site_slot(key, iv.callsite);
+        // The slot of its START (whose key and callsite are the interval's).
+        let site = site_of_event[iv.start_event] as usize;
+        let key = slots.site_key[site] as usize;
         let d = iv.end.saturating_sub(iv.start);
         slots.sites[site].1.add_interval(d);
         slots.by_key[key].add_interval(d);

@@ -882,9 +882,29 @@ pub(crate) struct Local {
 /// event of the kind.
 const SHARED_ARG_KINDS: usize = 2048;
 
-/// Adds the events of chunk `c` to `s`, with their times in ticks (`t_ns`
-/// is in ns once the stream's clock is known), and callsite and user event
-/// numbers of the stream's own (renumbered by the reader in stream order).
+/// The stream's number of callsite `id` of chunk `c`, numbered when first met.
+fn stream_site(c: &DecodedChunk, id: u32, local: &mut Local) -> u32 {
+    let cs = c.callsites.get(&id).copied().unwrap_or_default();
+    let key = Callsite {
+        file: if cs.file == 0 {
+            None
+        } else {
+            c.string(cs.file).map(str::to_string)
+        },
+        line: cs.line,
+        col: cs.col,
+    };
+    let n = local.sites.len() as u32;
+    *local.site_ids.entry(key.clone()).or_insert_with(|| {
+        local.sites.push(key);
+        n
+    })
+}
+
+/// Adds the events of chunk `c` to a stream's `events` (their argument words
+/// to its `arg_words`), with their times in ticks (`t_ns` is in ns once the
+/// stream's clock is known), and callsite and user event numbers of the
+/// stream's own (renumbered by the reader in stream order).
 fn convert_chunk(
     events: &mut Vec<Event>,
     arg_words: &mut Vec<u64>,
@@ -894,25 +914,31 @@ fn convert_chunk(
     if local.last_args.is_empty() {
         local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
     }
+    // The stream's number of each callsite of the chunk: callsite ids are
+    // small numbers, those below DENSE_SITES found in a table (plus one; 0:
+    // not met yet).
+    const DENSE_SITES: usize = 1 << 16;
+    let mut dense_sites: Vec<u32> = Vec::new();
     let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
     for e in &c.events {
-        let site = *chunk_sites.entry(e.callsite).or_insert_with(|| {
-            let cs = c.callsites.get(&e.callsite).copied().unwrap_or_default();
-            let key = Callsite {
-                file: if cs.file == 0 {
-                    None
-                } else {
-                    c.string(cs.file).map(str::to_string)
-                },
-                line: cs.line,
-                col: cs.col,
-            };
-            let n = local.sites.len() as u32;
-            *local.site_ids.entry(key.clone()).or_insert_with(|| {
-                local.sites.push(key);
-                n
-            })
-        });
+        let id = e.callsite as usize;
+        let site = if id < DENSE_SITES {
+            if id >= dense_sites.len() {
+                dense_sites.resize(id + 1, 0);
+            }
+            match dense_sites[id] {
+                0 => {
+                    let site = stream_site(c, e.callsite, local);
+                    dense_sites[id] = site + 1;
+                    site
+                }
+                n => n - 1,
+            }
+        } else {
+            *chunk_sites
+                .entry(e.callsite)
+                .or_insert_with(|| stream_site(c, e.callsite, local))
+        };
         let args = c.args_of(e);
         let mut text = NO_TEXT;
         let mut user = None;
