@@ -43,23 +43,7 @@ int main(void) {
 /// Builds PROGRAM with `gaspard cc ARGS -- cc`, runs it, returns its trace directory.
 fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
     let dir = tmp(name);
-    let src = dir.join("prog.c");
-    std::fs::write(&src, PROGRAM).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("cc")
-        .args(wrapper)
-        .args(["--", "cc", "-O1", "-pthread"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gaspard cc failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::gaspard_cc(&dir, "prog", PROGRAM, wrapper, &["-O1", "-pthread"]);
     let trace = dir.join("trace");
     let st = Command::new(&exe)
         .env("GASPARD_DIR", &trace)
@@ -294,21 +278,7 @@ fn function_events(v: &Value, name: &str) -> (usize, usize) {
 #[test]
 fn very_frequent_short_functions_are_throttled() {
     let dir = tmp("throttle");
-    let src = dir.join("t.c");
-    std::fs::write(&src, THROTTLED).unwrap();
-    let exe = dir.join("t");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args(["cc", "--profile", "--", "cc", "-O1"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::gaspard_cc(&dir, "t", THROTTLED, &["--profile"], &["-O1"]);
     let run = |throttle: &str, name: &str| {
         let trace = dir.join(name);
         let mut cmd = Command::new(&exe);
@@ -375,21 +345,7 @@ fn kind_events(v: &Value, kind: &str, phase: &str) -> usize {
 #[test]
 fn very_frequent_short_allocations_are_throttled_and_counted() {
     let dir = tmp("throttle-alloc");
-    let src = dir.join("a.c");
-    std::fs::write(&src, ALLOCATING).unwrap();
-    let exe = dir.join("a");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args(["cc", "--profile", "--", "cc", "-O1"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::gaspard_cc(&dir, "a", ALLOCATING, &["--profile"], &["-O1"]);
     let run = |throttle: &str, name: &str| {
         let trace = dir.join(name);
         let mut cmd = Command::new(&exe);

@@ -59,25 +59,6 @@ int main(void) {
 }
 "#;
 
-fn build(dir: &Path, compiler: &str, src: &str) -> std::path::PathBuf {
-    let path = dir.join("p.c");
-    std::fs::write(&path, src).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(compiler)
-        .arg("-g")
-        .arg(&path)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|_| panic!("{compiler} is needed (Debian: libopenmpi-dev openmpi-bin)"));
-    assert!(
-        out.status.success(),
-        "{compiler}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 fn dump(trace: &Path, corrected: bool) -> Value {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gaspard"));
     c.arg("dump").arg(trace).arg("--json");
@@ -304,7 +285,7 @@ fn check(
 
 fn mpi(n: usize) {
     let dir = common::tmpdir(&format!("clocksync-mpi-{n}"));
-    let exe = build(&dir, "mpicc", MPI_PROGRAM);
+    let exe = common::compile_with(&dir, "mpicc", "p.c", MPI_PROGRAM);
     let np = n.to_string();
     check(
         &dir,
@@ -336,7 +317,7 @@ fn mpi_four_ranks() {
 #[test]
 fn shmem_four_pes() {
     let dir = common::tmpdir("clocksync-shmem-4");
-    let exe = build(&dir, "oshcc", SHMEM_PROGRAM);
+    let exe = common::compile_with(&dir, "oshcc", "p.c", SHMEM_PROGRAM);
     check(
         &dir,
         &[

@@ -5,7 +5,7 @@
 //! of the same trace.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output};
 
 use serde_json::Value;
@@ -118,25 +118,6 @@ fn otf2_record(kind: &str) -> Option<&'static str> {
         | "GASP_SHMEM_INT_ATOMIC_INC" => "RmaAtomic",
         _ => return None,
     })
-}
-
-fn build(dir: &Path, compiler: &str, src: &str) -> PathBuf {
-    let path = dir.join("prog.c");
-    std::fs::write(&path, src).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(compiler)
-        .arg("-g")
-        .arg(&path)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|_| panic!("{compiler} is needed (Debian: libopenmpi-dev openmpi-bin)"));
-    assert!(
-        out.status.success(),
-        "{compiler}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
 }
 
 fn gaspard(args: &[&str]) -> Output {
@@ -652,7 +633,7 @@ fn check_refusals(dir: &Path, trace: &Path) {
 #[test]
 fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
     let dir = common::tmpdir("export-mpi");
-    let exe = build(&dir, "mpicc", MPI_PROGRAM);
+    let exe = common::compile_with(&dir, "mpicc", "prog.c", MPI_PROGRAM);
     let (trace, _) = common::gaspard_run(
         &dir,
         &[
@@ -709,7 +690,7 @@ fn mpi_trace_exports_to_otf2_perfetto_and_parquet() {
 #[test]
 fn shmem_trace_exports_to_otf2_perfetto_and_parquet() {
     let dir = common::tmpdir("export-shmem");
-    let exe = build(&dir, "oshcc", SHMEM_PROGRAM);
+    let exe = common::compile_with(&dir, "oshcc", "prog.c", SHMEM_PROGRAM);
     let (trace, _) = common::gaspard_run(
         &dir,
         &[

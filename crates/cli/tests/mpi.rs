@@ -2,7 +2,6 @@
 //! are recorded through the PMPI wrappers of libgaspard_mpi.so.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
 
@@ -69,25 +68,6 @@ program p
 end program p
 "#;
 
-fn build(dir: &Path, compiler: &str, file: &str, src: &str) -> std::path::PathBuf {
-    let path = dir.join(file);
-    std::fs::write(&path, src).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(compiler)
-        .arg("-g")
-        .arg(&path)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|_| panic!("{compiler} is needed for the MPI tests (Debian: libopenmpi-dev openmpi-bin gfortran)"));
-    assert!(
-        out.status.success(),
-        "{compiler}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 fn run(dir: &Path, exe: &Path, ranks: usize) -> Value {
     let np = ranks.to_string();
     let (trace, _) = common::gaspard_run(
@@ -120,7 +100,7 @@ fn rank_of(evs: &[Value]) -> usize {
 
 fn c_program_on(n: usize) {
     let dir = common::tmpdir(&format!("mpi-c-{n}"));
-    let exe = build(&dir, "mpicc", "m.c", C_PROGRAM);
+    let exe = common::compile_with(&dir, "mpicc", "m.c", C_PROGRAM);
     let v = run(&dir, &exe, n);
     let ranks = events(&v);
     assert_eq!(ranks.len(), n, "one stream per rank");
@@ -205,7 +185,7 @@ fn mpi_c_program_on_4_ranks() {
 #[test]
 fn mpi_fortran_program_is_recorded() {
     let dir = common::tmpdir("mpi-f");
-    let exe = build(&dir, "mpifort", "f.f90", F_PROGRAM);
+    let exe = common::compile_with(&dir, "mpifort", "f.f90", F_PROGRAM);
     let v = run(&dir, &exe, 2);
     let ranks = events(&v);
     assert_eq!(ranks.len(), 2);

@@ -88,25 +88,6 @@ fn check(dir: &Path) -> (Trace, Quick, usize) {
     (t, q, n)
 }
 
-fn build(dir: &Path, compiler: &str, src: &str) -> std::path::PathBuf {
-    let path = dir.join("p.c");
-    std::fs::write(&path, src).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(compiler)
-        .arg("-g")
-        .arg(&path)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap_or_else(|_| panic!("{compiler} is needed"));
-    assert!(
-        out.status.success(),
-        "{compiler}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
-}
-
 #[test]
 fn gasp_threads_and_user_events() {
     let dir = common::tmpdir("quick-gasp");
@@ -156,7 +137,7 @@ int main(int argc, char **argv) {
 #[test]
 fn mpi_with_a_skewed_clock() {
     let dir = common::tmpdir("quick-mpi");
-    let exe = build(&dir, "mpicc", MPI_PROGRAM);
+    let exe = common::compile_with(&dir, "mpicc", "p.c", MPI_PROGRAM);
     let exe = exe.to_str().unwrap();
     let (trace, _) = common::gaspard_run_with(
         &dir,
@@ -202,7 +183,7 @@ int main(void) {
 #[test]
 fn shmem() {
     let dir = common::tmpdir("quick-shmem");
-    let exe = build(&dir, "oshcc", SHMEM_PROGRAM);
+    let exe = common::compile_with(&dir, "oshcc", "p.c", SHMEM_PROGRAM);
     let exe = exe.to_str().unwrap();
     let (trace, _) = common::gaspard_run(
         &dir,
@@ -246,21 +227,7 @@ int main(void) {
 #[test]
 fn instrumented_c_program() {
     let dir = common::tmpdir("quick-c");
-    let src = dir.join("prog.c");
-    std::fs::write(&src, C_PROGRAM).unwrap();
-    let exe = dir.join("prog");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args(["cc", "--profile", "--", "cc", "-O0"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::gaspard_cc(&dir, "prog", C_PROGRAM, &["--profile"], &["-O0"]);
     let trace = dir.join("trace");
     let st = Command::new(&exe)
         .env("GASPARD_DIR", &trace)

@@ -156,3 +156,50 @@ pub fn compile_heat(dir: &Path) -> PathBuf {
     compile_gasp_file(&workspace().join("examples/gasp/heat.c"), &exe, "-O2");
     exe
 }
+
+/// Writes `src` as `dir/FILE` and compiles it with `compiler` (`mpicc`,
+/// `oshcc`, `mpifort`...) and `-g` into `dir/prog`; the executable.
+pub fn compile_with(dir: &Path, compiler: &str, file: &str, src: &str) -> PathBuf {
+    let path = dir.join(file);
+    std::fs::write(&path, src).unwrap();
+    let exe = dir.join("prog");
+    let out = Command::new(compiler)
+        .arg("-g")
+        .arg(&path)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap_or_else(|_| {
+            panic!("{compiler} is needed (Debian: libopenmpi-dev openmpi-bin gfortran)")
+        });
+    assert!(
+        out.status.success(),
+        "{compiler}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Writes `src` as `dir/NAME.c` and builds it with
+/// `gaspard cc WRAPPER_ARGS -- cc CC_ARGS` into `dir/NAME`; the executable.
+pub fn gaspard_cc(dir: &Path, name: &str, src: &str, wrapper: &[&str], cc: &[&str]) -> PathBuf {
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, src).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("cc")
+        .args(wrapper)
+        .args(["--", "cc"])
+        .args(cc)
+        .arg(&c)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gaspard cc failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
