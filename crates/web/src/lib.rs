@@ -57,7 +57,7 @@ struct Stage {
 /// Everything the interface shows of one trace.
 ///
 /// The timeline and the core are there from the start; the report
-/// ([`View::summary_json`]) may come later ([`View::start`]). A view opened
+/// ([`View::summary_json`]) may come later. A view opened
 /// on a directory ([`View::open`]) starts with the timeline of a quick scan
 /// of the trace ([`gaspard_analyze::scan`]) and moves to the whole trace's
 /// when it has been read, together with the report.
@@ -70,44 +70,12 @@ pub struct View {
 }
 
 impl View {
-    /// Analyses `trace` (shared objects cut in blocks of `block_size` bytes).
-    pub fn new(trace: Trace, block_size: u64) -> View {
-        let trace = Arc::new(trace);
-        // The report and the timeline only read the trace: both at once.
-        let (report, timeline) = std::thread::scope(|scope| {
-            let tl = scope.spawn(|| timeline::Timeline::build(&trace));
-            let report = gaspard_analyze::profile::report_with(&trace, block_size);
-            let tl = tl.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            (report, tl)
-        });
-        let view = View::of(Stage::full(trace, timeline));
-        view.set_report(&report);
-        view
-    }
-
-    /// As [`View::new`], with the report of `trace` already computed.
+    /// The view of `trace`, whose report is already computed.
     pub fn with_report(trace: Trace, report: &gaspard_analyze::profile::Report) -> View {
         let trace = Arc::new(trace);
         let timeline = timeline::Timeline::build(&trace);
         let view = View::of(Stage::full(trace, timeline));
         view.set_report(report);
-        view
-    }
-
-    /// The timeline now, the report in the background: the view can be
-    /// served as soon as this returns, its summary following.
-    pub fn start(trace: Trace, block_size: u64) -> Arc<View> {
-        let trace = Arc::new(trace);
-        let timeline = timeline::Timeline::build(&trace);
-        let view = Arc::new(View::of(Stage::full(trace, timeline)));
-        let bg = Arc::clone(&view);
-        std::thread::spawn(move || {
-            let stage = bg.stage();
-            if let Some(trace) = &stage.trace {
-                let report = gaspard_analyze::profile::report_with(trace, block_size);
-                bg.set_report(&report);
-            }
-        });
         view
     }
 
