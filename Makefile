@@ -42,7 +42,7 @@ examples: build
 test: deps
 	cargo build --workspace
 	bash scripts/check-install.sh
-	cargo test --workspace
+	cargo test --workspace --no-fail-fast
 
 bench: deps
 	@bash scripts/install-deps.sh --bench
