@@ -36,13 +36,19 @@ impl Viewer {
         Viewer::start_with(trace, &[])
     }
     fn start_with(trace: &Path, vars: &[(&str, &str)]) -> Viewer {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-            .envs(vars.iter().copied())
+        Viewer::start_logged(trace, vars, None)
+    }
+    /// With its standard error written to `stderr`, if given.
+    fn start_logged(trace: &Path, vars: &[(&str, &str)], stderr: Option<&Path>) -> Viewer {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_gaspard"));
+        cmd.envs(vars.iter().copied())
             .arg("view")
             .arg(trace)
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
+            .stdout(Stdio::piped());
+        if let Some(p) = stderr {
+            cmd.stderr(std::fs::File::create(p).unwrap());
+        }
+        let mut child = cmd.spawn().unwrap();
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
@@ -422,6 +428,241 @@ fn quick_timeline_first_then_the_whole_trace() {
     );
     assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 200);
     drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn get_json(port: u16, path: &str) -> Value {
+    let r = get(port, path);
+    assert_eq!(r.status, 200, "{path}: {}", r.text());
+    serde_json::from_str(&r.text()).unwrap()
+}
+
+/// Waits (up to ten minutes, a hang otherwise) until `ready` is true.
+fn wait_until(what: &str, mut ready: impl FnMut() -> bool) {
+    for _ in 0..6000 {
+        if ready() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    panic!("still waiting for {what}");
+}
+
+/// Every thread's name and columns in a timeline answer.
+fn columns(tl: &Value) -> Vec<Value> {
+    tl["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|th| serde_json::json!([th["name"], th["cls"], th["busy"]]))
+        .collect()
+}
+
+/// A summary without what depends on the stage shown.
+fn without_stage(mut summary: Value) -> Value {
+    summary.as_object_mut().unwrap().remove("stage");
+    summary
+}
+
+/// The bytes of `path` once they differ from `old` (the view index has
+/// been written anew).
+fn rewritten(path: &Path, old: &[u8]) -> Vec<u8> {
+    let mut now = Vec::new();
+    wait_until(&format!("{} to be written", path.display()), || {
+        now = std::fs::read(path).unwrap_or_default();
+        now.starts_with(b"GVIX") && now != old
+    });
+    now
+}
+
+/// The view index: written by the first `gaspard view` of a trace (in the
+/// trace directory), with the report once computed; the next one answers
+/// from it at once (stage "index"): the same columns as the whole trace's
+/// timeline and the same summary, the page showing both and then following
+/// the quick scan and the whole trace by itself. Touching or lengthening a
+/// stream file makes it out of date, a damaged one is said and rebuilt, and
+/// a trace directory that cannot be written has its index in the cache
+/// directory.
+#[test]
+fn view_index_opens_a_trace_again_at_once() {
+    let dir = common::tmpdir("web-index");
+    let trace = heat_trace(&dir);
+    let cache = dir.join("cache");
+    let cache_var = cache.to_str().unwrap().to_string();
+    let held = [
+        ("GASPARD_VIEW_DELAY_MS", "600000"),
+        ("XDG_CACHE_HOME", cache_var.as_str()),
+    ];
+    let index = trace.join("view.gvi");
+    let log = dir.join("stderr");
+    let logged = || std::fs::read_to_string(&log).unwrap();
+
+    // First open: the quick scan, then the whole trace and its report.
+    let v = Viewer::start_with(&trace, &[("XDG_CACHE_HOME", cache_var.as_str())]);
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "quick");
+    wait_until("the summary", || get(v.port, "/api/summary").status == 200);
+    let core_f = get_json(v.port, "/api/core");
+    assert_eq!(core_f["stage"], "full");
+    let summary_f = get_json(v.port, "/api/summary");
+    let span = core_f["span"].clone();
+    let whole = format!("/api/timeline?t0={}&t1={}&width=900", span[0], span[1]);
+    let tl_f = get_json(v.port, &whole);
+    assert_eq!(tl_f["stage"], "full");
+    // The index holds the report once it is written after it.
+    wait_until("the index with the report", || {
+        let b = std::fs::read(&index).unwrap_or_default();
+        b.windows(16).any(|w| w == b"\"finding_places\"")
+    });
+    drop(v);
+    let size = std::fs::metadata(&index).unwrap().len();
+    assert!(size < 4 << 20, "the index has {size} bytes");
+    // Nothing else of the view's in the trace directory; the trace reads
+    // as before.
+    let names: Vec<String> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains("gvi"))
+        .collect();
+    assert_eq!(names, ["view.gvi"]);
+    assert!(!cache.exists(), "the trace directory could be written");
+
+    // Second open, held at the index stage.
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    let core_i = get_json(v.port, "/api/core");
+    assert_eq!(core_i["stage"], "index");
+    assert_eq!(core_i["span"], span);
+    assert_eq!(core_i["rows"], core_f["rows"]);
+    let tl_i = get_json(v.port, &whole);
+    assert_eq!(tl_i["stage"], "index");
+    assert_eq!(columns(&tl_i), columns(&tl_f), "the whole trace's columns");
+    for th in tl_i["threads"].as_array().unwrap() {
+        assert_eq!(th["complete"], false);
+        assert!(th["spans"].as_array().unwrap().is_empty());
+    }
+    // Zoomed in past the pyramid's finest bins: columns still, from it.
+    let (a, b) = (span[0].as_u64().unwrap(), span[1].as_u64().unwrap());
+    let mid = a + (b - a) / 2;
+    let zoom = get_json(
+        v.port,
+        &format!("/api/timeline?t0={mid}&t1={}&width=800", mid + 100),
+    );
+    assert_eq!(zoom["threads"].as_array().unwrap().len(), 4);
+    let summary_i = get_json(v.port, "/api/summary");
+    assert_eq!(summary_i["stage"], "index");
+    assert_eq!(
+        without_stage(summary_i),
+        without_stage(summary_f.clone()),
+        "the stored summary is the computed one"
+    );
+    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 503);
+    assert_eq!(logged(), "", "a valid index is used without a word");
+    // The page shows the report and the columns at once.
+    let br = Browser::start(&dir.join("chromium"));
+    br.goto(&v.url());
+    br.wait_for(READY);
+    br.wait_for(
+        "const st = window.gaspard; return st.summary.stage === 'index' && \
+         st.data && st.data.stage === 'index' && st.data.threads.length === 4;",
+    );
+    screenshot(&br, "index-stage");
+    drop(v);
+
+    // Unheld, the page follows the quick scan and the whole trace.
+    let v = Viewer::start_with(&trace, &[("XDG_CACHE_HOME", cache_var.as_str())]);
+    br.goto(&v.url());
+    br.wait_for(READY);
+    br.wait_for(
+        "const st = window.gaspard; return st.summary.stage === 'full' && \
+         st.data && st.data.stage === 'full' && st.report !== null;",
+    );
+    check_timeline_click(&br);
+    drop((br, v));
+
+    // A stream file touched: out of date, said, rebuilt from the quick scan.
+    let stream = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "gst"))
+        .unwrap();
+    let old = std::fs::read(&index).unwrap();
+    let f = std::fs::File::options().append(true).open(&stream).unwrap();
+    f.set_modified(std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000))
+        .unwrap();
+    drop(f);
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "quick");
+    assert!(logged().contains("is out of date"), "{}", logged());
+    let old = rewritten(&index, &old);
+    drop(v);
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "index");
+    // Rebuilt from the quick scan: no report yet.
+    assert_eq!(get(v.port, "/api/summary").status, 503);
+    drop(v);
+
+    // A stream file lengthened (its time set back as it was).
+    let before = std::fs::metadata(&stream).unwrap().modified().unwrap();
+    let mut f = std::fs::File::options().append(true).open(&stream).unwrap();
+    std::io::Write::write_all(&mut f, &[0u8; 16]).unwrap();
+    f.set_modified(before).unwrap();
+    drop(f);
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "quick");
+    assert!(logged().contains("is out of date"), "{}", logged());
+    let good = rewritten(&index, &old);
+    drop(v);
+
+    // Damaged: cut short, a bit flipped, another version, not one at all.
+    let mut flipped = good.clone();
+    flipped[good.len() / 2] ^= 4;
+    let mut version = good.clone();
+    version[4] = 99;
+    for bad in [
+        good[..good.len() / 3].to_vec(),
+        flipped,
+        version,
+        b"hello".to_vec(),
+        Vec::new(),
+    ] {
+        std::fs::write(&index, &bad).unwrap();
+        let v = Viewer::start_logged(&trace, &held, Some(&log));
+        assert_eq!(get_json(v.port, "/api/core")["stage"], "quick");
+        let said = logged();
+        assert!(
+            said.contains("cannot be used") && said.contains("it is rebuilt"),
+            "{said}"
+        );
+        assert_eq!(said.lines().count(), 1, "{said}");
+        rewritten(&index, &bad);
+        drop(v);
+        let v = Viewer::start_logged(&trace, &held, Some(&log));
+        assert_eq!(get_json(v.port, "/api/core")["stage"], "index");
+        drop(v);
+    }
+
+    // The trace directory cannot be written (a directory where the index
+    // would go stops even root): the index goes to the cache directory.
+    std::fs::remove_file(&index).unwrap();
+    std::fs::create_dir(&index).unwrap();
+    let mode = |m| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&trace, std::fs::Permissions::from_mode(m)).unwrap();
+    };
+    mode(0o555);
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "quick");
+    wait_until("the index in the cache directory", || {
+        std::fs::read_dir(cache.join("gaspard")).is_ok_and(|d| {
+            d.flatten()
+                .any(|e| e.file_name().to_string_lossy().ends_with(".gvi"))
+        })
+    });
+    drop(v);
+    let v = Viewer::start_logged(&trace, &held, Some(&log));
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "index");
+    assert_eq!(logged(), "");
+    drop(v);
+    mode(0o755);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -13,6 +13,7 @@
   const state = {
     served: !embedded,
     summary: null,
+    report: null,      // the report's summary, once known
     coarse: null,      // embedded timeline (file mode)
     data: null,        // timeline now shown
     t0: 0, t1: 1,
@@ -115,10 +116,12 @@
     try {
       const d = await getJSON("/api/timeline?t0=" + t0 + "&t1=" + t1 + "&width=" + plotWidth());
       if (d.stage && d.stage !== state.summary.stage) {
-        // The server has moved from the quick scan's timeline to the whole
-        // trace's: its names and callsites come with its core.
-        if (d.stage === "full" && state.summary.stage === "quick") {
-          state.summary = await getJSON("/api/core");
+        // The server has moved on (from the view index's timeline to the
+        // quick scan's, from that to the whole trace's): its names and
+        // callsites come with its core, the report stays.
+        const core = await getJSON("/api/core");
+        if (core.stage === d.stage) {
+          state.summary = state.report ? Object.assign({}, state.report, core) : core;
           state.selected = null;
           renderLegend(state.summary);
           resize();
@@ -247,7 +250,7 @@
     box.dataset.row = String(row);
     box.dataset.event = String(span[6]);
     if (!state.served) return;
-    if (s.stage === "quick") {
+    if (s.stage !== "full") {
       box.append(el("div", { class: "d-args", text: "its arguments: once the whole trace is read" }));
       return;
     }
@@ -544,10 +547,28 @@
         try { why = (await r.json()).error || why; } catch (e) { /* not JSON */ }
         throw new Error(why);
       }
-      stats.textContent = state.summary && state.summary.stage === "quick"
+      const stage = state.summary && state.summary.stage;
+      stats.textContent = stage === "quick"
         ? "timeline from a quick scan; reading the whole trace\u2026"
-        : "analysing the trace\u2026";
+        : stage === "index"
+          ? "timeline from the view index; reading the whole trace\u2026"
+          : "analysing the trace\u2026";
       await new Promise((ok) => setTimeout(ok, 300));
+    }
+  }
+
+  // Served: until the whole trace's timeline is shown, whether the server
+  // has moved on (to the quick scan's, to the whole trace's); the page then
+  // asks for the view again, and takes the new stage's core with it.
+  async function followStages() {
+    while (state.summary.stage !== "full") {
+      await new Promise((ok) => setTimeout(ok, 1000));
+      try {
+        const d = await getJSON("/api/timeline?t0=" + state.t0 + "&t1=" + state.t1 + "&width=1");
+        if (d.stage && d.stage !== state.summary.stage) setView(state.t0, state.t1);
+      } catch (e) {
+        return;
+      }
     }
   }
 
@@ -569,6 +590,7 @@
       window.addEventListener("resize", () => { resize(); setView(state.t0, state.t1); });
       if (state.served) summary = await summaryWhenReady();
       const moved = state.summary.stage !== summary.stage;
+      state.report = summary;
       state.summary = summary;
       renderAll(summary);
       if (moved) {
@@ -578,6 +600,7 @@
         setView(state.t0, state.t1);
       }
       document.body.dataset.ready = "1";
+      if (state.served) followStages();
     } catch (e) {
       document.body.dataset.ready = "error";
       document.querySelector("main").prepend(el("p", { class: "error", text: "cannot load the trace: " + e }));

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 
 use gaspard_analyze::trace::{Trace, TraceError};
 
+pub mod index;
 pub mod server;
 pub mod timeline;
 
@@ -43,7 +44,10 @@ pub const APP_CSS: &str = include_str!("../assets/app.css");
 /// and its "core" (thread rows, span names, callsites, time span).
 #[derive(Debug)]
 struct Stage {
-    /// The whole trace, once read (the quick stage has none).
+    /// `index` (the view index's pyramids), `quick` (the quick scan's
+    /// spans) or `full` (the whole trace).
+    name: &'static str,
+    /// The whole trace, once read (the other stages have none).
     trace: Option<Arc<Trace>>,
     /// The trace directory.
     dir: PathBuf,
@@ -52,19 +56,23 @@ struct Stage {
     core: Value,
     core_text: String,
     sources: HashSet<String>,
+    /// The summary with this stage's core, once asked for.
+    summary: OnceLock<String>,
 }
 
 /// Everything the interface shows of one trace.
 ///
 /// The timeline and the core are there from the start; the report
 /// ([`View::summary_json`]) may come later. A view opened
-/// on a directory ([`View::open`]) starts with the timeline of a quick scan
-/// of the trace ([`gaspard_analyze::scan`]) and moves to the whole trace's
-/// when it has been read, together with the report.
+/// on a directory ([`View::open`]) starts with the timeline of its view
+/// index ([`index`]), if there is a valid one, or else of a quick scan of
+/// the trace ([`gaspard_analyze::scan`]), and moves to the quick scan's then
+/// to the whole trace's as they are read, together with the report.
 #[derive(Debug)]
 pub struct View {
     stage: RwLock<Arc<Stage>>,
-    summary: OnceLock<(Value, String)>,
+    /// The report's part of the summary (the core is the stage's).
+    report: OnceLock<Value>,
     /// Why the whole trace could not be read, if it could not.
     failed: OnceLock<String>,
 }
@@ -79,65 +87,76 @@ impl View {
         view
     }
 
-    /// The trace in `dir`, quickly: the timeline of a quick scan now; in the
-    /// background, the whole trace read, its timeline and its report, which
-    /// then replace the scan's (the summary and the core say which stage
-    /// is shown).
+    /// The trace in `dir`, quickly: the timeline (and the summary, if
+    /// known) of its view index if it has a valid one, else of a quick scan
+    /// now; in the background, the quick scan (if not done yet), then the
+    /// whole trace read, its timeline and its report, each replacing what
+    /// was shown (the summary and the core say which stage is shown). The
+    /// view index is written when missing or out of date ([`index`]).
     pub fn open(dir: &Path, block_size: u64) -> Result<Arc<View>, TraceError> {
-        let mut quick = gaspard_analyze::scan::scan(dir)?;
-        let events = quick.events();
-        let callsites = std::mem::take(&mut quick.callsites);
-        let timeline = timeline::Timeline::from_quick(quick);
-        let stage = Stage::new(None, dir.to_path_buf(), callsites, timeline);
-        let view = Arc::new(View::of(stage));
-        let bg = Arc::clone(&view);
-        let dir = dir.to_path_buf();
-        // The whole trace takes about this much memory; rather than be
-        // killed for want of it, the view keeps the quick timeline alone.
-        let need = events.saturating_mul(BYTES_PER_EVENT);
-        if let Some(free) = available_memory().filter(|&free| need > free) {
-            let _ = view.failed.set(format!(
-                "the whole trace ({events} events) would take about {:.1} GB of memory, and {:.1} GB \
-                 are available: only the timeline is shown (the report can be computed by ranks of an \
-                 MPI job on several machines: mpirun -np N gaspard report DIR --mpi)",
-                need as f64 / 1e9,
-                free as f64 / 1e9
-            ));
-            return Ok(view);
-        }
-        std::thread::spawn(move || {
-            // The whole trace is read by threads of lower priority than the
-            // server's, so that the page stays fluid meanwhile.
-            let pool = rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("gaspard-read-{i}"))
-                .start_handler(|_| lower_priority())
-                .build();
-            let work = std::panic::AssertUnwindSafe(|| match &pool {
-                Ok(pool) => pool.install(|| bg.read_whole(&dir, block_size)),
-                Err(_) => bg.read_whole(&dir, block_size),
-            });
-            if let Err(p) = std::panic::catch_unwind(work) {
-                let why = p
-                    .downcast_ref::<String>()
-                    .cloned()
-                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                    .unwrap_or_default();
-                let _ = bg.failed.set(format!("the analysis stopped: {why}"));
+        let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+        let fingerprint = index::fingerprint(&canonical).ok();
+        let found = match &fingerprint {
+            Some(now) => index::load(&canonical, now),
+            None => index::Found::Absent,
+        };
+        let ix = match found {
+            index::Found::Valid(ix, _) => Some(ix),
+            index::Found::Absent => None,
+            index::Found::Invalid(why) => {
+                eprintln!("gaspard view: {why}");
+                None
             }
+        };
+        let indexed = ix.map(|mut ix| {
+            let summary = ix
+                .summary
+                .take()
+                .filter(|_| ix.block_size == block_size)
+                .and_then(|s| serde_json::from_str::<Value>(&s).ok());
+            let timeline = ix.take_timeline();
+            (std::mem::take(&mut ix.callsites), timeline, summary)
         });
+        // The index is written from the quick stage when there was none,
+        // and from the full stage when it lacks the report.
+        let bg_work = Background {
+            dir: dir.to_path_buf(),
+            canonical,
+            fingerprint,
+            block_size,
+            write_quick: !matches!(indexed, Some((_, Some(_), _))),
+            write_full: true,
+        };
+        let (view, quick_events) = match indexed {
+            Some((callsites, Some(timeline), summary)) => {
+                let stage = Stage::new("index", None, dir.to_path_buf(), callsites, timeline);
+                let view = View::of(stage);
+                let has_summary = summary.is_some();
+                if let Some(s) = summary {
+                    let _ = view.report.set(s);
+                }
+                let bg = Background {
+                    write_full: !has_summary,
+                    ..bg_work
+                };
+                let view = Arc::new(view);
+                bg.spawn(&view, None);
+                return Ok(view);
+            }
+            _ => {
+                let (stage, events) = quick_stage(dir)?;
+                let view = Arc::new(View::of(stage));
+                // Said at once (the background then only writes the index).
+                view.too_big(events);
+                (view, events)
+            }
+        };
+        bg_work.spawn(&view, Some(quick_events));
         Ok(view)
     }
 
     /// Reads the whole trace, shows its timeline, then its report.
-    fn read_whole(&self, dir: &Path, block_size: u64) {
-        // GASPARD_VIEW_DELAY_MS holds the quick stage that long (to look at
-        // it, or test it, on a small trace).
-        if let Some(ms) = std::env::var("GASPARD_VIEW_DELAY_MS")
-            .ok()
-            .and_then(|v| v.parse::<u64>().ok())
-        {
-            std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
-        }
+    fn read_whole(&self, dir: &Path, block_size: u64) -> Option<Arc<Stage>> {
         match gaspard_analyze::trace::read(dir) {
             Ok(trace) => {
                 let trace = Arc::new(trace);
@@ -145,24 +164,51 @@ impl View {
                 let stage = Arc::new(Stage::full(Arc::clone(&trace), timeline));
                 // The whole trace's timeline as soon as it is built (the
                 // page sees the stage change in the timeline's answers),
-                // then the report.
-                match self.stage.write() {
-                    Ok(mut current) => *current = Arc::clone(&stage),
-                    Err(p) => *p.into_inner() = Arc::clone(&stage),
+                // then the report (unless the view index had it).
+                self.show(Arc::clone(&stage));
+                if self.report.get().is_none() {
+                    let report = gaspard_analyze::profile::report_with(&trace, block_size);
+                    self.set_report_of(&stage, &report);
                 }
-                let report = gaspard_analyze::profile::report_with(&trace, block_size);
-                self.set_report_of(&stage, &report);
+                Some(stage)
             }
             Err(e) => {
                 let _ = self.failed.set(e.to_string());
+                None
             }
+        }
+    }
+
+    /// Whether the whole trace, of `events`, would take more memory than
+    /// there is (said in [`View::failure`]): rather than be killed for want
+    /// of it, the view keeps the quick timeline alone.
+    fn too_big(&self, events: u64) -> bool {
+        let need = events.saturating_mul(BYTES_PER_EVENT);
+        let Some(free) = available_memory().filter(|&free| need > free) else {
+            return false;
+        };
+        let _ = self.failed.set(format!(
+            "the whole trace ({events} events) would take about {:.1} GB of memory, and {:.1} GB \
+             are available: only the timeline is shown (the report can be computed by ranks of an \
+             MPI job on several machines: mpirun -np N gaspard report DIR --mpi)",
+            need as f64 / 1e9,
+            free as f64 / 1e9
+        ));
+        true
+    }
+
+    /// Shows `stage` from now on.
+    fn show(&self, stage: Arc<Stage>) {
+        match self.stage.write() {
+            Ok(mut current) => *current = stage,
+            Err(p) => *p.into_inner() = stage,
         }
     }
 
     fn of(stage: Stage) -> View {
         View {
             stage: RwLock::new(Arc::new(stage)),
-            summary: OnceLock::new(),
+            report: OnceLock::new(),
             failed: OnceLock::new(),
         }
     }
@@ -175,15 +221,20 @@ impl View {
         }
     }
 
-    /// Whether only the quick scan's timeline is there yet (no events to
-    /// show one by one).
+    /// Whether only the view index's or the quick scan's timeline is there
+    /// yet (no events to show one by one).
     pub fn is_quick(&self) -> bool {
         self.stage().trace.is_none()
     }
 
-    /// Whether the whole trace has been read and its report computed.
+    /// The stage shown: `index`, `quick` or `full`.
+    pub fn stage_name(&self) -> &'static str {
+        self.stage().name
+    }
+
+    /// Whether the report is there (computed, or from the view index).
     pub fn is_complete(&self) -> bool {
-        self.summary.get().is_some()
+        self.report.get().is_some()
     }
 
     /// Why the whole trace could not be read, if it could not.
@@ -214,26 +265,33 @@ impl View {
                 .map(|f| place_of(&stage.callsites, &stage.timeline, f))
                 .collect(),
         );
-        if let (Some(m), Some(core)) = (summary.as_object_mut(), stage.core.as_object()) {
-            for (k, v) in core {
-                m.insert(k.clone(), v.clone());
-            }
-        }
-        let text = summary.to_string();
-        let _ = self.summary.set((summary, text));
+        let _ = self.report.set(summary);
+    }
+
+    /// The report's part of the summary as JSON text (what the view index
+    /// keeps), once known.
+    pub fn report_json(&self) -> Option<String> {
+        self.report.get().map(Value::to_string)
     }
 
     /// The core as JSON text: row names, span names, callsites (and the
     /// text of their lines), class names, the time span and the stage
-    /// (`quick` or `full`).
+    /// (`index`, `quick` or `full`).
     pub fn core_json(&self) -> String {
         self.stage().core_text.clone()
     }
 
     /// The summary as JSON text: the core, the report, the block map and the
     /// findings' places; `None` while the report is being computed.
-    pub fn summary_json(&self) -> Option<&str> {
-        self.summary.get().map(|(_, t)| t.as_str())
+    pub fn summary_json(&self) -> Option<String> {
+        let report = self.report.get()?;
+        let stage = self.stage();
+        Some(
+            stage
+                .summary
+                .get_or_init(|| with_core(report, &stage.core).to_string())
+                .clone(),
+        )
     }
 
     /// The timeline of `[t0, t1)` at `width` pixels, with the stage it is
@@ -305,8 +363,8 @@ impl View {
         let rows = tl.threads.len().max(1);
         let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
         let coarse = tl.window_json(tl.t0, tl.t1, columns, (HTML_SPANS / rows).max(20), "");
-        let mut summary = match self.summary.get() {
-            Some((v, _)) => v.clone(),
+        let mut summary = match self.report.get() {
+            Some(r) => with_core(r, &stage.core),
             None => stage.core.clone(),
         };
         if let Some(epochs) = summary["block_epochs"].as_array_mut() {
@@ -340,10 +398,11 @@ impl Stage {
     /// The stage of a whole trace.
     fn full(trace: Arc<Trace>, timeline: timeline::Timeline) -> Stage {
         let (dir, callsites) = (trace.dir.clone(), trace.callsites.clone());
-        Stage::new(Some(trace), dir, callsites, timeline)
+        Stage::new("full", Some(trace), dir, callsites, timeline)
     }
 
     fn new(
+        name: &'static str,
         trace: Option<Arc<Trace>>,
         dir: PathBuf,
         callsites: Vec<gaspard_analyze::trace::Callsite>,
@@ -351,6 +410,8 @@ impl Stage {
     ) -> Stage {
         let sources = callsites.iter().filter_map(|c| c.file.clone()).collect();
         let mut stage = Stage {
+            name,
+            summary: OnceLock::new(),
             core: Value::Null,
             core_text: String::new(),
             trace,
@@ -369,7 +430,7 @@ impl Stage {
                 .map(|c| json!([c.file, c.line]))
                 .collect::<Vec<_>>(),
             "span": [stage.timeline.t0, stage.timeline.t1],
-            "stage": if stage.trace.is_some() { "full" } else { "quick" },
+            "stage": name,
         });
         core["site_lines"] = stage.site_lines();
         stage.core_text = core.to_string();
@@ -420,6 +481,121 @@ impl Stage {
             }
             std::fs::read_to_string(c).ok()
         })
+    }
+}
+
+/// The report's summary with a stage's core.
+fn with_core(report: &Value, core: &Value) -> Value {
+    let mut summary = report.clone();
+    if let (Some(m), Some(core)) = (summary.as_object_mut(), core.as_object()) {
+        for (k, v) in core {
+            m.insert(k.clone(), v.clone());
+        }
+    }
+    summary
+}
+
+/// The stage of a quick scan of the trace in `dir`, and the events read.
+fn quick_stage(dir: &Path) -> Result<(Stage, u64), TraceError> {
+    let mut quick = gaspard_analyze::scan::scan(dir)?;
+    let events = quick.events();
+    let callsites = std::mem::take(&mut quick.callsites);
+    let timeline = timeline::Timeline::from_quick(quick);
+    Ok((
+        Stage::new("quick", None, dir.to_path_buf(), callsites, timeline),
+        events,
+    ))
+}
+
+/// What a view does in the background after it is opened.
+struct Background {
+    dir: PathBuf,
+    /// `dir`, canonical (the view index is made for it).
+    canonical: PathBuf,
+    /// The trace's files when it was opened, if they could be listed.
+    fingerprint: Option<Vec<index::FileStamp>>,
+    block_size: u64,
+    /// Whether to write the view index from the quick stage.
+    write_quick: bool,
+    /// Whether to write it from the full stage, with the report.
+    write_full: bool,
+}
+
+impl Background {
+    /// Runs in a thread of its own: the quick scan unless `quick_events`
+    /// says it is done, then the whole trace (if it fits in memory).
+    fn spawn(self, view: &Arc<View>, quick_events: Option<u64>) {
+        let view = Arc::clone(view);
+        std::thread::spawn(move || {
+            // Threads of lower priority than the server's, so that the page
+            // stays fluid meanwhile.
+            let pool = rayon::ThreadPoolBuilder::new()
+                .thread_name(|i| format!("gaspard-read-{i}"))
+                .start_handler(|_| lower_priority())
+                .build();
+            let work = std::panic::AssertUnwindSafe(|| match &pool {
+                Ok(pool) => pool.install(|| self.run(&view, quick_events)),
+                Err(_) => self.run(&view, quick_events),
+            });
+            if let Err(p) = std::panic::catch_unwind(work) {
+                let why = p
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                let _ = view.failed.set(format!("the analysis stopped: {why}"));
+            }
+        });
+    }
+
+    fn run(&self, view: &View, quick_events: Option<u64>) {
+        if self.write_quick {
+            self.save(&view.stage(), None);
+        }
+        // GASPARD_VIEW_DELAY_MS holds the first stage that long (to look at
+        // it, or test it, on a small trace).
+        if let Some(ms) = std::env::var("GASPARD_VIEW_DELAY_MS")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+        {
+            std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
+        }
+        let events = match quick_events {
+            Some(n) => n,
+            None => match quick_stage(&self.dir) {
+                Ok((stage, events)) => {
+                    view.show(Arc::new(stage));
+                    events
+                }
+                Err(e) => {
+                    let _ = view.failed.set(e.to_string());
+                    return;
+                }
+            },
+        };
+        if view.too_big(events) {
+            return;
+        }
+        if let Some(stage) = view.read_whole(&self.dir, self.block_size) {
+            if self.write_full {
+                self.save(&stage, view.report_json());
+            }
+        }
+    }
+
+    /// Writes the view index of `stage`, with the report's summary if known.
+    fn save(&self, stage: &Stage, summary: Option<String>) {
+        let Some(fingerprint) = &self.fingerprint else {
+            return;
+        };
+        let ix = index::Index::of(
+            fingerprint.clone(),
+            self.block_size,
+            &stage.timeline,
+            &stage.callsites,
+            summary,
+        );
+        index::save(&self.canonical, &ix);
     }
 }
 

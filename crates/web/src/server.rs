@@ -198,7 +198,7 @@ fn route(view: &View, target: &str) -> Response {
         },
         "/api/core" => json_response(view.core_json()),
         "/api/summary" => match view.summary_json() {
-            Some(s) => json_response(s.to_string()),
+            Some(s) => json_response(s),
             None if view.failure().is_some() => Response {
                 status: "500 Internal Server Error",
                 kind: "application/json",

@@ -23,7 +23,7 @@ pub const CLASSES: [&str; 9] = [
 ];
 
 /// Bins of the finest pyramid level over the whole trace.
-const FINEST_BINS: usize = 1 << 15;
+pub(crate) const FINEST_BINS: usize = 1 << 15;
 /// Lanes kept apart; deeper spans share the last one.
 const MAX_LANES: usize = 16;
 
@@ -79,6 +79,9 @@ pub struct Timeline {
     pub threads: Vec<ThreadLine>,
     /// Span names.
     pub names: Vec<String>,
+    /// Whether the spans are unknown, only the pyramids there (a timeline
+    /// from the view index): every answer is columns alone.
+    pub coarse: bool,
 }
 
 fn class_of(kind: u16, user: bool) -> u8 {
@@ -202,6 +205,7 @@ impl Timeline {
             t1,
             threads,
             names,
+            coarse: false,
         }
     }
 
@@ -264,7 +268,54 @@ impl Timeline {
             t1,
             threads,
             names: q.names,
+            coarse: false,
         }
+    }
+
+    /// A timeline of pyramids alone (as [`ThreadLine::levels`] gives them,
+    /// one thread by (name, levels)), without spans: its answers are
+    /// columns, from the finest level when the view is finer still.
+    /// `None` when the levels are not those of a pyramid over `[t0, t1]`.
+    pub fn from_levels(
+        t0: u64,
+        t1: u64,
+        names: Vec<String>,
+        threads: Vec<(String, Vec<Vec<[u8; 2]>>)>,
+    ) -> Option<Timeline> {
+        if t1 <= t0 {
+            return None;
+        }
+        let threads = threads
+            .into_iter()
+            .map(|(name, levels)| {
+                let mut bins = FINEST_BINS;
+                for (k, level) in levels.iter().enumerate() {
+                    if level.len() != bins
+                        || level.iter().any(|b| b[0] as usize >= CLASSES.len())
+                        || (bins == 1) != (k + 1 == levels.len())
+                    {
+                        return None;
+                    }
+                    bins /= 2;
+                }
+                if levels.is_empty() {
+                    return None;
+                }
+                Some(ThreadLine {
+                    name,
+                    spans: Vec::new(),
+                    lanes: Vec::new(),
+                    levels,
+                })
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Timeline {
+            t0,
+            t1,
+            threads,
+            names,
+            coarse: true,
+        })
     }
 
     /// The view of `[a, b)` at `width` pixels: per thread, columns of
@@ -282,6 +333,8 @@ impl Timeline {
             .iter()
             .map(|th| {
                 let mut out = String::new();
+                // Without spans, the page draws the columns.
+                let limit = if self.coarse { None } else { Some(limit) };
                 th.window_into(&mut out, self.t0, self.t1, a, b, width, limit);
                 out
             })
@@ -351,11 +404,17 @@ impl ThreadLine {
         }
     }
 
+    /// Its pyramid: level k has `FINEST_BINS >> k` bins of (class number,
+    /// busy share 0..255).
+    pub fn levels(&self) -> &[Vec<[u8; 2]>] {
+        &self.levels
+    }
+
     /// [`ThreadLine::window_into`], parsed.
     #[cfg(test)]
     fn window(&self, t0: u64, t1: u64, a: u64, b: u64, width: usize, limit: usize) -> Value {
         let mut out = String::new();
-        self.window_into(&mut out, t0, t1, a, b, width, limit);
+        self.window_into(&mut out, t0, t1, a, b, width, Some(limit));
         serde_json::from_str(&out).unwrap()
     }
 
@@ -368,7 +427,7 @@ impl ThreadLine {
         a: u64,
         b: u64,
         width: usize,
-        limit: usize,
+        limit: Option<usize>,
     ) {
         // Columns from the coarsest level whose bins are no wider than a pixel.
         let px = (b - a) as f64 / width as f64;
@@ -410,7 +469,9 @@ impl ThreadLine {
             })
             .collect();
         let mut spans = String::new();
-        let mut complete = true;
+        // No limit: the spans are not known, the answer is incomplete.
+        let mut complete = limit.is_some();
+        let limit = limit.unwrap_or(0);
         let mut count = 0;
         for (lane, &(lo, hi)) in self.lanes.iter().zip(&ranges) {
             if count + (hi - lo) > limit {
