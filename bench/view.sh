@@ -7,7 +7,12 @@
 #
 #   bash bench/view.sh
 #
-# Settings (environment): EVENTS in all (100000000), PROCS (16), THREADS (4).
+# Then `gaspard view` again, REPEAT times: it opens from the view index the
+# first one wrote (DIR/view.gvi), timed from its start to the first
+# timeline and summary answers.
+#
+# Settings (environment): EVENTS in all (100000000), PROCS (16), THREADS (4),
+# REPEAT (5).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,6 +20,7 @@ cd "$ROOT"
 EVENTS=${EVENTS:-100000000}
 PROCS=${PROCS:-16}
 THREADS=${THREADS:-4}
+REPEAT=${REPEAT:-5}
 say() { printf '%s\n' "$*" >&2; }
 for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
@@ -91,9 +97,35 @@ read -r N < <(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print
 SUM_BYTES=$(stat -c %s "$WORK/summary.json")
 TL_BYTES=$(stat -c %s "$WORK/tl.json")
 ZOOM_SPANS=$(python3 -c 'import json,sys; print(sum(len(t["spans"]) for t in json.load(open(sys.argv[1]))["threads"]))' "$WORK/zoom.json")
+# The view index, written after the quick scan and again with the report.
+until grep -q '"finding_places"' "$WORK/trace/view.gvi" 2>/dev/null; do sleep 0.2; done
+INDEX_BYTES=$(stat -c %s "$WORK/trace/view.gvi")
 HWM_KB=$(sed -n 's/^VmHWM:[[:space:]]*\([0-9]*\) kB/\1/p' "/proc/$VIEW_PID/status")
 kill "$VIEW_PID"
 VIEW_PID=
+say "== gaspard view again ($REPEAT times), from the view index"
+: >"$WORK/again"
+for ((i = 0; i < REPEAT; i++)); do
+  rm -f "$WORK/url"
+  A0=$(now)
+  "$ROOT/target/release/gaspard" view "$WORK/trace" >"$WORK/url" &
+  VIEW_PID=$!
+  while ! grep -q http "$WORK/url" 2>/dev/null; do
+    kill -0 "$VIEW_PID" || { say "gaspard view ended"; exit 1; }
+    sleep 0.01
+  done
+  A1=$(now)
+  URL=$(sed -n 's/^gaspard view: //p' "$WORK/url")
+  curl -sf "${URL}api/timeline?width=1600" -o "$WORK/tl2.json"
+  A2=$(now)
+  curl -sf "${URL}api/summary" -o "$WORK/summary2.json"
+  A3=$(now)
+  grep -q '"stage":"index"' "$WORK/tl2.json" || { say "not from the index"; exit 1; }
+  echo "$A0 $A1 $A2 $A3" >>"$WORK/again"
+  kill "$VIEW_PID"
+  wait "$VIEW_PID" 2>/dev/null || true
+  VIEW_PID=
+done
 say "== gaspard report --html"
 T6=$(now)
 "$ROOT/target/release/gaspard" report "$WORK/trace" --html "$WORK/view.html" >/dev/null
@@ -103,8 +135,8 @@ LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 
 python3 - "$N" "$PROCS" "$THREADS" "$T0" "$T1" "$T2" "$T3" "$T4" "$T5" "$T6" "$T7" \
   "$SUM_BYTES" "$TL_BYTES" "$ZOOM_SPANS" "$HTML_BYTES" "$HWM_KB" "$T8" "$T9" "$T10" "$QUICK_ZOOMS" \
-  "$LOAD0" "$LOAD1" "$(nproc)" <<'PY'
-import sys
+  "$LOAD0" "$LOAD1" "$(nproc)" "$INDEX_BYTES" "$WORK/again" <<'PY'
+import statistics, sys
 hwm = int(sys.argv[16])
 n, procs, threads = map(int, sys.argv[1:4])
 t = list(map(float, sys.argv[4:12]))
@@ -129,4 +161,16 @@ print(f"| start to the summary (report computed, {sb/1e6:.2f} MB) | {t[3]-t[0]:.
 print(f"| a zoomed view then, mean of 10 | {(t10-t9)/10*1000:.1f} ms ({zs} spans) |")
 print(f"| peak memory of `gaspard view` | {hwm/1e6:.2f} GB |")
 print(f"| `gaspard report --html` | {t[7]-t[6]:.2f} s, file {hb/1e6:.2f} MB |")
+index_bytes = int(sys.argv[24])
+again = [list(map(float, l.split())) for l in open(sys.argv[25]) if l.strip()]
+def med(f):
+    v = [f(r) for r in again]
+    return f"{statistics.median(v):.2f} s (from {min(v):.2f} to {max(v):.2f})"
+print(f"\nOpened again, from the view index the first opening wrote ({index_bytes/1e6:.2f} MB),")
+print(f"median of {len(again)} openings:\n")
+print("| step | time |")
+print("|---|---|")
+print(f"| start to URL printed (index read) | {med(lambda r: r[1]-r[0])} |")
+print(f"| **start to first timeline** (stage `index`) | **{med(lambda r: r[2]-r[0])}** |")
+print(f"| **start to summary** (stored report) | **{med(lambda r: r[3]-r[0])}** |")
 PY

@@ -149,6 +149,14 @@ enum Command {
     /// read in the background, and the other views (and the details of each
     /// event) follow when its report is computed. Runs until interrupted
     /// (Ctrl-C).
+    ///
+    /// The first opening writes a view index, DIR/view.gvi (or, when DIR
+    /// cannot be written, a file in $XDG_CACHE_HOME/gaspard/, else
+    /// ~/.cache/gaspard/, named by a hash of DIR's path): the timeline's
+    /// summary columns (about 130 kB per thread) and the report. Later openings
+    /// show both from it at once, while the trace is read again in the
+    /// background. Any change to the trace's files makes it out of date
+    /// (it is then rebuilt); delete the file to remove it.
     View {
         /// Trace directory.
         dir: PathBuf,

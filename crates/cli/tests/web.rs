@@ -534,6 +534,8 @@ fn view_index_opens_a_trace_again_at_once() {
     assert_eq!(core_i["rows"], core_f["rows"]);
     let tl_i = get_json(v.port, &whole);
     assert_eq!(tl_i["stage"], "index");
+    assert_eq!(tl_i["coarse"], true);
+    assert!(tl_f.get("coarse").is_none());
     assert_eq!(columns(&tl_i), columns(&tl_f), "the whole trace's columns");
     for th in tl_i["threads"].as_array().unwrap() {
         assert_eq!(th["complete"], false);

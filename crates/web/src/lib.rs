@@ -295,10 +295,15 @@ impl View {
     }
 
     /// The timeline of `[t0, t1)` at `width` pixels, with the stage it is
-    /// of, as JSON text.
+    /// of (and `"coarse":true` when it has columns only, from the view
+    /// index), as JSON text.
     pub fn timeline_json(&self, t0: u64, t1: u64, width: usize) -> String {
         let stage = self.stage();
-        let extra = format!("\"stage\":{},", stage.core["stage"]);
+        let mut extra = format!("\"stage\":{},", stage.core["stage"]);
+        if stage.timeline.coarse {
+            // Columns from the pyramids alone, no spans.
+            extra.push_str("\"coarse\":true,");
+        }
         stage
             .timeline
             .window_json(t0, t1, width, SPANS_PER_THREAD, &extra)
