@@ -525,6 +525,20 @@ fn view_index_opens_a_trace_again_at_once() {
         .collect();
     assert_eq!(names, ["view.gvi"]);
     assert!(!cache.exists(), "the trace directory could be written");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["events"], summary_f["events"]);
+    assert!(
+        !String::from_utf8_lossy(&out.stdout).contains("view.gvi")
+            && !String::from_utf8_lossy(&out.stderr).contains("view.gvi"),
+        "gaspard report ignores the index"
+    );
 
     // Second open, held at the index stage.
     let v = Viewer::start_logged(&trace, &held, Some(&log));
