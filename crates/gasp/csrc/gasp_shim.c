@@ -49,10 +49,10 @@ static const unsigned char unreadable_schema[1];
 
 /* The same schemas, when they are short and simple, as 2-bit codes in the
  * low 32 bits, first argument lowest: 1 an int, 2 one integer-class word
- * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double; 0
- * ends. The high 32 bits mark the doubles, one bit per argument. 0 for the
- * others (strings, long doubles, more than 16 arguments), read from the
- * schema. */
+ * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double (the
+ * GASPARD_ARG_* codes); 0 ends. The high 32 bits hold the number of
+ * arguments. 0 for the others (strings, long doubles, more than 16
+ * arguments, no argument), read from the schema. */
 static uint64_t user_words[USER_SLOTS];
 
 static uint64_t schema_words(const unsigned char *schema) {
@@ -62,16 +62,15 @@ static uint64_t schema_words(const unsigned char *schema) {
   for (; schema && schema[i]; i++) {
     unsigned code;
     switch (schema[i]) {
-    case 1: code = 1; break;
-    case 2: case 3: case 4: case 5: case 6: case 10: code = 2; break;
-    case 7: code = 3; break;
+    case 1: code = GASPARD_ARG_INT; break;
+    case 2: case 3: case 4: case 5: case 6: case 10: code = GASPARD_ARG_WORD; break;
+    case 7: code = GASPARD_ARG_DOUBLE; break;
     default: return 0;
     }
     if (i == 16) return 0;
     w |= (uint64_t)code << (2 * i);
-    if (code == 3) w |= 1ull << (32 + i);
   }
-  return w;
+  return w ? w | (uint64_t)i << 32 : 0;
 #else
   (void)schema;
   return 0;
@@ -459,11 +458,12 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
 #ifdef SYSV_ARGS
   } else if (w != 0) {
     /* Words in the order of the schema, as read_user_args reads them. */
-    fbits[0] = w >> 32; /* at most 16 words: the encoder reads no other */
+    fbits[0] = 0; /* at most 16 words: the encoder reads no other */
     for (uint32_t k = (uint32_t)w; k; k >>= 2, n++) {
       if ((k & 3) == 3) {
         double d = A_DOUBLE(r);
         memcpy(&a[n], &d, 8);
+        fbits[0] |= 1ull << n;
       } else {
         uint64_t v = arg_word(r);
         a[n] = (k & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
@@ -654,6 +654,59 @@ static __attribute__((noinline)) void record_system_event(gaspard_ctx *c, unsign
     record_slow(c, evttag, phase, filename, linenum, colnum, ap);
 }
 
+#ifdef SYSV_ARGS
+/* The varargs of a GASP entry point for gaspard_emit_user_short: integer
+ * words from the overflow area (all of them there, see "Varargs"), doubles
+ * from the register save area while it has some. */
+typedef struct {
+  const uint64_t *ov;
+  const char *rs;
+  unsigned fp;
+} short_args;
+
+static inline __attribute__((always_inline)) uint64_t short_arg(void *state, unsigned code) {
+  short_args *r = state;
+  uint64_t v;
+  if (code == GASPARD_ARG_DOUBLE && r->fp < 176) {
+    memcpy(&v, r->rs + r->fp, 8);
+    r->fp += 16;
+    return v;
+  }
+  v = *r->ov++;
+  return code == GASPARD_ARG_INT ? (uint64_t)(int64_t)(int)v : v;
+}
+
+#endif
+
+/* User events: the common case first, in a small function of its own: a
+ * short schema (user_words), the arguments read and encoded in one pass by
+ * gaspard_emit_user_short; else record_user_event. */
+static __attribute__((noinline)) void record_user_short(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+#ifdef SYSV_ARGS
+  if (__builtin_expect(!gaspard_clock_is_tsc, 0)) goto other; /* the clock is a call */
+  uint64_t ts = __rdtsc();
+  uint8_t *p = c->cur;
+  uint64_t w = __atomic_load_n(&user_words[evttag - GASP_UPC_USEREVT_START], __ATOMIC_ACQUIRE);
+  if (__builtin_expect(phase > GASP_ATOMIC || p == NULL ||
+                           (size_t)(c->end - p) < GASPARD_MARGIN || w == 0 || ap[0].gp_offset < 48,
+                       0))
+    goto other;
+  short_args r = {(const uint64_t *)ap[0].overflow_arg_area, (const char *)ap[0].reg_save_area,
+                  ap[0].fp_offset};
+  if (__builtin_expect(gaspard_emit_user_short(c, p, ts, phase,
+                                               gaspard_upc_resolve_pts ? GASPARD_FLAG_PTS_RESOLVED
+                                                                       : 0,
+                                               filename, linenum, colnum, evttag, (uint32_t)w,
+                                               (unsigned)(w >> 32), short_arg, &r),
+                       1))
+    return;
+other:
+#endif
+  record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
 static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
                                                                unsigned phase,
                                                                const char *filename, int linenum,
@@ -661,7 +714,7 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
   if (__builtin_expect(gaspard_filtering, 0)) /* the fast bodies take the filters to be off */
     record_slow(c, evttag, phase, filename, linenum, colnum, ap);
   else if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
-    record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+    record_user_short(c, evttag, phase, filename, linenum, colnum, ap);
   else
     record_system_event(c, evttag, phase, filename, linenum, colnum, ap);
 }
