@@ -53,22 +53,22 @@ static const unsigned char unreadable_schema[1];
  * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double (the
  * GASPARD_ARG_* codes); 0 ends. The high 32 bits hold the number of
  * arguments. 0 for the others (strings, long doubles, more than 16
- * arguments, no argument), read from the schema. */
+ * arguments or 8 doubles, no argument), read from the schema. */
 static uint64_t user_words[USER_SLOTS];
 
 static uint64_t schema_words(const unsigned char *schema) {
 #ifdef SYSV_ARGS
   uint64_t w = 0;
-  unsigned i = 0;
+  unsigned i = 0, doubles = 0;
   for (; schema && schema[i]; i++) {
     unsigned code;
     switch (schema[i]) {
     case 1: code = GASPARD_ARG_INT; break;
     case 2: case 3: case 4: case 5: case 6: case 10: code = GASPARD_ARG_WORD; break;
-    case 7: code = GASPARD_ARG_DOUBLE; break;
+    case 7: code = GASPARD_ARG_DOUBLE; doubles++; break;
     default: return 0;
     }
-    if (i == 16) return 0;
+    if (i == 16 || doubles > 8) return 0;
     w |= (uint64_t)code << (2 * i);
   }
   return w ? w | (uint64_t)i << 32 : 0;
@@ -679,6 +679,20 @@ static inline __attribute__((always_inline)) uint64_t short_arg(void *state, uns
   return code == GASPARD_ARG_INT ? (uint64_t)(int64_t)(int)v : v;
 }
 
+/* The same from gasp_event_notify: no double named before, at most 8 in a
+ * short schema, so every double is in the register save area. */
+static inline __attribute__((always_inline)) uint64_t short_arg_entry(void *state, unsigned code) {
+  short_args *r = state;
+  uint64_t v;
+  if (code == GASPARD_ARG_DOUBLE) {
+    memcpy(&v, r->rs + r->fp, 8);
+    r->fp += 16;
+    return v;
+  }
+  v = *r->ov++;
+  return code == GASPARD_ARG_INT ? (uint64_t)(int64_t)(int)v : v;
+}
+
 #endif
 
 #ifdef SYSV_ARGS
@@ -706,7 +720,7 @@ static inline __attribute__((always_inline)) int user_short_body(gaspard_ctx *c,
   return gaspard_emit_user_short(c, p, ts, phase,
                                  gaspard_upc_resolve_pts ? GASPARD_FLAG_PTS_RESOLVED : 0, filename,
                                  linenum, colnum, evttag, (uint32_t)w, (unsigned)(w >> 32),
-                                 short_arg, &r);
+                                 entry ? short_arg_entry : short_arg, &r);
 }
 #endif
 
@@ -781,12 +795,18 @@ _Static_assert(offsetof(gaspard_ctx, owner) == 16 && offsetof(gaspard_ctx, on) =
                "the offsets the assembly below uses");
 _Static_assert(GASPARD_MAX_CONTEXTS == 4096 && sizeof(gaspard_ctx) == 64,
                "gaspard_ctx_valid, as the assembly below does it");
+#if defined(__CET__) && (__CET__ & 1)
+#define NOTIFY_LANDING "  endbr64\n" /* an indirect branch's target under IBT */
+#else
+#define NOTIFY_LANDING ""
+#endif
 __asm__(".text\n"
         ".p2align 4\n"
         ".globl gasp_event_notify\n"
         ".type gasp_event_notify, @function\n"
         "gasp_event_notify:\n"
         ".cfi_startproc\n"
+        NOTIFY_LANDING
         "  leaq gaspard_contexts(%rip), %r10\n"
         "  movq %rdi, %r11\n"
         "  subq %r10, %r11\n"
