@@ -782,8 +782,8 @@ EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gas
   record_other(context, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
 }
 
-#ifdef SYSV_ARGS
-/* gasp_event_notify, in assembly: the test of the context and its
+#if defined(SYSV_ARGS) && defined(__ELF__)
+/* gasp_event_notify, in assembly (x86-64, ELF): the test of the context and its
  * measurement flag (own_context, then `on`) before anything else, so that an
  * event not measured costs a dozen instructions and no frame; then a jump,
  * registers and stack untouched (so its varargs are those of the call), to
@@ -847,8 +847,8 @@ __attribute__((used, noinline, noclone, visibility("hidden"))) void gaspard_noti
   va_end(ap);
 }
 
-/* Any other call of gasp_event_notify: another thread's or no context, or
- * measurement off. */
+/* Any other call of gasp_event_notify: a context not this thread's own
+ * (another thread's, NULL or not a context at all). */
 __attribute__((used, noinline, noclone, visibility("hidden"))) void gaspard_notify_other(
     gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype, const char *filename,
     int linenum, int colnum, ...) {
