@@ -8,7 +8,7 @@
  * (bench/encoder_bytes.sh builds two and compares them). Events: gets and
  * puts (directly and through gasp_event_notifyVA from a function with fewer
  * named arguments), twenty user events "%d %f" (more than the encoder's
- * slots for them), non-blocking gets, barriers,
+ * slots for them) and two of other short schemas, non-blocking gets, barriers,
  * memsets, function entries (strings), unknown tags, measurement switched
  * off and on, callsites that change, columns out of range, time that jumps
  * and goes backwards. Writes the last chunk's payload (the buffer wraps
@@ -46,6 +46,10 @@ int main(int argc, char **argv) {
   const char *unames[20] = {"u0", "u1", "u2", "u3", "u4", "u5", "u6", "u7", "u8", "u9",
                             "u10", "u11", "u12", "u13", "u14", "u15", "u16", "u17", "u18", "u19"};
   for (int k = 0; k < 20; k++) u[k] = cr(g, unames[k], "%d %f");
+  /* Other short schemas: integer words and doubles mixed, and more doubles
+   * than the registers hold (the last ones passed on the stack). */
+  unsigned um = cr(g, "mixed", "%ld %f %p %d %f %zu");
+  unsigned ud = cr(g, "doubles", "%f %f %f %f %f %f %f %f %f %f %d");
   unsigned char pts[3][16]; for (int k = 0; k < 3; k++) for (int i = 0; i < 16; i++) pts[k][i] = (unsigned char)(i * 7 + k);
   const char *files[3] = {"a.c", "b.c", NULL};
   uint64_t t = 5000;
@@ -65,7 +69,20 @@ int main(int argc, char **argv) {
     case 0: case 1: case 2: n(g, GASP_UPC_GET, ph, f, line, col, 1, (void *)(uintptr_t)0x12345670, (void *)p, sz); break;
     case 3: n(g, GASP_UPC_PUT, ph, f, line, col, 0, (void *)p, (void *)(uintptr_t)0x12345670, sz); break;
     case 4: few(GASP_UPC_PUT, ph, 0, (void *)p, (void *)(uintptr_t)0x12345670, sz); break;
-    case 5: n(g, u[(r >> 36) % 4 == 0 ? (r >> 38) % 20 : 0], ph, f, line, col, (int)(r >> 56) - 100, (double)((r >> 58) % 4) * 0.5); break;
+    case 5:
+      if ((r >> 34) % 8 == 0) {
+        double x = (double)(r >> 12) / 7.0;
+        n(g, um, ph, f, line, col, (long)(r >> 40) - 5000, x, (void *)(uintptr_t)(r & ~7ull),
+          (int)(r >> 60), (r >> 33) % 2 ? x : -x, (size_t)(r >> 50));
+      } else if ((r >> 34) % 8 == 1) {
+        double x = (double)((r >> 10) % 64) * 0.25;
+        n(g, ud, ph, f, line, col, x, 1.0, x, -x, 2.5, x, x * x, 0.0, x + 1, (r >> 33) % 2 ? x : 3.0,
+          (int)(r >> 58));
+      } else {
+        n(g, u[(r >> 36) % 4 == 0 ? (r >> 38) % 20 : 0], ph, f, line, col, (int)(r >> 56) - 100,
+          (double)((r >> 58) % 4) * 0.5);
+      }
+      break;
     case 6: n(g, GASP_UPC_NB_GET_INIT, ph, f, line, col, 1, (void *)(uintptr_t)0x12345670, (void *)p, sz, (void *)(uintptr_t)(r >> 50)); break;
     case 7: n(g, GASP_UPC_BARRIER, ph, f, line, col, (int)(r % 3), (int)(r >> 60) - 4); break;
     case 8: if ((r >> 56) % 16 == 0) n(g, 0x7777u, ph, f, line, col); else n(g, GASP_UPC_MEMSET, ph, f, line, col, (void *)p, (int)sz, sz); break;

@@ -88,19 +88,45 @@ EXPORT int gasp_control(gasp_context_t context, int on) {
   return was;
 }
 
-/* Every user event is "%d %f" (whatever its description); one id per name. */
+/* The schema of a description: the codes of crates/format/src/user.rs for
+ * %d %ld %lld %zu %jd %td %f %Lf %s %p (anything else is an int), at most
+ * 31 arguments. */
+static void schema_of(const char *desc, unsigned char *out) {
+  unsigned n = 0;
+  for (const char *d = desc ? desc : ""; *d && n < 31; d++) {
+    if (*d != '%') continue;
+    d++;
+    unsigned char code = 1;
+    if (!strncmp(d, "lld", 3)) code = 3;
+    else if (!strncmp(d, "ld", 2)) code = 2;
+    else if (!strncmp(d, "zu", 2)) code = 4;
+    else if (!strncmp(d, "jd", 2)) code = 5;
+    else if (!strncmp(d, "td", 2)) code = 6;
+    else if (*d == 'f') code = 7;
+    else if (!strncmp(d, "Lf", 2)) code = 8;
+    else if (*d == 's') code = 9;
+    else if (*d == 'p') code = 10;
+    out[n++] = code;
+    if (!*d) break;
+  }
+  out[n] = 0;
+}
+
+/* One id per name; its schema from its description (the first one given). */
 EXPORT unsigned int gasp_create_event(gasp_context_t context, const char *name, const char *desc) {
-  (void)context, (void)desc;
-  /* "%d %f": an int and a double (the codes of crates/format/src/user.rs). */
-  static const unsigned char schema[] = {1, 7, 0};
+  (void)context;
   static const char *names[64];
+  static unsigned char schemas[64][32];
   static unsigned nnames;
   pthread_mutex_lock(&mu);
   unsigned i = 0;
   while (i < nnames && strcmp(names[i], name ? name : "") != 0) i++;
-  if (i == nnames && nnames < 64) names[nnames++] = name ? name : "";
+  if (i == nnames && nnames < 64) {
+    names[nnames++] = name ? name : "";
+    schema_of(desc, schemas[i]);
+  }
   pthread_mutex_unlock(&mu);
   if (i == 64) i = 63;
-  gaspard_set_user_schema(GASP_UPC_USEREVT_START + i, schema);
+  gaspard_set_user_schema(GASP_UPC_USEREVT_START + i, schemas[i]);
   return GASP_UPC_USEREVT_START + i;
 }

@@ -6,6 +6,7 @@
  * GASP 1.4 tables into fixed 64-bit words. Events a header does not define
  * are simply not compiled in; tags nobody defined are ignored (counted).
  * Varargs are never forwarded to Rust. */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include "gasp_upc.h"
@@ -49,29 +50,28 @@ static const unsigned char unreadable_schema[1];
 
 /* The same schemas, when they are short and simple, as 2-bit codes in the
  * low 32 bits, first argument lowest: 1 an int, 2 one integer-class word
- * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double; 0
- * ends. The high 32 bits mark the doubles, one bit per argument. 0 for the
- * others (strings, long doubles, more than 16 arguments), read from the
- * schema. */
+ * (long, long long, size_t, intmax_t, ptrdiff_t, void *), 3 a double (the
+ * GASPARD_ARG_* codes); 0 ends. The high 32 bits hold the number of
+ * arguments. 0 for the others (strings, long doubles, more than 16
+ * arguments or 8 doubles, no argument), read from the schema. */
 static uint64_t user_words[USER_SLOTS];
 
 static uint64_t schema_words(const unsigned char *schema) {
 #ifdef SYSV_ARGS
   uint64_t w = 0;
-  unsigned i = 0;
+  unsigned i = 0, doubles = 0;
   for (; schema && schema[i]; i++) {
     unsigned code;
     switch (schema[i]) {
-    case 1: code = 1; break;
-    case 2: case 3: case 4: case 5: case 6: case 10: code = 2; break;
-    case 7: code = 3; break;
+    case 1: code = GASPARD_ARG_INT; break;
+    case 2: case 3: case 4: case 5: case 6: case 10: code = GASPARD_ARG_WORD; break;
+    case 7: code = GASPARD_ARG_DOUBLE; doubles++; break;
     default: return 0;
     }
-    if (i == 16) return 0;
+    if (i == 16 || doubles > 8) return 0;
     w |= (uint64_t)code << (2 * i);
-    if (code == 3) w |= 1ull << (32 + i);
   }
-  return w;
+  return w ? w | (uint64_t)i << 32 : 0;
 #else
   (void)schema;
   return 0;
@@ -459,11 +459,12 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
 #ifdef SYSV_ARGS
   } else if (w != 0) {
     /* Words in the order of the schema, as read_user_args reads them. */
-    fbits[0] = w >> 32; /* at most 16 words: the encoder reads no other */
+    fbits[0] = 0; /* at most 16 words: the encoder reads no other */
     for (uint32_t k = (uint32_t)w; k; k >>= 2, n++) {
       if ((k & 3) == 3) {
         double d = A_DOUBLE(r);
         memcpy(&a[n], &d, 8);
+        fbits[0] |= 1ull << n;
       } else {
         uint64_t v = arg_word(r);
         a[n] = (k & 3) == 1 ? (uint64_t)(int64_t)(int)v : v;
@@ -498,7 +499,9 @@ static inline __attribute__((always_inline)) int record_user(gaspard_ctx *c, uin
  * thread with measurement on. With `fast` set, calls no function and returns
  * 0, having done nothing, when the event needs one (see gaspard_emit_body);
  * else returns 1. */
-enum { ANY_EVENT, SYSTEM_EVENT, USER_EVENT }; /* what record_body may be given */
+/* What record_body may be given; SYSTEM_ENTRY: a system event with the
+ * va_list just started by gasp_event_notify. */
+enum { ANY_EVENT, SYSTEM_EVENT, USER_EVENT, SYSTEM_ENTRY };
 #ifdef SYSV_ARGS
 #define BODY_INLINE inline __attribute__((always_inline))
 #else
@@ -532,7 +535,7 @@ static BODY_INLINE int record_body(gaspard_ctx *c, unsigned evttag,
 #ifdef SYSV_ARGS
   /* From the GASP entry points, every integer word is in the overflow area:
    * the fast body reads them there without a test each. */
-  if (fast && __builtin_expect(r.gp < 48, 0)) SLOW(r);
+  if (fast && which != SYSTEM_ENTRY && __builtin_expect(r.gp < 48, 0)) SLOW(r);
 #endif
   if (which == USER_EVENT || (which == ANY_EVENT && evttag - GASP_UPC_USEREVT_START < USER_SLOTS)) {
     int done = record_user(c, ts, evttag, phase, filename, linenum, colnum, &r, fast);
@@ -654,6 +657,85 @@ static __attribute__((noinline)) void record_system_event(gaspard_ctx *c, unsign
     record_slow(c, evttag, phase, filename, linenum, colnum, ap);
 }
 
+#ifdef SYSV_ARGS
+/* The varargs of a GASP entry point for gaspard_emit_user_short: integer
+ * words from the overflow area (all of them there, see "Varargs"), doubles
+ * from the register save area while it has some. */
+typedef struct {
+  const uint64_t *ov;
+  const char *rs;
+  unsigned fp;
+} short_args;
+
+static inline __attribute__((always_inline)) uint64_t short_arg(void *state, unsigned code) {
+  short_args *r = state;
+  uint64_t v;
+  if (code == GASPARD_ARG_DOUBLE && r->fp < 176) {
+    memcpy(&v, r->rs + r->fp, 8);
+    r->fp += 16;
+    return v;
+  }
+  v = *r->ov++;
+  return code == GASPARD_ARG_INT ? (uint64_t)(int64_t)(int)v : v;
+}
+
+/* The same from gasp_event_notify: no double named before, at most 8 in a
+ * short schema, so every double is in the register save area. */
+static inline __attribute__((always_inline)) uint64_t short_arg_entry(void *state, unsigned code) {
+  short_args *r = state;
+  uint64_t v;
+  if (code == GASPARD_ARG_DOUBLE) {
+    memcpy(&v, r->rs + r->fp, 8);
+    r->fp += 16;
+    return v;
+  }
+  v = *r->ov++;
+  return code == GASPARD_ARG_INT ? (uint64_t)(int64_t)(int)v : v;
+}
+
+#endif
+
+#ifdef SYSV_ARGS
+/* The common case of a user event: a short schema (user_words), the
+ * arguments read and encoded in one pass by gaspard_emit_user_short. Returns
+ * 0, having done nothing, when the event is not that case. */
+static inline __attribute__((always_inline)) int user_short_body(gaspard_ctx *c, unsigned evttag,
+                                                                 unsigned phase,
+                                                                 const char *filename,
+                                                                 int linenum, int colnum,
+                                                                 va_list ap, const int entry) {
+  if (__builtin_expect(!gaspard_clock_is_tsc, 0)) return 0; /* the clock is a call */
+  uint64_t ts = __rdtsc();
+  uint8_t *p = c->cur;
+  uint64_t w = __atomic_load_n(&user_words[evttag - GASP_UPC_USEREVT_START], __ATOMIC_ACQUIRE);
+  if (__builtin_expect(phase > GASP_ATOMIC || p == NULL ||
+                           (size_t)(c->end - p) < GASPARD_MARGIN || w == 0 ||
+                           (!entry && ap[0].gp_offset < 48),
+                       0))
+    return 0;
+  /* From gasp_event_notify (`entry`), va_start has just set the offsets:
+   * six integer arguments named, no floating-point one. */
+  short_args r = {(const uint64_t *)ap[0].overflow_arg_area, (const char *)ap[0].reg_save_area,
+                  entry ? 48 : ap[0].fp_offset};
+  return gaspard_emit_user_short(c, p, ts, phase,
+                                 gaspard_upc_resolve_pts ? GASPARD_FLAG_PTS_RESOLVED : 0, filename,
+                                 linenum, colnum, evttag, (uint32_t)w, (unsigned)(w >> 32),
+                                 entry ? short_arg_entry : short_arg, &r);
+}
+#endif
+
+/* User events: the common case first, in a small function of its own; else
+ * record_user_event. */
+static __attribute__((noinline)) void record_user_short(gaspard_ctx *c, unsigned evttag,
+                                                        unsigned phase, const char *filename,
+                                                        int linenum, int colnum, va_list ap) {
+#ifdef SYSV_ARGS
+  if (__builtin_expect(user_short_body(c, evttag, phase, filename, linenum, colnum, ap, 0), 1))
+    return;
+#endif
+  record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+}
+
 static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, unsigned evttag,
                                                                unsigned phase,
                                                                const char *filename, int linenum,
@@ -661,7 +743,7 @@ static inline __attribute__((always_inline)) void record_event(gaspard_ctx *c, u
   if (__builtin_expect(gaspard_filtering, 0)) /* the fast bodies take the filters to be off */
     record_slow(c, evttag, phase, filename, linenum, colnum, ap);
   else if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS)
-    record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+    record_user_short(c, evttag, phase, filename, linenum, colnum, ap);
   else
     record_system_event(c, evttag, phase, filename, linenum, colnum, ap);
 }
@@ -700,6 +782,82 @@ EXPORT void gasp_event_notifyVA(gasp_context_t context, unsigned int evttag, gas
   record_other(context, evttag, (unsigned)evttype, filename, linenum, colnum, ap);
 }
 
+#if defined(SYSV_ARGS) && defined(__ELF__)
+/* gasp_event_notify, in assembly (x86-64, ELF): the test of the context and its
+ * measurement flag (own_context, then `on`) before anything else, so that an
+ * event not measured costs a dozen instructions and no frame; then a jump,
+ * registers and stack untouched (so its varargs are those of the call), to
+ * gaspard_notify_own for a measured event of this thread's own context, else
+ * to gaspard_notify_other. Only r10 and r11, which carry no argument, are
+ * used. This leaves gaspard_notify_own free to save registers and keep the
+ * fast bodies inline. */
+_Static_assert(offsetof(gaspard_ctx, owner) == 16 && offsetof(gaspard_ctx, on) == 24,
+               "the offsets the assembly below uses");
+_Static_assert(GASPARD_MAX_CONTEXTS == 4096 && sizeof(gaspard_ctx) == 64,
+               "gaspard_ctx_valid, as the assembly below does it");
+#if defined(__CET__) && (__CET__ & 1)
+#define NOTIFY_LANDING "  endbr64\n" /* an indirect branch's target under IBT */
+#else
+#define NOTIFY_LANDING ""
+#endif
+__asm__(".text\n"
+        ".p2align 4\n"
+        ".globl gasp_event_notify\n"
+        ".type gasp_event_notify, @function\n"
+        "gasp_event_notify:\n"
+        ".cfi_startproc\n"
+        NOTIFY_LANDING
+        "  leaq gaspard_contexts(%rip), %r10\n"
+        "  movq %rdi, %r11\n"
+        "  subq %r10, %r11\n"
+        "  rorq $6, %r11\n"
+        "  cmpq $4095, %r11\n"
+        "  ja 1f\n"
+        "  movq gaspard_tls_marker@gottpoff(%rip), %r10\n"
+        "  addq %fs:0, %r10\n"
+        "  cmpq %r10, 16(%rdi)\n"
+        "  jne 1f\n"
+        "  cmpl $0, 24(%rdi)\n"
+        "  je 2f\n"
+        "  jmp gaspard_notify_own\n"
+        "1:\n"
+        "  jmp gaspard_notify_other\n"
+        "2:\n"
+        "  ret\n"
+        ".cfi_endproc\n"
+        ".size gasp_event_notify, .-gasp_event_notify\n");
+
+/* A measured event of this thread's own context, from gasp_event_notify:
+ * the fast bodies inline, else the full way. */
+__attribute__((used, noinline, noclone, visibility("hidden"))) void gaspard_notify_own(
+    gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype, const char *filename,
+    int linenum, int colnum, ...) {
+  gaspard_ctx *c = (gaspard_ctx *)context;
+  unsigned phase = (unsigned)evttype;
+  va_list ap;
+  va_start(ap, colnum);
+  if (__builtin_expect(gaspard_filtering, 0)) /* the fast bodies take the filters to be off */
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+  else if (evttag - GASP_UPC_USEREVT_START < USER_SLOTS) {
+    if (__builtin_expect(!user_short_body(c, evttag, phase, filename, linenum, colnum, ap, 1), 0))
+      record_user_event(c, evttag, phase, filename, linenum, colnum, ap);
+  } else if (__builtin_expect(
+                 !record_body(c, evttag, phase, filename, linenum, colnum, ap, 1, SYSTEM_ENTRY), 0))
+    record_slow(c, evttag, phase, filename, linenum, colnum, ap);
+  va_end(ap);
+}
+
+/* Any other call of gasp_event_notify: a context not this thread's own
+ * (another thread's, NULL or not a context at all). */
+__attribute__((used, noinline, noclone, visibility("hidden"))) void gaspard_notify_other(
+    gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype, const char *filename,
+    int linenum, int colnum, ...) {
+  va_list ap;
+  va_start(ap, colnum);
+  gasp_event_notifyVA(context, evttag, evttype, filename, linenum, colnum, ap);
+  va_end(ap);
+}
+#else
 EXPORT void gasp_event_notify(gasp_context_t context, unsigned int evttag, gasp_evttype_t evttype,
                               const char *filename, int linenum, int colnum, ...) {
   va_list ap;
@@ -714,6 +872,7 @@ EXPORT void gasp_event_notify(gasp_context_t context, unsigned int evttag, gasp_
   }
   va_end(ap);
 }
+#endif
 
 /* pupc_event_* as functions, for code that calls them without the macros. */
 #define PUPC_EVENT(name, type)                                                  \

@@ -71,10 +71,11 @@ typedef struct {
   uint64_t w[GASPARD_KIND_WORDS];
 } gaspard_prev_kind;
 
+/* Which user event a slot of previous arguments holds, and how many words;
+ * the words themselves apart (gaspard_enc.uwords), 256 bytes a slot. */
 typedef struct {
   uint32_t gen, n;
   uint64_t id;
-  uint64_t w[GASPARD_USER_WORDS];
 } gaspard_prev_user;
 
 typedef struct {
@@ -108,6 +109,7 @@ typedef struct gaspard_enc {
   gaspard_prev_kind prev[128 + 8]; /* kinds 0..127, then 256..263 */
   gaspard_prev_kind shared[GASPARD_SHARED_SLOTS]; /* kinds from 512, `gen` holding the kind */
   gaspard_prev_user uprev[GASPARD_USER_SLOTS];
+  uint64_t uwords[GASPARD_USER_SLOTS][GASPARD_USER_WORDS];
   gaspard_user_slot users[GASPARD_USER_SLOTS];
   gaspard_site_slot sites[GASPARD_SITE_SLOTS];
   gaspard_string_slot strings[GASPARD_STRING_SLOTS];
@@ -204,8 +206,17 @@ static inline uint8_t *gaspard_put_xor(uint8_t *p, uint64_t x) {
   unsigned lz = (unsigned)__builtin_clzll(x) / 8, tz = (unsigned)__builtin_ctzll(x) / 8;
   unsigned len = 8 - lz - tz;
   *p++ = (uint8_t)(lz << 4 | len);
+  /* The significant bytes in one 8-byte store, most significant first: the
+   * bytes after them are scratch, overwritten by what comes next (every
+   * event has GASPARD_MARGIN bytes of room). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  uint64_t be = __builtin_bswap64(x << (8 * lz));
+  memcpy(p, &be, 8);
+  return p + len;
+#else
   for (unsigned i = 0; i < len; i++) *p++ = (uint8_t)(x >> (8 * (7 - lz - i)));
   return p;
+#endif
 }
 
 /* Room for one event at the context's cursor, or NULL when it is dropped
@@ -297,7 +308,7 @@ static inline __attribute__((always_inline)) int gaspard_emit_body(
   uint64_t *pw;
   uint32_t *pn, cap;
   if (is_user) {
-    pw = up->w, pn = &up->n, cap = GASPARD_USER_WORDS;
+    pw = e->uwords[user % GASPARD_USER_SLOTS], pn = &up->n, cap = GASPARD_USER_WORDS;
   } else if (kind >= GASPARD_SHARED_FIRST) {
     gaspard_prev_kind *s = &e->shared[kind % GASPARD_SHARED_SLOTS];
     if (s->gen != kind) s->gen = kind, s->n = 0; /* emptied at each chunk too */
@@ -370,6 +381,80 @@ static inline __attribute__((always_inline)) int gaspard_emit_body(
   e->last_ts = ts;
   e->events++;
   __atomic_store_n(&c->cur, p, __ATOMIC_RELEASE);
+  return 1;
+}
+
+/* Argument words of a user event, one at a time, in order: `code` says what
+ * the next is (GASPARD_ARG_INT an int, GASPARD_ARG_WORD a 64-bit integer or
+ * pointer, GASPARD_ARG_DOUBLE a double, its bits); returns it as a word. */
+#define GASPARD_ARG_INT 1u
+#define GASPARD_ARG_WORD 2u
+#define GASPARD_ARG_DOUBLE 3u
+typedef uint64_t (*gaspard_arg_reader)(void *state, unsigned code);
+
+/* The common case of a user event whose `n` argument words (at most
+ * GASPARD_KIND_WORDS) are described by `codes`, 2 bits a word, first word
+ * lowest, and read by `next` (an always-inline function, so that the reading
+ * happens in place), at the reserved room `p`: the same bytes as
+ * gaspard_emit_body, in one pass over the arguments that reads, compares,
+ * encodes and remembers them (the opcode, which says whether they changed,
+ * written last). Returns 0, having read and written nothing, when the event
+ * is not that case: a callsite other than the last one, a user event not
+ * yet seen in this chunk or last seen with another number of words, time
+ * going backwards. The caller has seen the filters off. */
+static inline __attribute__((always_inline)) int gaspard_emit_user_short(
+    gaspard_ctx *c, uint8_t *p, uint64_t ts, unsigned phase, unsigned flags, const char *file,
+    int line, int col, uint64_t user, uint32_t codes, unsigned n, gaspard_arg_reader next,
+    void *state) {
+  gaspard_enc *e = c->enc;
+  gaspard_prev_user *up = &e->uprev[user % GASPARD_USER_SLOTS];
+  if (__builtin_expect(file != e->last_file || (uint32_t)line != e->last_line ||
+                           (uint32_t)col != e->last_col || up->gen != e->gen ||
+                           up->id != user || up->n != n || ts < e->last_ts,
+                       0))
+    return 0;
+  unsigned op = phase | GASPARD_OP_SAME_SITE;
+  if (flags & GASPARD_FLAG_PTS_RESOLVED) op |= GASPARD_OP_RESOLVED;
+  uint8_t *q = p + 1;
+  if (__builtin_expect(e->last_kind == GASPARD_K_USER && e->last_user == user, 1)) {
+    op |= GASPARD_OP_SAME_KIND;
+  } else {
+    q = gaspard_put_u64(q, GASPARD_K_USER);
+    q = gaspard_put_u64(q, user);
+  }
+  uint64_t dt = ts - e->last_ts;
+  if (__builtin_expect(dt < 0x80, 1))
+    *q++ = (uint8_t)dt;
+  else
+    q = gaspard_put_u64(q, dt);
+  uint8_t *head = q;
+  uint64_t diff = 0, *pw = e->uwords[user % GASPARD_USER_SLOTS];
+  for (uint32_t k = codes; k; k >>= 2, pw++) {
+    uint64_t before = *pw, v = next(state, k & 3);
+    diff |= v ^ before;
+    if ((k & 3) == GASPARD_ARG_DOUBLE) {
+      q = gaspard_put_xor(q, v ^ before);
+    } else {
+      uint64_t d = v - before, z = d << 1 ^ (uint64_t)((int64_t)d >> 63);
+      if (__builtin_expect(z < 0x80, 1))
+        *q++ = (uint8_t)z;
+      else
+        q = gaspard_put_u64(q, z);
+    }
+    *pw = v;
+  }
+  if (diff) {
+    op |= GASPARD_OP_SAME_NARGS;
+  } else {
+    op |= GASPARD_OP_SAME_ARGS;
+    q = head;
+  }
+  *p = (uint8_t)op;
+  e->last_kind = GASPARD_K_USER;
+  e->last_user = user;
+  e->last_ts = ts;
+  e->events++;
+  __atomic_store_n(&c->cur, q, __ATOMIC_RELEASE);
   return 1;
 }
 
