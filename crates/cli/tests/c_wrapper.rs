@@ -317,6 +317,169 @@ fn very_frequent_short_functions_are_throttled() {
     assert_eq!(function_events(&v, "tiny"), (30000, 30000));
 }
 
+const THREADED_HOT: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int tiny(int x) { return x * 3 + 1; }
+__attribute__((noinline)) int depth(int n) { return n == 0 ? 0 : 1 + depth(n - 1); }
+__attribute__((noinline)) long rare(long i) { return i + 1; }
+static long calls;
+static void *work(void *arg) {
+  long sum = (long)arg * 0;
+  for (long i = 0; i < calls; i++) {
+    sum += tiny((int)i) + depth(3);
+    if (i % 1000 == 0) sum += rare(i);
+  }
+  return (void *)sum;
+}
+int main(int argc, char **argv) {
+  calls = atol(argv[1]);
+  int n = atoi(argv[2]);
+  pthread_t t[4];
+  long total = 0;
+  for (long i = 0; i < n; i++) pthread_create(&t[i], 0, work, (void *)i);
+  for (int i = 0; i < n; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    total += (long)r;
+  }
+  printf("total %ld\n", total);
+  return 0;
+}
+"#;
+
+/// Runs THREADED_HOT built with `compiler cc_args` on `threads` threads of
+/// `calls` iterations (throttling at 1000 calls), with `vars`; checks the
+/// output, that START and END balance per thread and function, that `rare`
+/// is recorded at every call and that `tiny` and `depth` stop being
+/// recorded while `rare` still is. Returns the notes.
+fn run_threaded_hot(
+    name: &str,
+    compiler: &str,
+    cc_args: &[&str],
+    threads: i64,
+    vars: &[(&str, &str)],
+) -> Vec<String> {
+    let dir = tmp(name);
+    let mut args = vec!["-pthread"];
+    args.extend_from_slice(cc_args);
+    let exe = common::gaspard_cc_with(&dir, "hot", THREADED_HOT, &["--profile"], compiler, &args);
+    let calls: i64 = 100_000;
+    let mut env = vec![("GASPARD_THROTTLE", "1000,10")];
+    env.extend_from_slice(vars);
+    let (trace, out) = common::gaspard_run_with(
+        &dir,
+        &[
+            exe.to_str().unwrap(),
+            &calls.to_string(),
+            &threads.to_string(),
+        ],
+        &env,
+    );
+    let rares = calls / 1000;
+    let per_thread =
+        3 * calls * (calls - 1) / 2 + 4 * calls + 1000 * rares * (rares - 1) / 2 + rares;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("total {}", per_thread * threads),
+        "{name}"
+    );
+    let v = dump(&trace);
+    let (mut rare, mut tiny, mut depth) = (0, 0, 0);
+    for evs in events(&v) {
+        let funcs: Vec<&Value> = evs.iter().filter(|e| e["kind"] == "GASP_C_FUNC").collect();
+        let mut balance = std::collections::HashMap::<&str, (usize, usize)>::new();
+        let (mut last_rare, mut last_hot) = (None, None);
+        for (i, e) in funcs.iter().enumerate() {
+            let f = e["args"]["funcsig"].as_str().unwrap();
+            let b = balance.entry(f).or_default();
+            if e["phase"] == "START" {
+                b.0 += 1;
+            } else {
+                b.1 += 1;
+            }
+            // (A call in flight when its exit was patched out gets its END
+            // at its caller's exit: STARTs tell when recording stopped.)
+            match f {
+                "rare" => last_rare = Some(i),
+                "tiny" | "depth" if e["phase"] == "START" => last_hot = Some(i),
+                _ => {}
+            }
+        }
+        for (f, (s, e)) in &balance {
+            assert_eq!(s, e, "{name}: {f} starts and ends");
+        }
+        if let Some(r) = last_rare {
+            // The hot functions stopped being recorded; the rare one went on.
+            assert!(last_hot.is_none_or(|h| h < r), "{name}: {balance:?}");
+        }
+        rare += balance.get("rare").map_or(0, |b| b.0);
+        tiny += balance.get("tiny").map_or(0, |b| b.0);
+        depth += balance.get("depth").map_or(0, |b| b.0);
+    }
+    assert_eq!(rare as i64, threads * rares, "{name}: every call of rare");
+    assert!(
+        tiny > 0 && (tiny as i64) < threads * calls / 2,
+        "{name}: tiny {tiny}"
+    );
+    assert!(
+        depth > 0 && (depth as i64) < threads * calls * 2,
+        "{name}: depth {depth}"
+    );
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn throttled_functions_are_patched_out_while_threads_call_them() {
+    for (name, compiler, args, threads) in [
+        ("patch-gcc-o2", "cc", &["-O2"][..], 3),
+        ("patch-clang-o0", "clang", &["-O0"][..], 2),
+        (
+            "patch-gcc-nopie",
+            "cc",
+            &["-O1", "-fno-pie", "-no-pie"][..],
+            4,
+        ),
+        ("patch-gcc-noplt", "cc", &["-O2", "-fno-plt"][..], 2),
+    ] {
+        let notes = run_threaded_hot(name, compiler, args, threads, &[]);
+        for f in ["tiny", "depth"] {
+            assert!(
+                notes.iter().any(|n| n.contains(&format!(
+                    "function {f}: no longer recorded on any thread after"
+                )) && n.contains("patched out of the code at")),
+                "{name}: {notes:#?}"
+            );
+        }
+        assert!(!notes.iter().any(|n| n.contains("function rare")), "{name}");
+    }
+}
+
+#[test]
+fn throttled_functions_keep_their_hook_calls_when_patching_is_off() {
+    let notes = run_threaded_hot(
+        "patch-off",
+        "cc",
+        &["-O2"],
+        3,
+        &[("GASPARD_THROTTLE_PATCH", "0")],
+    );
+    assert!(
+        notes.iter().any(
+            |n| n.contains("function tiny: no longer recorded on any thread")
+                && n.contains("its hook calls were not patched out")
+        ),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("patched out of the code")));
+}
+
 const ALLOCATING: &str = r#"
 #include <stdlib.h>
 int main(int argc, char **argv) {
