@@ -20,7 +20,9 @@
  * keeps the tool from measuring itself. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -448,14 +450,77 @@ static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
   return 1;
 }
 
+/* The exit hook reached by a jump: gcc -O2 ends a function with `jmp` to
+ * the exit hook (a tail call), which then returns to the function's
+ * caller. That jump is found in the function's code (its size from its
+ * dynamic symbol; a static function has none and keeps its jump): the
+ * jump to the hook is `jmp rel32` (e9) to the hook or its PLT stub, or
+ * `jmp *GOT` (ff 25) whose slot holds the hook, and exactly one such byte
+ * sequence must be there, else nothing is patched (the real jump is
+ * among them, so a lone one is it). It becomes `ret` (c3), one byte, which
+ * returns to the caller as the hook would. */
+static NO_INSTRUMENT int patch_tail(void *fn, void *hook, void *hook2) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  if (!dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != fn)
+    return 0;
+  size_t size = sym->st_size;
+  if (size < 5 || size > (1u << 20)) return 0;
+  char p[5];
+  perms_of((uintptr_t)fn, size, p);
+  if (strcmp(p, "r-xp") != 0) return 0;
+  const uint8_t *b = fn;
+  const uint8_t *seen_stub = NULL;
+  unsigned found = 0;
+  size_t at = 0;
+  for (size_t i = 0; i + 5 <= size; i++) {
+    int32_t rel;
+    if (b[i] == 0xe9) {
+      memcpy(&rel, b + i + 1, 4);
+      const uint8_t *t = b + i + 5 + rel;
+      if ((void *)t == hook || (void *)t == hook2 || t == seen_stub || plt_to(t, hook, hook2)) {
+        if ((void *)t != hook && (void *)t != hook2) seen_stub = t;
+        found++;
+        at = i;
+      }
+    } else if (b[i] == 0xff && i + 6 <= size && b[i + 1] == 0x25) {
+      memcpy(&rel, b + i + 2, 4);
+      uintptr_t slot = (uintptr_t)(b + i + 6) + (intptr_t)rel;
+      if (slot % sizeof(void *) == 0 && readable(slot, sizeof(void *))) {
+        void *to = __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+        if (to == hook || to == hook2) {
+          found++;
+          at = i;
+        }
+      }
+    }
+    if (found > 1) return 0;
+  }
+  if (found != 1) return 0;
+  uint8_t *site = (uint8_t *)fn + at;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  void *base = (void *)((uintptr_t)site & ~(uintptr_t)(page - 1));
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    patch_failed("mprotect", errno);
+    return 0;
+  }
+  __atomic_store_n(site, (uint8_t)0xc3, __ATOMIC_RELEASE);
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
+  return 1;
+}
+
 extern void enter_hook(void *fn, void *site)
     __attribute__((alias("__cyg_profile_func_enter"), visibility("hidden")));
 extern void exit_hook(void *fn, void *site)
     __attribute__((alias("__cyg_profile_func_exit"), visibility("hidden")));
 
 /* A throttled call met at the hook call that returns to `ret`: patches it
- * out when that can be done. */
-static NO_INSTRUMENT void patch_out(void *fn, void *ret, int is_exit) {
+ * out when that can be done. When `ret` is the function's own return
+ * address (`caller`), the exit hook was jumped to, not called. */
+static NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_exit) {
+  int tail = is_exit && ret == caller;
+  if (tail) ret = fn; /* the key of the function's tail jump */
   int state = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE);
   if (__builtin_expect(state == 0, 0)) {
     state = gaspard_throttle_patch() ? 1 : 2;
@@ -467,7 +532,7 @@ static NO_INSTRUMENT void patch_out(void *fn, void *ret, int is_exit) {
     /* The address the program resolves the hook to, should it differ. */
     void *hook2 = dlsym(RTLD_DEFAULT, is_exit ? "__cyg_profile_func_exit" : "__cyg_profile_func_enter");
     if (!hook2) hook2 = hook;
-    if (patch_call(ret, hook, hook2)) {
+    if (tail ? patch_tail(fn, hook, hook2) : patch_call(ret, hook, hook2)) {
       gone_fn *g = gone_of(fn);
       if (g) __atomic_add_fetch(&g->sites, 1, __ATOMIC_RELAXED);
     }
@@ -476,8 +541,8 @@ static NO_INSTRUMENT void patch_out(void *fn, void *ret, int is_exit) {
   patch_unlock();
 }
 #else
-static inline NO_INSTRUMENT void patch_out(void *fn, void *ret, int is_exit) {
-  (void)fn, (void)ret, (void)is_exit;
+static inline NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_exit) {
+  (void)fn, (void)ret, (void)caller, (void)is_exit;
 }
 #endif
 
@@ -510,11 +575,10 @@ static NO_INSTRUMENT fn_frame *unwind_to(void *fn) {
  * frame (its entry was patched out) and a frame may have no exit (patched
  * out while the call ran: unwind_to pops it at its caller's exit). */
 EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
-  (void)call_site;
   if (busy) return;
   fn_stat *st = stat_of(fn);
   if (st && is_throttled(st)) {
-    patch_out(fn, __builtin_return_address(0), 0);
+    patch_out(fn, __builtin_return_address(0), call_site, 0);
     return;
   }
   fn_frame *fr = fn_stack && fn_depth < FN_DEPTH ? &fn_stack[fn_depth] : NULL;
@@ -534,7 +598,6 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
 }
 
 EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
-  (void)call_site;
   if (busy) return;
   fn_frame *fr = NULL;
   fn_stat *st = NULL;
@@ -542,7 +605,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     /* Deeper than tracked: recorded unless throttled. */
     st = stat_of(fn);
     if (st && is_throttled(st)) {
-      patch_out(fn, __builtin_return_address(0), 1);
+      patch_out(fn, __builtin_return_address(0), call_site, 1);
       return;
     }
     fn_depth--;
@@ -552,7 +615,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     } else {
       st = stat_of(fn);
       if (st && is_throttled(st)) {
-        patch_out(fn, __builtin_return_address(0), 1);
+        patch_out(fn, __builtin_return_address(0), call_site, 1);
         return;
       }
       fr = unwind_to(fn);
@@ -562,7 +625,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     st = fr->st && fr->st->fn == fn ? fr->st : NULL;
     if (st && is_throttled(st)) {
       /* A call that ran when its function was throttled. */
-      patch_out(fn, __builtin_return_address(0), 1);
+      patch_out(fn, __builtin_return_address(0), call_site, 1);
       st = NULL;
     }
     /* Its START was not recorded (measurement off): no END. */
