@@ -109,6 +109,7 @@ typedef struct {
   uint64_t ticks;
   int throttled;
   unsigned gone_seen; /* the count of throttled functions when last looked at */
+  unsigned stays;     /* its throttled calls met at sites that stay (not patched) */
 } fn_stat;
 typedef struct {
   uint64_t start; /* UINT64_MAX: not recorded */
@@ -515,10 +516,16 @@ extern void enter_hook(void *fn, void *site)
 extern void exit_hook(void *fn, void *site)
     __attribute__((alias("__cyg_profile_func_exit"), visibility("hidden")));
 
-/* A throttled call met at the hook call that returns to `ret`: patches it
- * out when that can be done. When `ret` is the function's own return
- * address (`caller`), the exit hook was jumped to, not called. */
-static NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_exit) {
+/* A throttled call of st's function met at the hook call that returns to
+ * `ret`: patches it out when that can be done. When `ret` is the
+ * function's own return address (`caller`), the exit hook was jumped to,
+ * not called. A thread that keeps meeting a function's calls at sites
+ * already looked at (not patchable) stops looking, so that such calls cost
+ * what they did before patching. */
+#define STAYS_MAX 4096
+static NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is_exit) {
+  if (st->stays >= STAYS_MAX) return;
+  void *fn = st->fn;
   int tail = is_exit && ret == caller;
   if (tail) ret = fn; /* the key of the function's tail jump */
   int state = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE);
@@ -526,7 +533,15 @@ static NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_ex
     state = gaspard_throttle_patch() ? 1 : 2;
     __atomic_store_n(&patch_state, state, __ATOMIC_RELEASE);
   }
-  if (state != 1 || site_seen(ret) || !patch_trylock()) return;
+  if (state != 1) {
+    st->stays = STAYS_MAX;
+    return;
+  }
+  if (site_seen(ret)) {
+    st->stays++;
+    return;
+  }
+  if (!patch_trylock()) return;
   if (!site_seen(ret) && __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE) == 1) {
     void *hook = is_exit ? (void *)exit_hook : (void *)enter_hook;
     /* The address the program resolves the hook to, should it differ. */
@@ -541,8 +556,8 @@ static NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_ex
   patch_unlock();
 }
 #else
-static inline NO_INSTRUMENT void patch_out(void *fn, void *ret, void *caller, int is_exit) {
-  (void)fn, (void)ret, (void)caller, (void)is_exit;
+static inline NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is_exit) {
+  (void)st, (void)ret, (void)caller, (void)is_exit;
 }
 #endif
 
@@ -578,7 +593,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   if (busy) return;
   fn_stat *st = stat_of(fn);
   if (st && is_throttled(st)) {
-    patch_out(fn, __builtin_return_address(0), call_site, 0);
+    patch_out(st, __builtin_return_address(0), call_site, 0);
     return;
   }
   fn_frame *fr = fn_stack && fn_depth < FN_DEPTH ? &fn_stack[fn_depth] : NULL;
@@ -605,7 +620,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     /* Deeper than tracked: recorded unless throttled. */
     st = stat_of(fn);
     if (st && is_throttled(st)) {
-      patch_out(fn, __builtin_return_address(0), call_site, 1);
+      patch_out(st, __builtin_return_address(0), call_site, 1);
       return;
     }
     fn_depth--;
@@ -615,7 +630,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     } else {
       st = stat_of(fn);
       if (st && is_throttled(st)) {
-        patch_out(fn, __builtin_return_address(0), call_site, 1);
+        patch_out(st, __builtin_return_address(0), call_site, 1);
         return;
       }
       fr = unwind_to(fn);
@@ -625,7 +640,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
     st = fr->st && fr->st->fn == fn ? fr->st : NULL;
     if (st && is_throttled(st)) {
       /* A call that ran when its function was throttled. */
-      patch_out(fn, __builtin_return_address(0), call_site, 1);
+      patch_out(st, __builtin_return_address(0), call_site, 1);
       st = NULL;
     }
     /* Its START was not recorded (measurement off): no END. */
