@@ -500,6 +500,90 @@ fn throttled_functions_keep_their_hook_calls_when_patching_is_off() {
     assert!(!notes.iter().any(|n| n.contains("patched out of the code")));
 }
 
+const FORKING_HOT: &str = r#"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+__attribute__((noinline)) int tiny(int x) { return x * 3 + 1; }
+__attribute__((noinline)) long rare(long i) { return i + 1; }
+static long loop(long n) {
+  long s = 0;
+  for (long i = 0; i < n; i++) {
+    s += tiny((int)i);
+    if (i % 1000 == 0) s += rare(i);
+  }
+  return s;
+}
+int main(void) {
+  long a = loop(50000);
+  pid_t p = fork();
+  long b = loop(50000);
+  if (p == 0) {
+    printf("child %ld\n", a + b);
+    return 0;
+  }
+  int st;
+  waitpid(p, &st, 0);
+  printf("parent %ld %d\n", a + b, WEXITSTATUS(st));
+  return 0;
+}
+"#;
+
+#[test]
+fn a_forked_child_runs_the_patched_code() {
+    let dir = tmp("patch-fork");
+    let exe = common::gaspard_cc(&dir, "f", FORKING_HOT, &["--profile"], &["-O2"]);
+    let (trace, out) = common::gaspard_run_with(
+        &dir,
+        &[exe.to_str().unwrap()],
+        &[("GASPARD_THROTTLE", "1000,10")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let sum: i64 =
+        (0..50_000i64).map(|i| 3 * i + 1).sum::<i64>() + (0..50).map(|k| 1000 * k + 1).sum::<i64>();
+    assert!(stdout.contains(&format!("child {}", 2 * sum)), "{stdout}");
+    assert!(
+        stdout.contains(&format!("parent {} 0", 2 * sum)),
+        "{stdout}"
+    );
+    let v = dump(&trace);
+    // Parent: 100 calls of rare, tiny stopped; the child (the thread
+    // without main's START): its 50 calls of rare, none of tiny, whose code
+    // stayed patched.
+    let mut rares = Vec::new();
+    for evs in events(&v) {
+        let count = |f: &str| {
+            evs.iter()
+                .filter(|e| {
+                    e["kind"] == "GASP_C_FUNC"
+                        && e["phase"] == "START"
+                        && e["args"]["funcsig"].as_str() == Some(f)
+                })
+                .count()
+        };
+        rares.push((count("rare"), count("tiny"), count("main")));
+    }
+    rares.sort();
+    assert_eq!(rares.len(), 2, "{rares:?}");
+    assert_eq!(rares[0], (50, 0, 0), "{rares:?}");
+    assert_eq!(rares[1].0, 100, "{rares:?}");
+    assert!(rares[1].1 < 50_000, "{rares:?}");
+    let notes: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.contains("function tiny: no longer recorded on any thread"))
+            .count(),
+        2,
+        "{notes:#?}"
+    );
+}
+
 const ALLOCATING: &str = r#"
 #include <stdlib.h>
 int main(int argc, char **argv) {
