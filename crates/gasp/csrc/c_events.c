@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "gasp_upc.h"
@@ -454,18 +455,62 @@ static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
 /* The exit hook reached by a jump: gcc -O2 ends a function with `jmp` to
  * the exit hook (a tail call), which then returns to the function's
  * caller. That jump is found in the function's code (its size from its
- * dynamic symbol; a static function has none and keeps its jump): the
+ * dynamic symbol, or for a static function from the module's .symtab): the
  * jump to the hook is `jmp rel32` (e9) to the hook or its PLT stub, or
  * `jmp *GOT` (ff 25) whose slot holds the hook, and exactly one such byte
  * sequence must be there, else nothing is patched (the real jump is
  * among them, so a lone one is it). It becomes `ret` (c3), one byte, which
  * returns to the caller as the hook would. */
+/* The size of the function at fn from its module's symbol table (.symtab,
+ * read from the file: the program's own is /proc/self/exe), for a static
+ * function, which has no dynamic symbol. 0 when not found. */
+static NO_INSTRUMENT size_t symtab_size(void *fn) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
+  const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat sb;
+  size_t size = 0;
+  if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+    close(fd);
+    return 0;
+  }
+  size_t len = (size_t)sb.st_size;
+  const uint8_t *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return 0;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+  if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+      eh->e_shoff < len && eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr))) {
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum && !size; i++) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset > len ||
+          sh[i].sh_size > len - sh[i].sh_offset)
+        continue;
+      const ElfW(Sym) *sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
+      size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
+      for (size_t k = 0; k < n; k++)
+        if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_value &&
+            lm->l_addr + sym[k].st_value == (uintptr_t)fn) {
+          size = sym[k].st_size;
+          break;
+        }
+    }
+  }
+  munmap((void *)m, len);
+  return size;
+}
+
 static NO_INSTRUMENT int patch_tail(void *fn, void *hook, void *hook2) {
   Dl_info info;
   const ElfW(Sym) *sym = NULL;
-  if (!dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) || !sym || info.dli_saddr != fn)
-    return 0;
-  size_t size = sym->st_size;
+  size_t size = 0;
+  if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_saddr == fn)
+    size = sym->st_size;
+  else
+    size = symtab_size(fn);
   if (size < 5 || size > (1u << 20)) return 0;
   char p[5];
   perms_of((uintptr_t)fn, size, p);
