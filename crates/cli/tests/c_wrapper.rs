@@ -317,6 +317,280 @@ fn very_frequent_short_functions_are_throttled() {
     assert_eq!(function_events(&v, "tiny"), (30000, 30000));
 }
 
+const THREADED_HOT: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+__attribute__((noinline)) int tiny(int x) { return x * 3 + 1; }
+/* At -O2 its exit hook is jumped to (a tail call), not called. */
+__attribute__((noinline)) void depth(int n, long *acc) {
+  if (n == 0) return;
+  *acc += 1;
+  depth(n - 1, acc);
+}
+/* Static: no dynamic symbol, named hot+OFFSET; at -O2 a tail jump too. */
+static __attribute__((noinline)) void bump(long *acc) { *acc += 2; }
+__attribute__((noinline)) long rare(long i) { return i + 1; }
+static long calls;
+static void *work(void *arg) {
+  long sum = (long)arg * 0;
+  for (long i = 0; i < calls; i++) {
+    sum += tiny((int)i);
+    depth(3, &sum);
+    bump(&sum);
+    if (i % 1000 == 0) sum += rare(i);
+  }
+  return (void *)sum;
+}
+int main(int argc, char **argv) {
+  calls = atol(argv[1]);
+  int n = atoi(argv[2]);
+  pthread_t t[4];
+  long total = 0;
+  for (long i = 0; i < n; i++) pthread_create(&t[i], 0, work, (void *)i);
+  for (int i = 0; i < n; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    total += (long)r;
+  }
+  printf("total %ld\n", total);
+  return 0;
+}
+"#;
+
+/// Runs THREADED_HOT built with `compiler cc_args` on `threads` threads of
+/// `calls` iterations (throttling at 1000 calls), with `vars`; checks the
+/// output, that START and END balance per thread and function, that `rare`
+/// is recorded at every call and that `tiny` and `depth` stop being
+/// recorded while `rare` still is. Returns the notes.
+fn run_threaded_hot(
+    name: &str,
+    compiler: &str,
+    cc_args: &[&str],
+    threads: i64,
+    vars: &[(&str, &str)],
+) -> Vec<String> {
+    let dir = tmp(name);
+    let mut args = vec!["-pthread"];
+    args.extend_from_slice(cc_args);
+    let exe = common::gaspard_cc_with(&dir, "hot", THREADED_HOT, &["--profile"], compiler, &args);
+    let calls: i64 = 100_000;
+    let mut env = vec![("GASPARD_THROTTLE", "1000,10")];
+    env.extend_from_slice(vars);
+    let (trace, out) = common::gaspard_run_with(
+        &dir,
+        &[
+            exe.to_str().unwrap(),
+            &calls.to_string(),
+            &threads.to_string(),
+        ],
+        &env,
+    );
+    let rares = calls / 1000;
+    let per_thread =
+        3 * calls * (calls - 1) / 2 + 6 * calls + 1000 * rares * (rares - 1) / 2 + rares;
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("total {}", per_thread * threads),
+        "{name}"
+    );
+    let v = dump(&trace);
+    let (mut rare, mut tiny, mut depth) = (0, 0, 0);
+    for evs in events(&v) {
+        let funcs: Vec<&Value> = evs.iter().filter(|e| e["kind"] == "GASP_C_FUNC").collect();
+        let mut balance = std::collections::HashMap::<&str, (usize, usize)>::new();
+        let (mut last_rare, mut last_hot) = (None, None);
+        for (i, e) in funcs.iter().enumerate() {
+            let f = e["args"]["funcsig"].as_str().unwrap();
+            let b = balance.entry(f).or_default();
+            if e["phase"] == "START" {
+                b.0 += 1;
+            } else {
+                b.1 += 1;
+            }
+            // (A call in flight when its exit was patched out gets its END
+            // at its caller's exit: STARTs tell when recording stopped.)
+            match f {
+                "rare" => last_rare = Some(i),
+                "tiny" | "depth" if e["phase"] == "START" => last_hot = Some(i),
+                _ => {}
+            }
+        }
+        for (f, (s, e)) in &balance {
+            assert_eq!(s, e, "{name}: {f} starts and ends");
+        }
+        if let Some(r) = last_rare {
+            // The hot functions stopped being recorded; the rare one went on.
+            assert!(last_hot.is_none_or(|h| h < r), "{name}: {balance:?}");
+        }
+        rare += balance.get("rare").map_or(0, |b| b.0);
+        tiny += balance.get("tiny").map_or(0, |b| b.0);
+        depth += balance.get("depth").map_or(0, |b| b.0);
+    }
+    assert_eq!(rare as i64, threads * rares, "{name}: every call of rare");
+    assert!(
+        tiny > 0 && (tiny as i64) < threads * calls / 2,
+        "{name}: tiny {tiny}"
+    );
+    assert!(
+        depth > 0 && (depth as i64) < threads * calls * 2,
+        "{name}: depth {depth}"
+    );
+    v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn throttled_functions_are_patched_out_while_threads_call_them() {
+    // Both hook calls of each hot function are patched out: called (e8
+    // through the PLT, ff 15 with -fno-plt) or, for the exits of depth and
+    // bump at -O2, jumped to.
+    for (name, compiler, args, threads) in [
+        ("patch-gcc-o2", "cc", &["-O2"][..], 3),
+        ("patch-clang-o0", "clang", &["-O0"][..], 2),
+        ("patch-clang-o2", "clang", &["-O2"][..], 2),
+        (
+            "patch-gcc-nopie",
+            "cc",
+            &["-O1", "-fno-pie", "-no-pie"][..],
+            4,
+        ),
+        ("patch-gcc-noplt", "cc", &["-O2", "-fno-plt"][..], 2),
+    ] {
+        let notes = run_threaded_hot(name, compiler, args, threads, &[]);
+        let throttled: Vec<&String> = notes
+            .iter()
+            .filter(|n| n.contains(": no longer recorded on any thread after"))
+            .collect();
+        for f in ["tiny", "depth", "hot+0x"] {
+            assert!(
+                throttled
+                    .iter()
+                    .any(|n| n.contains(&format!("function {f}"))),
+                "{name}: {notes:#?}"
+            );
+        }
+        for note in &throttled {
+            // An entry and at least one exit (-O1 may give two exits).
+            let sites: usize = note
+                .split("patched out of the code at ")
+                .nth(1)
+                .and_then(|r| r.split(' ').next())
+                .and_then(|n| n.parse().ok())
+                .unwrap_or_else(|| panic!("{name}: {note}"));
+            assert!(sites >= 2, "{name}: {note}");
+        }
+        assert!(!notes.iter().any(|n| n.contains("function rare")), "{name}");
+    }
+}
+
+#[test]
+fn throttled_functions_keep_their_hook_calls_when_patching_is_off() {
+    let notes = run_threaded_hot(
+        "patch-off",
+        "cc",
+        &["-O2"],
+        3,
+        &[("GASPARD_THROTTLE_PATCH", "0")],
+    );
+    assert!(
+        notes.iter().any(
+            |n| n.contains("function tiny: no longer recorded on any thread")
+                && n.contains("its hook calls were not patched out")
+        ),
+        "{notes:#?}"
+    );
+    assert!(!notes.iter().any(|n| n.contains("patched out of the code")));
+}
+
+const FORKING_HOT: &str = r#"
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+__attribute__((noinline)) int tiny(int x) { return x * 3 + 1; }
+__attribute__((noinline)) long rare(long i) { return i + 1; }
+static long loop(long n) {
+  long s = 0;
+  for (long i = 0; i < n; i++) {
+    s += tiny((int)i);
+    if (i % 1000 == 0) s += rare(i);
+  }
+  return s;
+}
+int main(void) {
+  long a = loop(50000);
+  pid_t p = fork();
+  long b = loop(50000);
+  if (p == 0) {
+    printf("child %ld\n", a + b);
+    return 0;
+  }
+  int st;
+  waitpid(p, &st, 0);
+  printf("parent %ld %d\n", a + b, WEXITSTATUS(st));
+  return 0;
+}
+"#;
+
+#[test]
+fn a_forked_child_runs_the_patched_code() {
+    let dir = tmp("patch-fork");
+    let exe = common::gaspard_cc(&dir, "f", FORKING_HOT, &["--profile"], &["-O2"]);
+    let (trace, out) = common::gaspard_run_with(
+        &dir,
+        &[exe.to_str().unwrap()],
+        &[("GASPARD_THROTTLE", "1000,10")],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let sum: i64 =
+        (0..50_000i64).map(|i| 3 * i + 1).sum::<i64>() + (0..50).map(|k| 1000 * k + 1).sum::<i64>();
+    assert!(stdout.contains(&format!("child {}", 2 * sum)), "{stdout}");
+    assert!(
+        stdout.contains(&format!("parent {} 0", 2 * sum)),
+        "{stdout}"
+    );
+    let v = dump(&trace);
+    // Parent: 100 calls of rare, tiny stopped; the child (the thread
+    // without main's START): its 50 calls of rare, none of tiny, whose code
+    // stayed patched.
+    let mut rares = Vec::new();
+    for evs in events(&v) {
+        let count = |f: &str| {
+            evs.iter()
+                .filter(|e| {
+                    e["kind"] == "GASP_C_FUNC"
+                        && e["phase"] == "START"
+                        && e["args"]["funcsig"].as_str() == Some(f)
+                })
+                .count()
+        };
+        rares.push((count("rare"), count("tiny"), count("main")));
+    }
+    rares.sort();
+    assert_eq!(rares.len(), 2, "{rares:?}");
+    assert_eq!(rares[0], (50, 0, 0), "{rares:?}");
+    assert_eq!(rares[1].0, 100, "{rares:?}");
+    assert!(rares[1].1 < 50_000, "{rares:?}");
+    let notes: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n.contains("function tiny: no longer recorded on any thread"))
+            .count(),
+        2,
+        "{notes:#?}"
+    );
+}
+
 const ALLOCATING: &str = r#"
 #include <stdlib.h>
 int main(int argc, char **argv) {

@@ -8,21 +8,30 @@
  *   redirected here by the linker (-Wl,--wrap=malloc and so on); this
  *   library's own calls are not redirected.
  *
- * Both are throttled (GASPARD_THROTTLE): a function, or a call site of
- * malloc, realloc or free, called very often for very short times is no
- * longer recorded on a thread; the manifest's notes say so, and for call
- * sites how many calls (and bytes) were left out.
+ * Both are throttled (GASPARD_THROTTLE): a function called very often for
+ * very short times is no longer recorded in the process, a call site of
+ * malloc, realloc or free no longer on a thread; the manifest's notes say
+ * so, and for call sites how many calls (and bytes) were left out. On
+ * x86-64 the hook calls of a throttled function are then patched out of the
+ * code (GASPARD_THROTTLE_PATCH), so that its later calls cost nothing.
  *
  * Events go to the calling thread's UPC-model context, as the spec's Section
  * 4 places C events under UPC's measurement control. A thread-local guard
  * keeps the tool from measuring itself. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <link.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "gasp_upc.h"
 #include "gaspard_record.h"
@@ -85,11 +94,14 @@ static NO_INSTRUMENT const char *name_of(void *fn) {
   return name;
 }
 
-/* Throttling (GASPARD_THROTTLE, as TAU does): per thread, a function called
- * more than thr_calls times for less than thr_ticks on average is no longer
- * recorded; the manifest notes it. Each thread keeps its functions' counts
- * in a small open-addressing table and, for each active call, whether its
- * START was recorded, so that END follows the same decision. */
+/* Throttling (GASPARD_THROTTLE, as TAU does): a function called more than
+ * thr_calls times for less than thr_ticks on average on one thread is no
+ * longer recorded on any thread of the process; the manifest notes it. Each
+ * thread keeps its functions' counts in a small open-addressing table and,
+ * for each active call, its function and whether its START was recorded, so
+ * that END follows the same decision. The throttled functions of the
+ * process are in a shared table (gone), which each thread looks at when
+ * that table grows. */
 #define FN_SLOTS 2048 /* functions per thread; more are recorded unthrottled */
 #define FN_DEPTH 1024 /* nesting tracked per thread; deeper calls are recorded */
 typedef struct {
@@ -97,9 +109,12 @@ typedef struct {
   uint64_t calls;
   uint64_t ticks;
   int throttled;
+  unsigned gone_seen; /* the count of throttled functions when last looked at */
+  unsigned stays;     /* its throttled calls met at sites that stay (not patched) */
 } fn_stat;
 typedef struct {
   uint64_t start; /* UINT64_MAX: not recorded */
+  void *fn;
   fn_stat *st;
 } fn_frame;
 static __thread fn_stat *fn_stats __attribute__((tls_model("initial-exec")));
@@ -132,7 +147,10 @@ static site_table *all_sites; /* every thread's table (never freed), for the not
 /* In a forked child, throttling starts over on the forking thread (the only
  * one left): the child's own trace names the functions and call sites it
  * throttles, and counts only its own calls. */
+static int patch_lock;
 static NO_INSTRUMENT void throttle_forked(void) {
+  /* Throttled functions stay throttled: their patched code is inherited. */
+  __atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
   if (fn_stats) memset(fn_stats, 0, FN_SLOTS * sizeof *fn_stats);
   for (site_table *t = all_sites; t; t = t->next)
     for (unsigned i = 0; i < SITE_SLOTS; i++) t->s[i].skipped = t->s[i].skipped_bytes = 0;
@@ -144,6 +162,7 @@ __attribute__((constructor)) static NO_INSTRUMENT void throttle_setup(void) {
 }
 
 int gaspard_throttle(uint64_t *calls, uint64_t *ticks, uint64_t *us);
+void gaspard_note_source(size_t (*source)(char *out, size_t cap));
 int gaspard_throttle_limits(uint64_t *calls, uint64_t *us);
 void gaspard_note(const char *msg);
 
@@ -194,17 +213,442 @@ static NO_INSTRUMENT fn_stat *stat_of(void *fn) {
   return NULL;
 }
 
+/* The throttled functions of the process: inserted under patch_lock, looked
+ * up without it (fn is stored last, with release). */
+#define GONE_SLOTS 1024
+typedef struct {
+  void *fn;
+  const char *name;
+  uint64_t calls; /* on the thread that throttled it */
+  double us;      /* mean duration there */
+  unsigned sites; /* hook call sites patched out */
+} gone_fn;
+static gone_fn gone[GONE_SLOTS];
+static unsigned gone_count;
+
+static NO_INSTRUMENT gone_fn *gone_of(void *fn) {
+  unsigned h = (unsigned)(((uintptr_t)fn >> 4) % GONE_SLOTS);
+  for (unsigned probe = 0; probe < 32; probe++) {
+    gone_fn *g = &gone[(h + probe) % GONE_SLOTS];
+    void *seen = __atomic_load_n(&g->fn, __ATOMIC_ACQUIRE);
+    if (seen == fn) return g;
+    if (!seen) return NULL;
+  }
+  return NULL;
+}
+
+/* Whether st's function is throttled, here or by another thread. */
+static inline NO_INSTRUMENT int is_throttled(fn_stat *st) {
+  if (st->throttled) return 1;
+  unsigned n = __atomic_load_n(&gone_count, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(n == st->gone_seen, 1)) return 0;
+  st->gone_seen = n;
+  if (gone_of(st->fn)) st->throttled = 1;
+  return st->throttled;
+}
+
+/* patch_lock serialises the rare changes: throttling a function, patching
+ * a call site. Taken with a try, never waited for: a thread that finds it
+ * taken (another thread, or this one in a signal handler) leaves its work
+ * for a later call. */
+static inline NO_INSTRUMENT int patch_trylock(void) {
+  return !__atomic_exchange_n(&patch_lock, 1, __ATOMIC_ACQUIRE);
+}
+static inline NO_INSTRUMENT void patch_unlock(void) {
+  __atomic_store_n(&patch_lock, 0, __ATOMIC_RELEASE);
+}
+
+static size_t gone_notes(char *out, size_t cap);
+static int patch_state; /* 0 not decided yet, 1 on, 2 off */
+int gaspard_throttle_patch(void);
+
+/* Makes st's function throttled for the process. Returns 0 when the lock
+ * was taken (the next call tries again). */
+static NO_INSTRUMENT int throttle_fn(fn_stat *st) {
+  if (!patch_trylock()) return 0;
+  st->throttled = 1;
+  if (!gone_of(st->fn)) {
+    unsigned h = (unsigned)(((uintptr_t)st->fn >> 4) % GONE_SLOTS);
+    for (unsigned probe = 0; probe < 32; probe++) {
+      gone_fn *g = &gone[(h + probe) % GONE_SLOTS];
+      if (g->fn) continue;
+      g->name = name_of(st->fn);
+      g->calls = st->calls;
+      g->us = (double)st->ticks / (double)st->calls * (double)thr_us / (double)limit_ticks();
+      __atomic_store_n(&g->fn, st->fn, __ATOMIC_RELEASE);
+      __atomic_add_fetch(&gone_count, 1, __ATOMIC_RELEASE);
+      break;
+    } /* table full: throttled on this thread only */
+    static int registered;
+    if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL)) gaspard_note_source(gone_notes);
+  }
+  patch_unlock();
+  return 1;
+}
+
+/* The notes: one line per throttled function. Read at each manifest, so a
+ * forked child, whose code stays patched, names them too. */
+static NO_INSTRUMENT size_t gone_notes(char *out, size_t cap) {
+  size_t used = 0;
+  int patching = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE) == 1;
+  for (unsigned i = 0; i < GONE_SLOTS && used < cap; i++) {
+    gone_fn *g = &gone[i];
+    if (!__atomic_load_n(&g->fn, __ATOMIC_ACQUIRE)) continue;
+    unsigned sites = __atomic_load_n(&g->sites, __ATOMIC_RELAXED);
+    char how[128] = "";
+    if (sites)
+      snprintf(how, sizeof how, "; its hook calls were patched out of the code at %u call site%s",
+               sites, sites == 1 ? "" : "s");
+    else if (!patching)
+      snprintf(how, sizeof how, "; its hook calls were not patched out");
+    int w = snprintf(out + used, cap - used,
+                     "function %s: no longer recorded on any thread after %llu calls of %.3f us "
+                     "on average on one thread (GASPARD_THROTTLE=%llu,%llu)%s\n",
+                     g->name, (unsigned long long)g->calls, g->us, (unsigned long long)thr_calls,
+                     (unsigned long long)thr_us, how);
+    if (w < 0 || (size_t)w >= cap - used) break;
+    used += (size_t)w;
+  }
+  return used;
+}
+
+/* Patching out the hook calls of throttled functions (x86-64), as XRay
+ * patches its sleds: a hook call `call rel32` (5 bytes, e8) or `call
+ * *disp32(%rip)` (6 bytes, ff 15, gcc's -fno-plt) becomes a 2-byte short
+ * jump over itself (eb 03, eb 04), written with one atomic 16-bit store
+ * while the page is writable and executable; a thread running that code
+ * meanwhile executes either the old call or the jump. A call site is
+ * patched only when its bytes are those of a call to our hook, directly or
+ * through a PLT stub (`jmp *GOT`, after endbr64 and a bnd prefix or not)
+ * whose GOT slot holds our hook, all in mapped code read from
+ * /proc/self/maps. Each site is looked at once: patched or refused, it goes
+ * into a set of sites. */
+#if defined(__x86_64__)
+#define PATCH_SLOTS 8192
+static void *patch_seen[PATCH_SLOTS];
+
+static inline NO_INSTRUMENT int site_seen(void *site) {
+  unsigned h = (unsigned)(((uintptr_t)site >> 2) % PATCH_SLOTS);
+  for (unsigned probe = 0; probe < 16; probe++) {
+    void *s = __atomic_load_n(&patch_seen[(h + probe) % PATCH_SLOTS], __ATOMIC_ACQUIRE);
+    if (s == site) return 1;
+    if (!s) return 0;
+  }
+  return 1; /* the set is full around here: no more patching of such sites */
+}
+
+static NO_INSTRUMENT void site_add(void *site) {
+  unsigned h = (unsigned)(((uintptr_t)site >> 2) % PATCH_SLOTS);
+  for (unsigned probe = 0; probe < 16; probe++) {
+    void **s = &patch_seen[(h + probe) % PATCH_SLOTS];
+    if (!*s) {
+      __atomic_store_n(s, site, __ATOMIC_RELEASE);
+      return;
+    }
+  }
+}
+
+/* The permissions of the mapping holding [a, a + n): "r-xp" and so on, or
+ * an empty string when no single mapping holds it. Reads /proc/self/maps
+ * with plain system calls (no stdio, no allocation). */
+static NO_INSTRUMENT void perms_of(uintptr_t a, size_t n, char perms[5]) {
+  perms[0] = 0;
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  char buf[4096], line[512];
+  size_t len = 0;
+  ssize_t got;
+  while ((got = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < got; i++) {
+      if (buf[i] != '\n') {
+        if (len < sizeof line - 1) line[len++] = buf[i];
+        continue;
+      }
+      line[len] = 0;
+      len = 0;
+      char *end;
+      unsigned long lo = strtoul(line, &end, 16);
+      if (*end != '-') continue;
+      unsigned long hi = strtoul(end + 1, &end, 16);
+      if (*end != ' ' || strlen(end + 1) < 4) continue;
+      if (a >= lo && a + n <= hi) {
+        memcpy(perms, end + 1, 4);
+        perms[4] = 0;
+        close(fd);
+        return;
+      }
+    }
+  }
+  close(fd);
+}
+
+static NO_INSTRUMENT int readable(uintptr_t a, size_t n) {
+  char p[5];
+  perms_of(a, n, p);
+  return p[0] == 'r';
+}
+
+/* Whether the code at `t` is a PLT stub that jumps to `hook`. */
+static NO_INSTRUMENT int plt_to(const uint8_t *t, void *hook, void *hook2) {
+  if (!readable((uintptr_t)t, 16)) return 0;
+  const uint8_t *j = t;
+  static const uint8_t endbr64[4] = {0xf3, 0x0f, 0x1e, 0xfa};
+  if (!memcmp(j, endbr64, 4)) j += 4;
+  if (j[0] == 0xf2) j++; /* bnd */
+  if (j[0] != 0xff || j[1] != 0x25) return 0;
+  int32_t rel;
+  memcpy(&rel, j + 2, 4);
+  uintptr_t slot = (uintptr_t)(j + 6) + (intptr_t)rel;
+  if (slot % sizeof(void *) || !readable(slot, sizeof(void *))) return 0;
+  void *to = __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+  return to == hook || to == hook2;
+}
+
+static NO_INSTRUMENT void patch_failed(const char *what, int err) {
+  __atomic_store_n(&patch_state, 2, __ATOMIC_RELEASE);
+  char msg[256];
+  snprintf(msg, sizeof msg,
+           "throttled functions: their hook calls are no longer patched out of the code (%s: %s)",
+           what, strerror(err));
+  gaspard_note(msg);
+}
+
+/* Patches out the hook call that returns to `ret`, when it is one. */
+static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
+  char p[5];
+  perms_of((uintptr_t)ret - 6, 6, p);
+  if (strcmp(p, "r-xp") != 0) return 0;
+  uint8_t *site;
+  uint16_t jump;
+  int32_t rel;
+  memcpy(&rel, ret - 4, 4);
+  if (ret[-5] == 0xe8) {
+    const uint8_t *t = ret + rel;
+    if ((void *)t != hook && (void *)t != hook2 && !plt_to(t, hook, hook2)) return 0;
+    site = ret - 5;
+    jump = 0x03eb; /* eb 03, little-endian */
+  } else if (ret[-6] == 0xff && ret[-5] == 0x15) {
+    uintptr_t slot = (uintptr_t)ret + (intptr_t)rel;
+    if (slot % sizeof(void *) || !readable(slot, sizeof(void *))) return 0;
+    void *to = __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+    if (to != hook && to != hook2) return 0;
+    site = ret - 6;
+    jump = 0x04eb;
+  } else {
+    return 0;
+  }
+  /* One store must hold both bytes: not across a cache line. */
+  if (((uintptr_t)site & 63) == 63) return 0;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  void *base = (void *)((uintptr_t)site & ~(uintptr_t)(page - 1));
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    patch_failed("mprotect", errno);
+    return 0;
+  }
+  /* A 16-bit store within a cache line is atomic on x86-64. */
+  __asm__ volatile("movw %1, (%0)" : : "r"(site), "r"(jump) : "memory");
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
+  return 1;
+}
+
+/* The exit hook reached by a jump: gcc -O2 ends a function with `jmp` to
+ * the exit hook (a tail call), which then returns to the function's
+ * caller. That jump is found in the function's code (its size from its
+ * dynamic symbol, or for a static function from the module's .symtab): the
+ * jump to the hook is `jmp rel32` (e9) to the hook or its PLT stub, or
+ * `jmp *GOT` (ff 25) whose slot holds the hook, and exactly one such byte
+ * sequence must be there, else nothing is patched (the real jump is
+ * among them, so a lone one is it). It becomes `ret` (c3), one byte, which
+ * returns to the caller as the hook would. */
+/* The size of the function at fn from its module's symbol table (.symtab,
+ * read from the file: the program's own is /proc/self/exe), for a static
+ * function, which has no dynamic symbol. 0 when not found. */
+static NO_INSTRUMENT size_t symtab_size(void *fn) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
+  const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  struct stat sb;
+  size_t size = 0;
+  if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof(ElfW(Ehdr))) {
+    close(fd);
+    return 0;
+  }
+  size_t len = (size_t)sb.st_size;
+  const uint8_t *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return 0;
+  const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
+  if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
+      eh->e_shoff < len && eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr))) {
+    const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum && !size; i++) {
+      if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset > len ||
+          sh[i].sh_size > len - sh[i].sh_offset)
+        continue;
+      const ElfW(Sym) *sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
+      size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
+      for (size_t k = 0; k < n; k++)
+        if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_value &&
+            lm->l_addr + sym[k].st_value == (uintptr_t)fn) {
+          size = sym[k].st_size;
+          break;
+        }
+    }
+  }
+  munmap((void *)m, len);
+  return size;
+}
+
+static NO_INSTRUMENT int patch_tail(void *fn, void *hook, void *hook2) {
+  Dl_info info;
+  const ElfW(Sym) *sym = NULL;
+  size_t size = 0;
+  if (dladdr1(fn, &info, (void **)&sym, RTLD_DL_SYMENT) && sym && info.dli_saddr == fn)
+    size = sym->st_size;
+  else
+    size = symtab_size(fn);
+  if (size < 5 || size > (1u << 20)) return 0;
+  char p[5];
+  perms_of((uintptr_t)fn, size, p);
+  if (strcmp(p, "r-xp") != 0) return 0;
+  const uint8_t *b = fn;
+  const uint8_t *seen_stub = NULL;
+  unsigned found = 0;
+  size_t at = 0;
+  for (size_t i = 0; i + 5 <= size; i++) {
+    int32_t rel;
+    if (b[i] == 0xe9) {
+      memcpy(&rel, b + i + 1, 4);
+      const uint8_t *t = b + i + 5 + rel;
+      if ((void *)t == hook || (void *)t == hook2 || t == seen_stub || plt_to(t, hook, hook2)) {
+        if ((void *)t != hook && (void *)t != hook2) seen_stub = t;
+        found++;
+        at = i;
+      }
+    } else if (b[i] == 0xff && i + 6 <= size && b[i + 1] == 0x25) {
+      memcpy(&rel, b + i + 2, 4);
+      uintptr_t slot = (uintptr_t)(b + i + 6) + (intptr_t)rel;
+      if (slot % sizeof(void *) == 0 && readable(slot, sizeof(void *))) {
+        void *to = __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+        if (to == hook || to == hook2) {
+          found++;
+          at = i;
+        }
+      }
+    }
+    if (found > 1) return 0;
+  }
+  if (found != 1) return 0;
+  uint8_t *site = (uint8_t *)fn + at;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  void *base = (void *)((uintptr_t)site & ~(uintptr_t)(page - 1));
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    patch_failed("mprotect", errno);
+    return 0;
+  }
+  __atomic_store_n(site, (uint8_t)0xc3, __ATOMIC_RELEASE);
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
+  return 1;
+}
+
+extern void enter_hook(void *fn, void *site)
+    __attribute__((alias("__cyg_profile_func_enter"), visibility("hidden")));
+extern void exit_hook(void *fn, void *site)
+    __attribute__((alias("__cyg_profile_func_exit"), visibility("hidden")));
+
+/* A throttled call of st's function met at the hook call that returns to
+ * `ret`: patches it out when that can be done. When `ret` is the
+ * function's own return address (`caller`), the exit hook was jumped to,
+ * not called. A thread that keeps meeting a function's calls at sites
+ * already looked at (not patchable) stops looking, so that such calls cost
+ * what they did before patching. */
+#define STAYS_MAX 4096
+static NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is_exit) {
+  if (st->stays >= STAYS_MAX) return;
+  void *fn = st->fn;
+  int tail = is_exit && ret == caller;
+  if (tail) ret = fn; /* the key of the function's tail jump */
+  int state = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(state == 0, 0)) {
+    state = gaspard_throttle_patch() ? 1 : 2;
+    __atomic_store_n(&patch_state, state, __ATOMIC_RELEASE);
+  }
+  if (state != 1) {
+    st->stays = STAYS_MAX;
+    return;
+  }
+  if (site_seen(ret)) {
+    st->stays++;
+    return;
+  }
+  if (!patch_trylock()) return;
+  if (!site_seen(ret) && __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE) == 1) {
+    void *hook = is_exit ? (void *)exit_hook : (void *)enter_hook;
+    /* The address the program resolves the hook to, should it differ. */
+    void *hook2 = dlsym(RTLD_DEFAULT, is_exit ? "__cyg_profile_func_exit" : "__cyg_profile_func_enter");
+    if (!hook2) hook2 = hook;
+    if (tail ? patch_tail(fn, hook, hook2) : patch_call(ret, hook, hook2)) {
+      gone_fn *g = gone_of(fn);
+      if (g) __atomic_add_fetch(&g->sites, 1, __ATOMIC_RELAXED);
+    }
+    site_add(ret);
+  }
+  patch_unlock();
+}
+#else
+static inline NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is_exit) {
+  (void)st, (void)ret, (void)caller, (void)is_exit;
+}
+#endif
+
+/* Records END for a call of fn, now. */
+static NO_INSTRUMENT void record_end(void *fn) {
+  gaspard_ctx *c = enter();
+  if (!c) return;
+  uint64_t ts = gaspard_now();
+  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
+  leave();
+}
+
+/* The frame of fn's call, below frames whose exits were patched out (calls
+ * of functions throttled while they ran): those are popped, and those whose
+ * START was recorded get an END now. NULL when fn has no frame (its entry
+ * was not seen): nothing is popped. */
+static NO_INSTRUMENT fn_frame *unwind_to(void *fn) {
+  unsigned i = fn_depth;
+  while (i > 0 && fn_stack[i - 1].fn != fn) i--;
+  if (i == 0) return NULL;
+  for (unsigned j = fn_depth; j > i; j--)
+    if (fn_stack[j - 1].start != UINT64_MAX) record_end(fn_stack[j - 1].fn);
+  fn_depth = i;
+  return &fn_stack[i - 1];
+}
+
+/* A throttled function's calls push no frame; with patching, their entries
+ * and exits stop coming one call site at a time, so an exit may have no
+ * frame (its entry was patched out) and a frame may have no exit (patched
+ * out while the call ran: unwind_to pops it at its caller's exit). */
 EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
-  (void)call_site;
   if (busy) return;
   fn_stat *st = stat_of(fn);
+  if (st && is_throttled(st)) {
+    patch_out(st, __builtin_return_address(0), call_site, 0);
+    return;
+  }
   fn_frame *fr = fn_stack && fn_depth < FN_DEPTH ? &fn_stack[fn_depth] : NULL;
   if (fn_stack) fn_depth++;
-  gaspard_ctx *c = st && st->throttled ? NULL : enter();
   if (fr) {
     fr->start = UINT64_MAX; /* until recorded */
+    fr->fn = fn;
     fr->st = st;
   }
+  gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
   uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
@@ -214,35 +658,48 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
 }
 
 EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
-  (void)call_site;
   if (busy) return;
   fn_frame *fr = NULL;
-  if (fn_stack && fn_depth > 0) {
+  fn_stat *st = NULL;
+  if (fn_stack && fn_depth > FN_DEPTH) {
+    /* Deeper than tracked: recorded unless throttled. */
+    st = stat_of(fn);
+    if (st && is_throttled(st)) {
+      patch_out(st, __builtin_return_address(0), call_site, 1);
+      return;
+    }
     fn_depth--;
-    if (fn_depth < FN_DEPTH) fr = &fn_stack[fn_depth];
+  } else if (fn_stack) {
+    if (fn_depth > 0 && fn_stack[fn_depth - 1].fn == fn) {
+      fr = &fn_stack[fn_depth - 1];
+    } else {
+      st = stat_of(fn);
+      if (st && is_throttled(st)) {
+        patch_out(st, __builtin_return_address(0), call_site, 1);
+        return;
+      }
+      fr = unwind_to(fn);
+      if (!fr) return;
+    }
+    fn_depth--;
+    st = fr->st && fr->st->fn == fn ? fr->st : NULL;
+    if (st && is_throttled(st)) {
+      /* A call that ran when its function was throttled. */
+      patch_out(st, __builtin_return_address(0), call_site, 1);
+      st = NULL;
+    }
+    /* Its START was not recorded (measurement off): no END. */
+    if (fr->start == UINT64_MAX) return;
   }
-  /* Its START was not recorded (throttled, or measurement off): no END. */
-  if (fr && fr->start == UINT64_MAX) return;
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
   uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
   gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
-  fn_stat *st = fr ? fr->st : NULL;
-  if (st && st->fn == fn && !st->throttled) {
+  if (st && fr) {
     st->calls++;
     st->ticks += ts - fr->start;
-    if (st->calls >= thr_calls && st->ticks < limit_ticks() * st->calls) {
-      st->throttled = 1;
-      char msg[512];
-      snprintf(msg, sizeof msg,
-               "function %s: no longer recorded on one thread after %llu calls of %.3f us on "
-               "average (GASPARD_THROTTLE=%llu,%llu)",
-               name_of(fn), (unsigned long long)st->calls,
-               (double)st->ticks / (double)st->calls * (double)thr_us / (double)limit_ticks(),
-               (unsigned long long)thr_calls, (unsigned long long)thr_us);
-      gaspard_note(msg);
-    }
+    if (st->calls >= thr_calls && st->ticks < limit_ticks() * st->calls) throttle_fn(st);
   }
   leave();
 }
@@ -269,7 +726,6 @@ static NO_INSTRUMENT const char *site_name(void *site) {
 }
 
 static size_t site_notes(char *out, size_t cap);
-void gaspard_note_source(size_t (*source)(char *out, size_t cap));
 
 /* This thread's statistics of the call site `site` for `kind`, or NULL
  * (throttling off, or no room). */

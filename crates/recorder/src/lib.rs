@@ -287,6 +287,14 @@ pub unsafe extern "C" fn gaspard_throttle_limits(calls: *mut u64, us: *mut u64) 
     .unwrap_or(0)
 }
 
+/// Whether the hook calls of throttled C functions may be patched out of the
+/// code (`GASPARD_THROTTLE_PATCH`): 1 yes, 0 no.
+#[no_mangle]
+pub extern "C" fn gaspard_throttle_patch() -> i32 {
+    std::panic::catch_unwind(|| process::get().is_some_and(|p| p.throttle_patch) as i32)
+        .unwrap_or(0)
+}
+
 /// Adds `msg` (a NUL-terminated string) to the process's manifest notes.
 ///
 /// # Safety

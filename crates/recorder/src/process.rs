@@ -48,8 +48,11 @@ pub struct Options {
     pub flush_delay_ms: u64,
     /// Throttling of instrumented C functions (`GASPARD_THROTTLE=CALLS,US` or
     /// `off`): a function called more than CALLS times for less than US
-    /// microseconds on average is no longer recorded on that thread.
+    /// microseconds on average on one thread is no longer recorded in the process.
     pub throttle: Option<(u64, u64)>,
+    /// Whether the hook calls of a throttled C function are patched out of
+    /// the code on x86-64 (`GASPARD_THROTTLE_PATCH=1`, the default, or `0`).
+    pub throttle_patch: bool,
     /// Profile-only mode (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes
     /// per event name and callsite are kept, not the events.
     pub profile_only: bool,
@@ -89,6 +92,7 @@ impl Default for Options {
             clock: None,
             flush_delay_ms: 0,
             throttle: Some((100_000, 10)),
+            throttle_patch: true,
             profile_only: false,
             clock_skew_ns: 0,
             clock_drift_ppm: 0.0,
@@ -158,6 +162,13 @@ impl Options {
                     )),
                 }
             }
+            "throttle-patch" => match v {
+                "1" | "on" | "yes" => self.throttle_patch = true,
+                "0" | "off" | "no" => self.throttle_patch = false,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring throttle-patch={v}: expected 1 or 0"
+                )),
+            },
             "profile-only" => match v {
                 "1" | "on" | "yes" | "" => self.profile_only = true,
                 "0" | "off" | "no" => self.profile_only = false,
@@ -251,6 +262,7 @@ pub(crate) struct Process {
     on_full: OnFull,
     pub(crate) flush_delay_ms: u64,
     pub(crate) throttle: Option<(u64, u64)>,
+    pub(crate) throttle_patch: bool,
     pub(crate) profile_only: bool,
     pub(crate) queue: AtomicPtr<Buffer>,
     free: Mutex<Vec<usize>>,
@@ -393,6 +405,7 @@ impl Process {
             on_full: opts.on_full,
             flush_delay_ms: opts.flush_delay_ms,
             throttle: opts.throttle,
+            throttle_patch: opts.throttle_patch,
             profile_only: opts.profile_only,
             queue: AtomicPtr::new(std::ptr::null_mut()),
             free: Mutex::new(Vec::new()),
@@ -525,6 +538,7 @@ impl Process {
             on_full: self.on_full,
             flush_delay_ms: self.flush_delay_ms,
             throttle: self.throttle,
+            throttle_patch: self.throttle_patch,
             profile_only: self.profile_only,
             queue: AtomicPtr::new(std::ptr::null_mut()),
             free: Mutex::new(Vec::new()),

@@ -183,13 +183,25 @@ pub fn compile_with(dir: &Path, compiler: &str, file: &str, src: &str) -> PathBu
 /// Writes `src` as `dir/NAME.c` and builds it with
 /// `gaspard cc WRAPPER_ARGS -- cc CC_ARGS` into `dir/NAME`; the executable.
 pub fn gaspard_cc(dir: &Path, name: &str, src: &str, wrapper: &[&str], cc: &[&str]) -> PathBuf {
+    gaspard_cc_with(dir, name, src, wrapper, "cc", cc)
+}
+
+/// [`gaspard_cc`] with another compiler: `gaspard cc WRAPPER_ARGS -- COMPILER CC_ARGS`.
+pub fn gaspard_cc_with(
+    dir: &Path,
+    name: &str,
+    src: &str,
+    wrapper: &[&str],
+    compiler: &str,
+    cc: &[&str],
+) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("cc")
         .args(wrapper)
-        .args(["--", "cc"])
+        .args(["--", compiler])
         .args(cc)
         .arg(&c)
         .arg("-o")
