@@ -110,7 +110,7 @@ fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Added {
         args_at: 0,
         nargs: 0,
         text: crate::trace::NO_TEXT,
-        user: None,
+        user: crate::trace::NO_USER,
     };
     (e, args)
 }

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::{PortableProfile, Report, Stats, ThreadStats};
 use crate::trace::{
-    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT,
+    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT, NO_USER,
 };
 
 /// How the ranks reach each other.
@@ -348,7 +348,7 @@ fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
             out.push(e.phase);
             out.push(e.flags);
             varint::put_u64(out, e.callsite as u64);
-            varint::put_u64(out, e.user.map_or(0, |u| u as u64 + 1));
+            varint::put_u64(out, e.user().map_or(0, |u| u as u64 + 1));
             let args = s.args(e);
             varint::put_u64(out, args.len() as u64);
             for &a in args {
@@ -488,7 +488,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 args_at,
                 nargs: na as u32,
                 text,
-                user,
+                user: user.unwrap_or(NO_USER),
             });
         }
         let s = Stream {

@@ -80,10 +80,10 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         if e.phase > 1 {
             continue;
         }
-        let stack = if e.user.is_none() && (e.kind as usize) < KINDS {
+        let stack = if e.user().is_none() && (e.kind as usize) < KINDS {
             &mut open_kind[e.kind as usize]
         } else {
-            open_other.entry((e.kind, e.user)).or_default()
+            open_other.entry((e.kind, e.user())).or_default()
         };
         if e.phase == 0 {
             stack.push(slots.len());

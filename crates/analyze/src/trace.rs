@@ -41,6 +41,9 @@ pub struct Callsite {
 /// [`Event`]s without a string argument.
 pub(crate) const NO_TEXT: u32 = u32::MAX;
 
+/// [`Event`]s that are not user events.
+pub(crate) const NO_USER: u32 = u32::MAX;
+
 /// One event with its time in nanoseconds and its arguments.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -62,8 +65,20 @@ pub struct Event {
     /// Its string argument (a function's signature), index into
     /// [`Trace::texts`], or [`NO_TEXT`] ([`Trace::text`] gives it).
     pub(crate) text: u32,
-    /// For user events, index into [`Trace::user_events`].
-    pub user: Option<u32>,
+    /// For user events, index into [`Trace::user_events`], else
+    /// [`NO_USER`] ([`Event::user`] gives it).
+    pub(crate) user: u32,
+}
+
+// Every stream holds one per event: no padding.
+const _: () = assert!(std::mem::size_of::<Event>() == 32);
+
+impl Event {
+    /// For a user event, its index into [`Trace::user_events`].
+    #[inline]
+    pub fn user(&self) -> Option<u32> {
+        (self.user != NO_USER).then_some(self.user)
+    }
 }
 
 /// A stream: one context (thread and model) of one process.
@@ -488,8 +503,8 @@ where
             .collect();
         for e in &mut s.events {
             e.callsite = site_ids[e.callsite as usize];
-            if let Some(u) = e.user.as_mut() {
-                *u = user_ids[*u as usize];
+            if e.user != NO_USER {
+                e.user = user_ids[e.user as usize];
             }
             if e.text != NO_TEXT {
                 e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
@@ -941,7 +956,7 @@ fn convert_chunk(
         };
         let args = c.args_of(e);
         let mut text = NO_TEXT;
-        let mut user = None;
+        let mut user = NO_USER;
         if e.kind == gaspard_format::kinds::C_FUNC {
             if let Some(&id) = args.first() {
                 let sig = c.string(id as u32).unwrap_or("?");
@@ -958,7 +973,7 @@ fn convert_chunk(
         } else if e.kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(&id) = args.first() {
                 let n = local.users.len() as u32;
-                user = Some(*local.user_ids.entry(id).or_insert_with(|| {
+                user = *local.user_ids.entry(id).or_insert_with(|| {
                     local
                         .users
                         .push(c.users.get(&id).cloned().unwrap_or(UserDef {
@@ -968,7 +983,7 @@ fn convert_chunk(
                             unreadable: None,
                         }));
                     n
-                }));
+                });
             }
         }
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {

@@ -59,12 +59,12 @@ fn compare(t: &Trace, q: &Quick) -> usize {
                 "{what}"
             );
             assert_eq!(event_name(t, e), q.names[sp.name as usize], "{what}");
-            assert_eq!(e.user.is_some(), sp.user, "{what}");
+            assert_eq!(e.user().is_some(), sp.user, "{what}");
             assert_eq!(
                 t.callsites[iv.callsite as usize], q.callsites[sp.callsite as usize],
                 "{what}"
             );
-            let comm = e.user.is_none()
+            let comm = e.user().is_none()
                 && kinds::kind(e.kind).is_some_and(|k| matches!(k.class, Class::Comm));
             let end = &s.events[iv.end_event];
             let peer = if comm {

@@ -159,7 +159,7 @@ impl Timeline {
                     continue;
                 }
                 let e = &s.events[iv.start_event];
-                let name = if e.kind == kinds::C_FUNC && e.user.is_none() {
+                let name = if e.kind == kinds::C_FUNC && e.user().is_none() {
                     let n = gaspard_analyze::dump::event_name(t, e);
                     let next = names.len() as u32;
                     *name_ids.entry(n.clone()).or_insert_with(|| {
@@ -168,12 +168,12 @@ impl Timeline {
                     })
                 } else {
                     let next = names.len() as u32;
-                    *key_ids.entry((e.kind, e.user)).or_insert_with(|| {
+                    *key_ids.entry((e.kind, e.user())).or_insert_with(|| {
                         names.push(gaspard_analyze::dump::event_name(t, e));
                         next
                     })
                 };
-                let class = class_of(iv.kind, e.user.is_some());
+                let class = class_of(iv.kind, e.user().is_some());
                 let peer = if class == 2 {
                     ranks[si].and_then(|r| {
                         let p = peer_rank(s, &s.events[iv.end_event])?;
