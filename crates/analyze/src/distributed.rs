@@ -447,6 +447,9 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
             local.texts.push(t);
         }
         let ne = r.count()?;
+        if ne > trace::MAX_STREAM_EVENTS {
+            return Err(format!("a stream of {ne} events"));
+        }
         let mut events = Vec::with_capacity(ne);
         let mut arg_words: Vec<u64> = Vec::new();
         let mut last = 0u64;
@@ -470,6 +473,9 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 return Err("a user event out of range".to_string());
             }
             let na = r.count()?;
+            if arg_words.len() + na > trace::MAX_STREAM_EVENTS {
+                return Err("too many argument words".to_string());
+            }
             let args_at = arg_words.len() as u32;
             for _ in 0..na {
                 arg_words.push(r.u64()?);

@@ -427,7 +427,7 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
             continue;
         }
         // The slot of its START (whose key and callsite are the interval's).
-        let site = site_of_event[iv.start_event] as usize;
+        let site = site_of_event[iv.start_event as usize] as usize;
         let key = slots.site_key[site] as usize;
         let d = iv.end.saturating_sub(iv.start);
         slots.sites[site].1.add_interval(d);

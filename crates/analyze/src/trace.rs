@@ -1020,6 +1020,11 @@ type ReadStream = (Stream, Vec<ChunkHeader>, Local);
 /// over threads stay far from overflowing.
 pub const MAX_T_NS: u64 = 1 << 52;
 
+/// Most events a stream holds (their indices, and those of their argument
+/// words, are `u32`: [`crate::intervals::Interval::start_event`],
+/// [`Event`]'s `args_at`); a stream file with more is read up to there.
+pub const MAX_STREAM_EVENTS: usize = u32::MAX as usize;
+
 /// Largest pointer-to-shared a stream header may give (a raw record holds at
 /// most 255 argument words).
 const MAX_PTS_BYTES: u64 = 256;
@@ -1093,13 +1098,25 @@ fn read_stream(
     let mut arg_words = Vec::new();
     let mut local = Local::default();
     let mut headers = Vec::new();
+    // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
+    let mut left_out = 0u32;
     let walked = gaspard_format::stream::walk(&name, &data, |h, payload| {
+        if left_out > 0 {
+            left_out += 1;
+            return Ok(());
+        }
         chunk.events.clear();
         chunk.args.clear();
         chunk.strings.clear();
         chunk.callsites.clear();
         chunk.users.clear();
         let decoded = gaspard_format::codec::decode(h, payload, chunk);
+        if events.len() + chunk.events.len() > MAX_STREAM_EVENTS
+            || arg_words.len() + chunk.args.len() > MAX_STREAM_EVENTS
+        {
+            left_out = 1;
+            return Ok(());
+        }
         events.reserve(chunk.events.len());
         arg_words.reserve(chunk.args.len());
         convert_chunk(&mut events, &mut arg_words, chunk, &mut local);
@@ -1119,8 +1136,14 @@ fn read_stream(
     s.events = events;
     s.arg_words = arg_words;
     s.chunks = headers.len() as u32;
-    s.damaged = file.damaged;
+    s.damaged = file.damaged || left_out > 0;
     problems.extend(file.problems);
+    if left_out > 0 {
+        problems.push(format!(
+            "{name}: more than {MAX_STREAM_EVENTS} events (or argument words); \
+             its last {left_out} chunks are left out"
+        ));
+    }
     Some((s, headers, local))
 }
 

@@ -51,10 +51,10 @@ fn compare(t: &Trace, q: &Quick) -> usize {
         let ivs = intervals(s);
         assert_eq!(ivs.len(), qs.spans.len(), "intervals of {}", qs.name);
         for (iv, sp) in ivs.iter().zip(&qs.spans) {
-            let e = &s.events[iv.start_event];
+            let e = &s.events[iv.start_event as usize];
             let what = format!("{} event {}", qs.name, iv.start_event);
             assert_eq!(
-                (iv.kind, iv.start, iv.end, iv.start_event as u32),
+                (iv.kind, iv.start, iv.end, iv.start_event),
                 (sp.kind, sp.start, sp.end, sp.start_event),
                 "{what}"
             );
@@ -66,7 +66,7 @@ fn compare(t: &Trace, q: &Quick) -> usize {
             );
             let comm = e.user().is_none()
                 && kinds::kind(e.kind).is_some_and(|k| matches!(k.class, Class::Comm));
-            let end = &s.events[iv.end_event];
+            let end = &s.events[iv.end_event as usize];
             let peer = if comm {
                 arg(s, end, "pe")
                     .or_else(|| arg(s, end, "peer"))

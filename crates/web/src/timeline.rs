@@ -158,7 +158,7 @@ impl Timeline {
                 if is_tool(iv.kind) {
                     continue;
                 }
-                let e = &s.events[iv.start_event];
+                let e = &s.events[iv.start_event as usize];
                 let name = if e.kind == kinds::C_FUNC && e.user().is_none() {
                     let n = gaspard_analyze::dump::event_name(t, e);
                     let next = names.len() as u32;
@@ -176,7 +176,7 @@ impl Timeline {
                 let class = class_of(iv.kind, e.user().is_some());
                 let peer = if class == 2 {
                     ranks[si].and_then(|r| {
-                        let p = peer_rank(s, &s.events[iv.end_event])?;
+                        let p = peer_rank(s, &s.events[iv.end_event as usize])?;
                         row_of_rank.get(&(r.model, p as usize)).copied()
                     })
                 } else {
@@ -189,7 +189,7 @@ impl Timeline {
                     depth: 0,
                     name,
                     site: iv.callsite,
-                    event: iv.start_event as u32,
+                    event: iv.start_event,
                     peer,
                 });
             }
