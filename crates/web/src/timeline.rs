@@ -242,7 +242,7 @@ impl Timeline {
                     let class = class_of(sp.kind, sp.user);
                     let peer = if class == 2 {
                         s.rank.and_then(|r| {
-                            let p = sp.peer?;
+                            let p = sp.peer()?;
                             row_of_rank.get(&(r.model, p as usize)).copied()
                         })
                     } else {
