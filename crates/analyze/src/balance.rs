@@ -173,17 +173,17 @@ fn regions(t: &Trace) -> Vec<Region> {
             if !candidate[iv.kind as usize] {
                 continue;
             }
-            let e = &s.events[iv.start_event];
-            let keep = e.user.is_some()
+            let e = &s.events[iv.start_event as usize];
+            let keep = e.user().is_some()
                 || kinds::kind(iv.kind)
                     .is_some_and(|k| k.class == Class::Work && !skip.contains(&k.name));
             if !keep {
                 continue;
             }
             let g = *group_of
-                .entry((e.kind, e.user, e.text, iv.callsite))
+                .entry((e.kind, e.user(), e.text, iv.callsite))
                 .or_insert_with(|| {
-                    groups.push(((si, iv.start_event), iv.callsite, Vec::new()));
+                    groups.push(((si, iv.start_event as usize), iv.callsite, Vec::new()));
                     groups.len() - 1
                 });
             let totals = &mut groups[g].2;

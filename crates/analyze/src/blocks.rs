@@ -239,7 +239,7 @@ fn stream_accesses(
         let Some((write, read, target)) = access_kind(k.name) else {
             continue;
         };
-        let a = args_by_name(s, &s.events[iv.start_event]);
+        let a = args_by_name(s, &s.events[iv.start_event as usize]);
         let len = a.get("nbytes").copied().unwrap_or(0);
         let (home, ordinal, name, size, offset) = match target {
             Target::Addr(arg) => {

@@ -49,10 +49,10 @@ fn calls(s: &Stream) -> Vec<Call> {
             if !k.name.starts_with("GASP_MPI_") {
                 return None;
             }
-            let mut args = args_by_name(s, &s.events[iv.start_event]);
+            let mut args = args_by_name(s, &s.events[iv.start_event as usize]);
             if k.name == "GASP_MPI_WIN_ALLOCATE" {
                 // The END of a window allocation carries the window and its base.
-                args.extend(args_by_name(s, &s.events[iv.end_event]));
+                args.extend(args_by_name(s, &s.events[iv.end_event as usize]));
             }
             Some(Call {
                 name: k.name,
@@ -81,7 +81,8 @@ pub fn recognise(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsit
             continue;
         }
         let added = coarray_events(s, nowhere);
-        if added.is_empty() {
+        // A stream holds at most MAX_STREAM_EVENTS events.
+        if added.is_empty() || s.events.len() + added.len() > crate::trace::MAX_STREAM_EVENTS {
             continue;
         }
         // Merge by time; at equal times a coarray START comes before the MPI calls
@@ -110,7 +111,7 @@ fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Added {
         args_at: 0,
         nargs: 0,
         text: crate::trace::NO_TEXT,
-        user: None,
+        user: crate::trace::NO_USER,
     };
     (e, args)
 }

@@ -223,7 +223,7 @@ mod tests {
             args_at: 0,
             nargs: 0,
             text: crate::trace::NO_TEXT,
-            user: None,
+            user: crate::trace::NO_USER,
         };
         (e, args)
     }

@@ -23,7 +23,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::{PortableProfile, Report, Stats, ThreadStats};
 use crate::trace::{
-    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT,
+    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT, NO_USER,
 };
 
 /// How the ranks reach each other.
@@ -348,7 +348,7 @@ fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
             out.push(e.phase);
             out.push(e.flags);
             varint::put_u64(out, e.callsite as u64);
-            varint::put_u64(out, e.user.map_or(0, |u| u as u64 + 1));
+            varint::put_u64(out, e.user().map_or(0, |u| u as u64 + 1));
             let args = s.args(e);
             varint::put_u64(out, args.len() as u64);
             for &a in args {
@@ -447,6 +447,9 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
             local.texts.push(t);
         }
         let ne = r.count()?;
+        if ne > trace::MAX_STREAM_EVENTS {
+            return Err(format!("a stream of {ne} events"));
+        }
         let mut events = Vec::with_capacity(ne);
         let mut arg_words: Vec<u64> = Vec::new();
         let mut last = 0u64;
@@ -470,6 +473,9 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 return Err("a user event out of range".to_string());
             }
             let na = r.count()?;
+            if arg_words.len() + na > trace::MAX_STREAM_EVENTS {
+                return Err("too many argument words".to_string());
+            }
             let args_at = arg_words.len() as u32;
             for _ in 0..na {
                 arg_words.push(r.u64()?);
@@ -488,7 +494,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 args_at,
                 nargs: na as u32,
                 text,
-                user,
+                user: user.unwrap_or(NO_USER),
             });
         }
         let s = Stream {

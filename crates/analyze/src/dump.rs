@@ -22,7 +22,7 @@ pub fn phase_name(p: u8) -> &'static str {
 /// The name an event is reported under: its kind, its user event's name, or
 /// for a function `GASP_C_FUNC <signature>`.
 pub fn event_name(t: &Trace, e: &Event) -> String {
-    match e.user {
+    match e.user() {
         Some(u) => t.user_events[u as usize].name.clone(),
         None if e.kind == kinds::C_FUNC && t.text(e).is_some() => {
             format!("GASP_C_FUNC {}", t.text(e).unwrap_or_default())
@@ -87,7 +87,7 @@ pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
 
 /// Values of a user event and their printf rendering.
 pub fn user_values(t: &Trace, s: &Stream, e: &Event) -> Option<(Vec<user::Value>, String)> {
-    let u = &t.user_events[e.user? as usize];
+    let u = &t.user_events[e.user()? as usize];
     if e.flags & FLAG_ARGS_UNREAD != 0 || u.unreadable.is_some() {
         return None;
     }
@@ -124,7 +124,7 @@ pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
     m.insert("file".into(), json!(site.file));
     m.insert("line".into(), json!(site.line));
     m.insert("col".into(), json!(site.col));
-    if let Some(u) = e.user {
+    if let Some(u) = e.user() {
         m.insert("name".into(), json!(t.user_events[u as usize].name));
         match user_values(t, s, e) {
             Some((vals, text)) => {
@@ -268,7 +268,7 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
                 None if site.line > 0 => format!("?:{}", site.line),
                 None => "-".into(),
             };
-            let detail = if e.user.is_some() {
+            let detail = if e.user().is_some() {
                 match user_values(t, s, e) {
                     Some((_, text)) => format!("\"{text}\""),
                     None => "(arguments not recorded)".into(),

@@ -512,7 +512,7 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
             if class_of(iv.kind) != Some(Class::Comm) {
                 continue;
             }
-            let end = &s.events[iv.end_event];
+            let end = &s.events[iv.end_event as usize];
             let Some(bytes) = nbytes.get(s, end).or_else(|| n.get(s, end)) else {
                 continue;
             };

@@ -16,11 +16,15 @@ pub struct Interval {
     pub end: u64,
     /// Callsite of the START.
     pub callsite: u32,
-    /// Index of the START event in the stream.
-    pub start_event: usize,
+    /// Index of the START event in the stream (streams hold at most
+    /// [`crate::trace::MAX_STREAM_EVENTS`]).
+    pub start_event: u32,
     /// Index of the END event in the stream.
-    pub end_event: usize,
+    pub end_event: u32,
 }
+
+// Kept for every interval of every thread: no padding.
+const _: () = assert!(std::mem::size_of::<Interval>() == 32);
 
 /// The thread's intervals, by start time (an enclosing interval before those
 /// it holds). Computed once per stream and kept.
@@ -70,8 +74,8 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     const KINDS: usize = 2048;
     let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
     let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
-    // An interval whose END is not met keeps `end_event` at `usize::MAX`
-    // and is dropped at the end.
+    // An interval whose END is not met keeps `end_event` at `u32::MAX` (no
+    // event's index) and is dropped at the end.
     let starts = s.events.iter().filter(|e| e.phase == 0).count();
     let mut slots: Vec<Interval> = Vec::with_capacity(starts);
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
@@ -80,10 +84,10 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         if e.phase > 1 {
             continue;
         }
-        let stack = if e.user.is_none() && (e.kind as usize) < KINDS {
+        let stack = if e.user().is_none() && (e.kind as usize) < KINDS {
             &mut open_kind[e.kind as usize]
         } else {
-            open_other.entry((e.kind, e.user)).or_default()
+            open_other.entry((e.kind, e.user())).or_default()
         };
         if e.phase == 0 {
             stack.push(slots.len());
@@ -92,19 +96,19 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
                 start: e.t_ns,
                 end: u64::MAX,
                 callsite: e.callsite,
-                start_event: i,
-                end_event: usize::MAX,
+                start_event: i as u32,
+                end_event: u32::MAX,
             });
         } else if let Some(slot) = stack.pop() {
             let iv = &mut slots[slot];
             // An END stamped before its START (a clock that went
             // backwards) closes an empty interval: `end >= start` always.
             iv.end = e.t_ns.max(iv.start);
-            iv.end_event = i;
+            iv.end_event = i as u32;
         }
     }
     let mut out = slots;
-    out.retain(|iv| iv.end_event != usize::MAX);
+    out.retain(|iv| iv.end_event != u32::MAX);
     // Time that went backwards (another core's clock) can break START order.
     if !out.is_sorted_by_key(|i| i.start) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));

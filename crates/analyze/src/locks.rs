@@ -249,10 +249,10 @@ fn collect(t: &Trace) -> Vec<Lock> {
             {
                 continue;
             }
-            let id = lock_arg(iv.start_event);
+            let id = lock_arg(iv.start_event as usize);
             let taken = acquiring.contains(&iv.kind)
                 || (Some(iv.kind) == attempt
-                    && arg(s, &s.events[iv.end_event], "result") == Some(1));
+                    && arg(s, &s.events[iv.end_event as usize], "result") == Some(1));
             if taken {
                 let (object, off) = key(id, iv.start);
                 let name = if object.is_empty() || s.model == 5 {

@@ -89,7 +89,7 @@ pub fn matrices(t: &Trace) -> Vec<Matrix> {
             if k.class != Class::Comm || !k.name.starts_with(prefix) {
                 continue;
             }
-            let a = args_by_name(s, &s.events[iv.end_event]);
+            let a = args_by_name(s, &s.events[iv.end_event as usize]);
             let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
             let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
                 continue;

@@ -36,9 +36,9 @@ pub struct Stats {
 type Key = (u16, Option<u32>, Option<u32>);
 
 fn key_of(e: &Event) -> Key {
-    let func = (e.user.is_none() && e.kind == kinds::C_FUNC && e.text != crate::trace::NO_TEXT)
+    let func = (e.user().is_none() && e.kind == kinds::C_FUNC && e.text != crate::trace::NO_TEXT)
         .then_some(e.text);
-    (e.kind, e.user, func)
+    (e.kind, e.user(), func)
 }
 
 /// The name of a key, as [`crate::dump::event_name`] gives it.
@@ -212,7 +212,7 @@ pub struct Report {
 
 /// Bytes an event moves, from its size argument.
 fn bytes_of(s: &Stream, e: &Event) -> u64 {
-    if e.user.is_some() {
+    if e.user().is_some() {
         return 0;
     }
     gaspard_format::codec::bytes_moved(
@@ -298,7 +298,8 @@ struct Slots {
 
 impl Slots {
     fn key_slot(&mut self, e: &Event) -> usize {
-        let plain = e.user.is_none() && e.kind != kinds::C_FUNC && (e.kind as usize) < DENSE_KINDS;
+        let plain =
+            e.user().is_none() && e.kind != kinds::C_FUNC && (e.kind as usize) < DENSE_KINDS;
         if plain {
             if self.by_kind.is_empty() {
                 self.by_kind = vec![0; DENSE_KINDS];
@@ -364,7 +365,7 @@ impl BytesOf {
     }
 
     fn get(&mut self, s: &Stream, e: &Event) -> u64 {
-        if e.user.is_some() {
+        if e.user().is_some() {
             return 0;
         }
         if (e.kind as usize) >= DENSE_KINDS || e.phase > 3 || e.flags > 3 {
@@ -426,7 +427,7 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
             continue;
         }
         // The slot of its START (whose key and callsite are the interval's).
-        let site = site_of_event[iv.start_event] as usize;
+        let site = site_of_event[iv.start_event as usize] as usize;
         let key = slots.site_key[site] as usize;
         let d = iv.end.saturating_sub(iv.start);
         slots.sites[site].1.add_interval(d);

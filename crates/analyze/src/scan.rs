@@ -40,8 +40,24 @@ pub struct QuickSpan {
     /// Position of the START event in its stream.
     pub start_event: u32,
     /// For a communication, the rank or PE on the other side (the END
-    /// event's `pe`, `peer` or `target` argument).
-    pub peer: Option<u64>,
+    /// event's `pe`, `peer` or `target` argument), else [`NO_PEER`]
+    /// ([`QuickSpan::peer`] gives it).
+    peer: u64,
+}
+
+/// [`QuickSpan`]s without a peer (an argument of `u64::MAX`, -1, names no
+/// rank either).
+const NO_PEER: u64 = u64::MAX;
+
+// Kept for every interval of every thread until the view's timeline is
+// built: no more padding than the fields need.
+const _: () = assert!(std::mem::size_of::<QuickSpan>() == 40);
+
+impl QuickSpan {
+    /// For a communication, the rank or PE on the other side, if known.
+    pub fn peer(&self) -> Option<u64> {
+        (self.peer != NO_PEER).then_some(self.peer)
+    }
 }
 
 /// One thread (stream) of a [`Quick`].
@@ -448,7 +464,7 @@ impl Sink for ScanSink<'_> {
                 name,
                 callsite,
                 start_event: index as u32,
-                peer: None,
+                peer: NO_PEER,
             });
             self.closed.push(false);
             if let Some(addr) = codeptr {
@@ -481,7 +497,7 @@ impl Sink for ScanSink<'_> {
             };
             let sp = &mut self.slots[slot];
             sp.end = t.max(sp.start);
-            sp.peer = peer;
+            sp.peer = peer.unwrap_or(NO_PEER);
             self.closed[slot] = true;
         }
     }

@@ -41,6 +41,9 @@ pub struct Callsite {
 /// [`Event`]s without a string argument.
 pub(crate) const NO_TEXT: u32 = u32::MAX;
 
+/// [`Event`]s that are not user events.
+pub(crate) const NO_USER: u32 = u32::MAX;
+
 /// One event with its time in nanoseconds and its arguments.
 #[derive(Debug, Clone)]
 pub struct Event {
@@ -62,8 +65,20 @@ pub struct Event {
     /// Its string argument (a function's signature), index into
     /// [`Trace::texts`], or [`NO_TEXT`] ([`Trace::text`] gives it).
     pub(crate) text: u32,
-    /// For user events, index into [`Trace::user_events`].
-    pub user: Option<u32>,
+    /// For user events, index into [`Trace::user_events`], else
+    /// [`NO_USER`] ([`Event::user`] gives it).
+    pub(crate) user: u32,
+}
+
+// Every stream holds one per event: no padding.
+const _: () = assert!(std::mem::size_of::<Event>() == 32);
+
+impl Event {
+    /// For a user event, its index into [`Trace::user_events`].
+    #[inline]
+    pub fn user(&self) -> Option<u32> {
+        (self.user != NO_USER).then_some(self.user)
+    }
 }
 
 /// A stream: one context (thread and model) of one process.
@@ -488,8 +503,8 @@ where
             .collect();
         for e in &mut s.events {
             e.callsite = site_ids[e.callsite as usize];
-            if let Some(u) = e.user.as_mut() {
-                *u = user_ids[*u as usize];
+            if e.user != NO_USER {
+                e.user = user_ids[e.user as usize];
             }
             if e.text != NO_TEXT {
                 e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
@@ -941,7 +956,7 @@ fn convert_chunk(
         };
         let args = c.args_of(e);
         let mut text = NO_TEXT;
-        let mut user = None;
+        let mut user = NO_USER;
         if e.kind == gaspard_format::kinds::C_FUNC {
             if let Some(&id) = args.first() {
                 let sig = c.string(id as u32).unwrap_or("?");
@@ -958,7 +973,7 @@ fn convert_chunk(
         } else if e.kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(&id) = args.first() {
                 let n = local.users.len() as u32;
-                user = Some(*local.user_ids.entry(id).or_insert_with(|| {
+                user = *local.user_ids.entry(id).or_insert_with(|| {
                     local
                         .users
                         .push(c.users.get(&id).cloned().unwrap_or(UserDef {
@@ -968,7 +983,7 @@ fn convert_chunk(
                             unreadable: None,
                         }));
                     n
-                }));
+                });
             }
         }
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
@@ -1004,6 +1019,11 @@ type ReadStream = (Stream, Vec<ChunkHeader>, Local);
 /// trace's start: later ones come from damaged clock data, and sums of times
 /// over threads stay far from overflowing.
 pub const MAX_T_NS: u64 = 1 << 52;
+
+/// Most events a stream holds (their indices, and those of their argument
+/// words, are `u32`: [`crate::intervals::Interval::start_event`],
+/// [`Event`]'s `args_at`); a stream file with more is read up to there.
+pub const MAX_STREAM_EVENTS: usize = u32::MAX as usize;
 
 /// Largest pointer-to-shared a stream header may give (a raw record holds at
 /// most 255 argument words).
@@ -1078,13 +1098,25 @@ fn read_stream(
     let mut arg_words = Vec::new();
     let mut local = Local::default();
     let mut headers = Vec::new();
+    // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
+    let mut left_out = 0u32;
     let walked = gaspard_format::stream::walk(&name, &data, |h, payload| {
+        if left_out > 0 {
+            left_out += 1;
+            return Ok(());
+        }
         chunk.events.clear();
         chunk.args.clear();
         chunk.strings.clear();
         chunk.callsites.clear();
         chunk.users.clear();
         let decoded = gaspard_format::codec::decode(h, payload, chunk);
+        if events.len() + chunk.events.len() > MAX_STREAM_EVENTS
+            || arg_words.len() + chunk.args.len() > MAX_STREAM_EVENTS
+        {
+            left_out = 1;
+            return Ok(());
+        }
         events.reserve(chunk.events.len());
         arg_words.reserve(chunk.args.len());
         convert_chunk(&mut events, &mut arg_words, chunk, &mut local);
@@ -1104,8 +1136,14 @@ fn read_stream(
     s.events = events;
     s.arg_words = arg_words;
     s.chunks = headers.len() as u32;
-    s.damaged = file.damaged;
+    s.damaged = file.damaged || left_out > 0;
     problems.extend(file.problems);
+    if left_out > 0 {
+        problems.push(format!(
+            "{name}: more than {MAX_STREAM_EVENTS} events (or argument words); \
+             its last {left_out} chunks are left out"
+        ));
+    }
     Some((s, headers, local))
 }
 

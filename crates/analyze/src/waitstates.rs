@@ -295,8 +295,8 @@ impl Analysis {
                     continue;
                 }
                 let Some(me) = me else { continue };
-                let sa = args_by_name(s, &s.events[iv.start_event]);
-                let ea = args_by_name(s, &s.events[iv.end_event]);
+                let sa = args_by_name(s, &s.events[iv.start_event as usize]);
+                let ea = args_by_name(s, &s.events[iv.end_event as usize]);
                 let mut call = || {
                     calls.push(Call {
                         stream: si,

@@ -51,22 +51,22 @@ fn compare(t: &Trace, q: &Quick) -> usize {
         let ivs = intervals(s);
         assert_eq!(ivs.len(), qs.spans.len(), "intervals of {}", qs.name);
         for (iv, sp) in ivs.iter().zip(&qs.spans) {
-            let e = &s.events[iv.start_event];
+            let e = &s.events[iv.start_event as usize];
             let what = format!("{} event {}", qs.name, iv.start_event);
             assert_eq!(
-                (iv.kind, iv.start, iv.end, iv.start_event as u32),
+                (iv.kind, iv.start, iv.end, iv.start_event),
                 (sp.kind, sp.start, sp.end, sp.start_event),
                 "{what}"
             );
             assert_eq!(event_name(t, e), q.names[sp.name as usize], "{what}");
-            assert_eq!(e.user.is_some(), sp.user, "{what}");
+            assert_eq!(e.user().is_some(), sp.user, "{what}");
             assert_eq!(
                 t.callsites[iv.callsite as usize], q.callsites[sp.callsite as usize],
                 "{what}"
             );
-            let comm = e.user.is_none()
+            let comm = e.user().is_none()
                 && kinds::kind(e.kind).is_some_and(|k| matches!(k.class, Class::Comm));
-            let end = &s.events[iv.end_event];
+            let end = &s.events[iv.end_event as usize];
             let peer = if comm {
                 arg(s, end, "pe")
                     .or_else(|| arg(s, end, "peer"))
@@ -74,7 +74,8 @@ fn compare(t: &Trace, q: &Quick) -> usize {
             } else {
                 None
             };
-            assert_eq!(peer, sp.peer, "{what}");
+            // An argument of -1 names no peer.
+            assert_eq!(peer.filter(|&p| p != u64::MAX), sp.peer(), "{what}");
             n += 1;
         }
     }
@@ -154,7 +155,7 @@ fn mpi_with_a_skewed_clock() {
     let peers: Vec<u64> = q
         .streams
         .iter()
-        .flat_map(|s| s.spans.iter().filter_map(|sp| sp.peer))
+        .flat_map(|s| s.spans.iter().filter_map(|sp| sp.peer()))
         .collect();
     assert!(peers.contains(&1) && peers.contains(&2), "{peers:?}");
     let ranks: Vec<usize> = q

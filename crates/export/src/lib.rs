@@ -296,11 +296,11 @@ impl<'t> Model<'t> {
                 if class.is_none() && k.class != Class::Comm {
                     continue;
                 }
-                let start = &s.events[iv.start_event];
+                let start = &s.events[iv.start_event as usize];
                 // END arguments where the END has them (the actual source of
                 // a receive), else those of the START.
                 let mut a = args_by_name(s, start);
-                a.extend(args_by_name(s, &s.events[iv.end_event]));
+                a.extend(args_by_name(s, &s.events[iv.end_event as usize]));
                 let in_range = |v: Option<&u64>| {
                     v.copied()
                         .filter(|&o| (o as i64) >= 0 && (o as usize) < r.size)
@@ -366,11 +366,11 @@ impl<'t> Model<'t> {
                     window = Some(id);
                     offset = found.map(|f| f.2);
                 }
-                m.op_at[si].insert(iv.start_event, m.ops.len());
+                m.op_at[si].insert(iv.start_event as usize, m.ops.len());
                 m.ops.push(Op {
                     stream: si,
-                    start_event: iv.start_event,
-                    end_event: iv.end_event,
+                    start_event: iv.start_event as usize,
+                    end_event: iv.end_event as usize,
                     t_start: iv.start,
                     t_end: iv.end,
                     name: k.name,
@@ -405,8 +405,8 @@ impl<'t> Model<'t> {
             else {
                 continue;
             };
-            let sa = args_by_name(s, &s.events[iv.start_event]);
-            let ea = args_by_name(s, &s.events[iv.end_event]);
+            let sa = args_by_name(s, &s.events[iv.start_event as usize]);
+            let ea = args_by_name(s, &s.events[iv.end_event as usize]);
             let flag = ea.get("flag").copied() == Some(1);
             let by_handle = |pending: &mut Vec<(u64, usize)>| -> Vec<usize> {
                 sa.get("request")
@@ -420,9 +420,10 @@ impl<'t> Model<'t> {
             };
             let done = match rest {
                 "ISEND" | "ISSEND" | "IBSEND" | "IRSEND" | "IRECV" => {
-                    if let (Some(&op), Some(&h)) =
-                        (self.op_at[si].get(&iv.start_event), ea.get("request"))
-                    {
+                    if let (Some(&op), Some(&h)) = (
+                        self.op_at[si].get(&(iv.start_event as usize)),
+                        ea.get("request"),
+                    ) {
                         pending.push((h, op));
                     }
                     continue;
@@ -448,13 +449,13 @@ impl<'t> Model<'t> {
                     .copied()
                     .filter(|&v| (v as i64) >= 0);
                 o.completion = Some(Completion {
-                    end_event: iv.end_event,
+                    end_event: iv.end_event as usize,
                     t: iv.end,
                     source: status_source.or(o.peer),
                     tag: status_tag.or(o.tag),
                 });
                 self.completed_at[si]
-                    .entry(iv.end_event)
+                    .entry(iv.end_event as usize)
                     .or_default()
                     .push(op);
             }

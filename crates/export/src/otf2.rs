@@ -296,8 +296,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         let mut start_of_end: HashMap<usize, usize> = HashMap::default();
         let mut starts = rustc_hash::FxHashSet::default();
         for iv in intervals(s) {
-            start_of_end.insert(iv.end_event, iv.start_event);
-            starts.insert(iv.start_event);
+            start_of_end.insert(iv.end_event as usize, iv.start_event as usize);
+            starts.insert(iv.start_event as usize);
         }
         let mut region_at: HashMap<usize, u32> = HashMap::default();
         // SAFETY: `h` is the open archive; the location number is ours.

@@ -176,7 +176,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         let rank = m.stream_rank[si].map(|r| r.1 as i64);
         let mut dur: HashMap<usize, u64> = HashMap::default();
         for iv in intervals(s) {
-            dur.insert(iv.start_event, iv.end.saturating_sub(iv.start));
+            dur.insert(iv.start_event as usize, iv.end.saturating_sub(iv.start));
         }
         for (i, e) in s.events.iter().enumerate() {
             let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);

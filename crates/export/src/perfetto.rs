@@ -317,7 +317,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             let ends = start_of_end.entry(op.stream).or_insert_with(|| {
                 intervals(&t.streams[op.stream])
                     .iter()
-                    .map(|iv| (iv.end_event, iv.start_event))
+                    .map(|iv| (iv.end_event as usize, iv.start_event as usize))
                     .collect()
             });
             if let Some(&start) = ends.get(&c.end_event) {
@@ -367,8 +367,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         let mut starts = rustc_hash::FxHashSet::default();
         let mut end_of = HashMap::default();
         for iv in intervals(s) {
-            starts.insert(iv.start_event);
-            end_of.insert(iv.end_event, iv.start_event);
+            starts.insert(iv.start_event as usize);
+            end_of.insert(iv.end_event as usize, iv.start_event as usize);
         }
         // Events and remote instants of this track, merged in time order.
         let mut remote_here = remote.remove(&si).unwrap_or_default();

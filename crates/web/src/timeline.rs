@@ -34,18 +34,67 @@ pub struct Span {
     pub start: u64,
     /// END time, ns.
     pub end: u64,
-    /// Class number (index in [`CLASSES`]).
-    pub class: u8,
-    /// Lane (nesting depth, capped).
-    pub depth: u8,
     /// Index in [`Timeline::names`].
     pub name: u32,
     /// Callsite index of the trace.
     pub site: u32,
     /// Index of the START event in its stream.
     pub event: u32,
+    /// Class number (4 bits), lane (4 bits) and the row of the thread on
+    /// the other side of a communication (24 bits, [`NO_PEER`] when
+    /// unknown): [`Span::class`], [`Span::depth`], [`Span::peer`].
+    bits: u32,
+}
+
+/// The peer row of [`Span`]s whose peer is unknown (rows are fewer: each
+/// keeps a pyramid of `FINEST_BINS` bins and more).
+const NO_PEER: u32 = (1 << 24) - 1;
+
+// Every thread keeps one per interval: no padding.
+const _: () = assert!(std::mem::size_of::<Span>() == 32);
+const _: () = assert!(CLASSES.len() <= 16 && MAX_LANES <= 16);
+
+impl Span {
+    /// A span in lane 0.
+    fn new(
+        start: u64,
+        end: u64,
+        class: u8,
+        name: u32,
+        site: u32,
+        event: u32,
+        peer: Option<u32>,
+    ) -> Span {
+        let peer = peer.filter(|&p| p < NO_PEER).unwrap_or(NO_PEER);
+        Span {
+            start,
+            end,
+            name,
+            site,
+            event,
+            bits: (class as u32 & 0xf) | peer << 8,
+        }
+    }
+
+    /// Class number (index in [`CLASSES`]).
+    pub fn class(&self) -> u8 {
+        (self.bits & 0xf) as u8
+    }
+
+    /// Lane (nesting depth, capped).
+    pub fn depth(&self) -> u8 {
+        (self.bits >> 4 & 0xf) as u8
+    }
+
+    fn set_depth(&mut self, depth: u8) {
+        self.bits = (self.bits & !0xf0) | (depth as u32 & 0xf) << 4;
+    }
+
     /// Thread (row) on the other side of a communication, if known.
-    pub peer: Option<u32>,
+    pub fn peer(&self) -> Option<u32> {
+        let p = self.bits >> 8;
+        (p != NO_PEER).then_some(p)
+    }
 }
 
 #[derive(Debug, Default)]
@@ -158,8 +207,8 @@ impl Timeline {
                 if is_tool(iv.kind) {
                     continue;
                 }
-                let e = &s.events[iv.start_event];
-                let name = if e.kind == kinds::C_FUNC && e.user.is_none() {
+                let e = &s.events[iv.start_event as usize];
+                let name = if e.kind == kinds::C_FUNC && e.user().is_none() {
                     let n = gaspard_analyze::dump::event_name(t, e);
                     let next = names.len() as u32;
                     *name_ids.entry(n.clone()).or_insert_with(|| {
@@ -168,30 +217,29 @@ impl Timeline {
                     })
                 } else {
                     let next = names.len() as u32;
-                    *key_ids.entry((e.kind, e.user)).or_insert_with(|| {
+                    *key_ids.entry((e.kind, e.user())).or_insert_with(|| {
                         names.push(gaspard_analyze::dump::event_name(t, e));
                         next
                     })
                 };
-                let class = class_of(iv.kind, e.user.is_some());
+                let class = class_of(iv.kind, e.user().is_some());
                 let peer = if class == 2 {
                     ranks[si].and_then(|r| {
-                        let p = peer_rank(s, &s.events[iv.end_event])?;
+                        let p = peer_rank(s, &s.events[iv.end_event as usize])?;
                         row_of_rank.get(&(r.model, p as usize)).copied()
                     })
                 } else {
                     None
                 };
-                spans.push(Span {
-                    start: iv.start,
-                    end: iv.end.max(iv.start),
+                spans.push(Span::new(
+                    iv.start,
+                    iv.end.max(iv.start),
                     class,
-                    depth: 0,
                     name,
-                    site: iv.callsite,
-                    event: iv.start_event as u32,
+                    iv.callsite,
+                    iv.start_event,
                     peer,
-                });
+                ));
             }
             threads.push(ThreadLine::new(
                 gaspard_analyze::findings::thread_name(s),
@@ -242,22 +290,21 @@ impl Timeline {
                     let class = class_of(sp.kind, sp.user);
                     let peer = if class == 2 {
                         s.rank.and_then(|r| {
-                            let p = sp.peer?;
+                            let p = sp.peer()?;
                             row_of_rank.get(&(r.model, p as usize)).copied()
                         })
                     } else {
                         None
                     };
-                    Span {
-                        start: sp.start,
-                        end: sp.end.max(sp.start),
+                    Span::new(
+                        sp.start,
+                        sp.end.max(sp.start),
                         class,
-                        depth: 0,
-                        name: sp.name,
-                        site: sp.callsite,
-                        event: sp.start_event,
+                        sp.name,
+                        sp.callsite,
+                        sp.start_event,
                         peer,
-                    }
+                    )
                 }));
                 drop(s.spans);
                 ThreadLine::new(s.name, spans, t0, t1)
@@ -377,7 +424,7 @@ impl ThreadLine {
             // Ends not properly nested: drop those that ended anyway.
             open.retain(|&e| e > sp.start);
             let d = open.len().min(MAX_LANES - 1);
-            sp.depth = d as u8;
+            sp.set_depth(d as u8);
             per_lane[d] += 1;
             open.push(sp.end);
         }
@@ -390,7 +437,7 @@ impl ThreadLine {
             })
             .collect();
         for (i, sp) in spans.iter().enumerate() {
-            let lane = &mut lanes[sp.depth as usize];
+            let lane = &mut lanes[sp.depth() as usize];
             let m = lane.max_end.last().copied().unwrap_or(0).max(sp.end);
             lane.spans.push(i as u32);
             lane.max_end.push(m);
@@ -492,12 +539,12 @@ impl ThreadLine {
                     "[{},{},{},{},{},{},{},{}]",
                     s.start,
                     s.end,
-                    s.class,
-                    s.depth,
+                    s.class(),
+                    s.depth(),
                     s.name,
                     s.site,
                     s.event,
-                    s.peer.map_or(-1, |p| p as i64)
+                    s.peer().map_or(-1, |p| p as i64)
                 );
             }
         }
@@ -588,7 +635,7 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
             spans[si].start
         };
         if let Some(&top) = active.last() {
-            add(now, at, spans[top as usize].class);
+            add(now, at, spans[top as usize].class());
         }
         now = at;
         if take_end {
@@ -644,16 +691,7 @@ mod tests {
     use serde_json::json;
 
     fn span(start: u64, end: u64, class: u8, event: u32) -> Span {
-        Span {
-            start,
-            end,
-            class,
-            depth: 0,
-            name: 0,
-            site: 0,
-            event,
-            peer: None,
-        }
+        Span::new(start, end, class, 0, 0, event, None)
     }
 
     /// A thread busy in [0, 1000): sync [0, 1000) holding comm [200, 400);
@@ -684,8 +722,8 @@ mod tests {
     fn lanes_by_nesting_depth() {
         let th = line();
         assert_eq!(th.spans[0].event, 0);
-        assert_eq!(th.spans[0].depth, 0);
-        assert_eq!(th.spans[1].depth, 1);
+        assert_eq!(th.spans[0].depth(), 0);
+        assert_eq!(th.spans[1].depth(), 1);
         assert_eq!(th.lanes.len(), 2);
     }
 
