@@ -192,6 +192,22 @@ static inline uint8_t *gaspard_put_u64(uint8_t *p, uint64_t v) {
   return p;
 }
 
+/* A time delta: the same bytes as gaspard_put_u64, with the one- and
+ * two-byte cases (deltas below 16384 ticks, events a few microseconds
+ * apart at most) written in line rather than by the loop. */
+static inline uint8_t *gaspard_put_dt(uint8_t *p, uint64_t dt) {
+  if (__builtin_expect(dt < 0x80, 1)) {
+    *p = (uint8_t)dt;
+    return p + 1;
+  }
+  if (__builtin_expect(dt < 0x4000, 1)) {
+    p[0] = (uint8_t)(dt | 0x80);
+    p[1] = (uint8_t)(dt >> 7);
+    return p + 2;
+  }
+  return gaspard_put_u64(p, dt);
+}
+
 static inline uint8_t *gaspard_put_i64(uint8_t *p, int64_t v) {
   return gaspard_put_u64(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
@@ -350,11 +366,7 @@ static inline __attribute__((always_inline)) int gaspard_emit_body(
     if (is_user) p = gaspard_put_u64(p, user);
   }
   if (__builtin_expect(!(op & GASPARD_OP_SAME_SITE), 0)) p = gaspard_put_u64(p, site);
-  uint64_t dt = ts - e->last_ts;
-  if (__builtin_expect(dt < 0x80, 1))
-    *p++ = (uint8_t)dt;
-  else
-    p = gaspard_put_u64(p, dt);
+  p = gaspard_put_dt(p, ts - e->last_ts);
   if (!same) {
     if (!(op & GASPARD_OP_SAME_NARGS)) p = gaspard_put_u64(p, n);
     if (!fmask) {
@@ -422,11 +434,7 @@ static inline __attribute__((always_inline)) int gaspard_emit_user_short(
     q = gaspard_put_u64(q, GASPARD_K_USER);
     q = gaspard_put_u64(q, user);
   }
-  uint64_t dt = ts - e->last_ts;
-  if (__builtin_expect(dt < 0x80, 1))
-    *q++ = (uint8_t)dt;
-  else
-    q = gaspard_put_u64(q, dt);
+  q = gaspard_put_dt(q, ts - e->last_ts);
   uint8_t *head = q;
   uint64_t diff = 0, *pw = e->uwords[user % GASPARD_USER_SLOTS];
   for (uint32_t k = codes; k; k >>= 2, pw++) {
