@@ -84,7 +84,7 @@ pub fn balance(t: &Trace) -> Balance {
             continue;
         }
         let per: Vec<_> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
-        let epochs = per.iter().map(Vec::len).min().unwrap_or(0);
+        let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
         }
@@ -98,7 +98,7 @@ pub fn balance(t: &Trace) -> Balance {
             per[0][..epochs].iter().map(|iv| (0, iv.start)).collect();
         let mut last = first.clone();
         for (m, v) in per.iter().enumerate() {
-            for ((f, l), iv) in first.iter_mut().zip(&mut last).zip(v) {
+            for ((f, l), iv) in first.iter_mut().zip(&mut last).zip(v.iter()) {
                 if iv.start < f.1 {
                     *f = (m, iv.start);
                 }

@@ -183,8 +183,14 @@ pub fn thread_name(s: &Stream) -> String {
 }
 
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI
-/// barrier below it.
-pub fn barriers(s: &Stream) -> Vec<Interval> {
+/// barrier below it. Found once per stream (several analyses ask).
+pub fn barriers(s: &Stream) -> &[Interval] {
+    crate::intervals::derived(s)
+        .barriers
+        .get_or_init(|| find_barriers(s))
+}
+
+fn find_barriers(s: &Stream) -> Vec<Interval> {
     // Whether a kind is a barrier, by number.
     static BARRIER: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     let barrier = BARRIER.get_or_init(|| {
@@ -313,8 +319,8 @@ pub(crate) fn findings_given(
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<Vec<Interval>> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
-        let epochs = per.iter().map(Vec::len).min().unwrap_or(0);
+        let per: Vec<&[Interval]> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
+        let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
         }
@@ -323,14 +329,14 @@ pub(crate) fn findings_given(
         // epoch by epoch, jumping from thread to thread).
         let mut latest = vec![0u64; epochs];
         for v in &per {
-            for (l, iv) in latest.iter_mut().zip(v) {
+            for (l, iv) in latest.iter_mut().zip(v.iter()) {
                 *l = (*l).max(iv.start);
             }
         }
         let mut wait = vec![0u64; n];
         let mut spread_total = 0u64;
         for (m, v) in per.iter().enumerate() {
-            for (l, iv) in latest.iter().zip(v) {
+            for (l, iv) in latest.iter().zip(v.iter()) {
                 wait[m] += iv.end.saturating_sub(iv.start);
                 spread_total += l - iv.start;
             }
@@ -350,7 +356,7 @@ pub(crate) fn findings_given(
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
             // Where it waits most: its barrier callsite with the most waiting.
             let mut at: HashMap<u32, u64> = HashMap::default();
-            for iv in &per[worst] {
+            for iv in per[worst] {
                 *at.entry(iv.callsite).or_default() += iv.end.saturating_sub(iv.start);
             }
             let site = at.into_iter().max_by_key(|&(s, w)| (w, s)).map(|(s, _)| s);
@@ -451,7 +457,7 @@ pub(crate) fn findings_given(
         {
             // Where the late thread arrives from: its most frequent barrier callsite.
             let mut sites: HashMap<u32, usize> = HashMap::default();
-            for iv in &per[culprit] {
+            for iv in per[culprit] {
                 *sites.entry(iv.callsite).or_default() += 1;
             }
             let site = sites.into_iter().max_by_key(|(_, c)| *c).map(|(s, _)| s);

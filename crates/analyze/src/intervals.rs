@@ -42,6 +42,8 @@ pub(crate) struct Derived {
     pub(crate) startup_ns: u64,
     /// The kinds of its events, a bit each.
     kinds: Vec<u64>,
+    /// Its barriers ([`crate::findings::barriers`]), found when first asked for.
+    pub(crate) barriers: std::sync::OnceLock<Vec<Interval>>,
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
@@ -62,6 +64,7 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
             intervals,
             startup_ns,
             kinds,
+            barriers: std::sync::OnceLock::new(),
         }
     })
 }
