@@ -79,43 +79,61 @@ pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
 pub(crate) struct ArgOf {
     name: &'static str,
     pts_words: usize,
-    at: HashMap<(u16, u8, u8), Option<usize>>,
-    /// The last kind, phase and flags looked up, and where.
-    last: Option<((u16, u8, u8), Option<usize>)>,
+    /// Kinds, phases and flags met, and where: a stream has few, so a short
+    /// list walked in order finds them faster than a map (transfers of two
+    /// kinds in turn would miss a single remembered one every time).
+    seen: Vec<((u16, u8, u8), Option<usize>)>,
+    /// Those met after the list is full.
+    more: HashMap<(u16, u8, u8), Option<usize>>,
 }
 
 impl ArgOf {
+    /// Kinds, phases and flags kept in [`ArgOf::seen`].
+    const SEEN: usize = 16;
+
     /// The argument `name` of the events of `s`.
     pub(crate) fn new(s: &Stream, name: &'static str) -> ArgOf {
         ArgOf {
             name,
             pts_words: (s.pts_bytes as usize).div_ceil(8),
-            at: HashMap::default(),
-            last: None,
+            seen: Vec::with_capacity(Self::SEEN),
+            more: HashMap::default(),
         }
     }
 
     /// `e`'s argument, one of the stream's events.
     pub(crate) fn get(&mut self, s: &Stream, e: &Event) -> Option<u64> {
-        let (name, pts_words) = (self.name, self.pts_words);
         let key = (e.kind, e.phase, e.flags);
-        if let Some((last, at)) = self.last {
-            if last == key {
-                return s.args(e).get(at?).copied();
-            }
-        }
-        let at = *self.at.entry(key).or_insert_with(|| {
-            let mut at = 0;
-            for (n, _, w) in arg_layout(e.kind, e.phase, pts_words, e.flags) {
-                if n == name {
-                    return Some(at);
-                }
-                at += w;
-            }
-            None
-        });
-        self.last = Some((key, at));
+        let at = match self.seen.iter().find(|(k, _)| *k == key) {
+            Some(&(_, at)) => at,
+            None => self.locate(key),
+        };
         s.args(e).get(at?).copied()
+    }
+
+    /// Where the argument is in events of `key`'s kind, phase and flags
+    /// (found once, then remembered).
+    #[cold]
+    fn locate(&mut self, key: (u16, u8, u8)) -> Option<usize> {
+        if let Some(&at) = self.more.get(&key) {
+            return at;
+        }
+        let (kind, phase, flags) = key;
+        let mut found = None;
+        let mut at = 0;
+        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
+            if n == self.name {
+                found = Some(at);
+                break;
+            }
+            at += w;
+        }
+        if self.seen.len() < Self::SEEN {
+            self.seen.push((key, found));
+        } else {
+            self.more.insert(key, found);
+        }
+        found
     }
 }
 
@@ -136,11 +154,33 @@ fn site_name(sites: &[Callsite], e: &Event, fallback: String) -> String {
 impl Objects {
     /// Finds the objects the streams allocate.
     pub fn build(streams: &[Stream], sites: &[Callsite]) -> Objects {
+        // The kinds looked at below, a flag each by number: most events are
+        // of none of them and are passed over without comparing names.
+        static WANTED: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+        let wanted = WANTED.get_or_init(|| {
+            let mut v = vec![false; 1 << 16];
+            for name in [
+                "GASP_SHMEM_MALLOC",
+                "GASP_SHMEM_CALLOC",
+                "GASP_SHMEM_REALLOC",
+                "GASP_SHMEM_FREE",
+                "GASP_MPI_WIN_ALLOCATE",
+                "GASP_MPI_WIN_CREATE",
+            ] {
+                if let Some(k) = kinds::kind_by_name(name) {
+                    v[k.id as usize] = true;
+                }
+            }
+            v
+        });
         let mut o = Objects::default();
         for s in streams {
             let mut open: Option<String> = None;
             let mut count: u32 = 0;
             for e in &s.events {
+                if !wanted[e.kind as usize] {
+                    continue;
+                }
                 let Some(k) = kinds::kind(e.kind) else {
                     continue;
                 };
