@@ -128,6 +128,8 @@ impl Stats {
         }
     }
 
+    /// Adds one interval of `d` ns; [`Stats::set_mean`] gives the mean once
+    /// they are all in.
     fn add_interval(&mut self, d: u64) {
         if self.intervals == 0 || d < self.min_ns {
             self.min_ns = d;
@@ -135,7 +137,12 @@ impl Stats {
         self.max_ns = self.max_ns.max(d);
         self.total_ns = self.total_ns.saturating_add(d);
         self.intervals += 1;
-        self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+    }
+
+    fn set_mean(&mut self) {
+        if self.intervals > 0 {
+            self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+        }
     }
 }
 
@@ -419,7 +426,6 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         let key = slots.key_slot(e);
         let site = slots.site_slot(key, e.callsite);
         touch(&mut slots.sites[site].1);
-        touch(&mut slots.by_key[key]);
         site_of_event.push(site as u32);
     }
     for iv in crate::intervals::intervals(s) {
@@ -428,10 +434,13 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         }
         // The slot of its START (whose key and callsite are the interval's).
         let site = site_of_event[iv.start_event as usize] as usize;
-        let key = slots.site_key[site] as usize;
-        let d = iv.end.saturating_sub(iv.start);
-        slots.sites[site].1.add_interval(d);
-        slots.by_key[key].add_interval(d);
+        slots.sites[site].1.add_interval(iv.end.saturating_sub(iv.start));
+    }
+    // Each key's statistics from those of its callsites (saturating sums
+    // of non-negative numbers do not depend on their order).
+    for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
+        st.set_mean();
+        slots.by_key[key as usize].merge(st);
     }
     let mine = slots.keys.into_iter().zip(slots.by_key);
     let sites = slots.sites;
