@@ -60,8 +60,20 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
     /// Reads an unsigned LEB128 value.
-    #[inline]
+    #[inline(always)]
     pub fn u64(&mut self) -> Result<u64, Truncated> {
+        // Most values of a trace fit in one byte: read in line.
+        if let Some(&b) = self.buf.get(self.pos) {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        self.u64_long()
+    }
+    /// [`Reader::u64`] for values of more than one byte (and the errors).
+    #[inline(never)]
+    fn u64_long(&mut self) -> Result<u64, Truncated> {
         let mut v = 0u64;
         let mut shift = 0u32;
         loop {
