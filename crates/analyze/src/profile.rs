@@ -434,7 +434,9 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         }
         // The slot of its START (whose key and callsite are the interval's).
         let site = site_of_event[iv.start_event as usize] as usize;
-        slots.sites[site].1.add_interval(iv.end.saturating_sub(iv.start));
+        slots.sites[site]
+            .1
+            .add_interval(iv.end.saturating_sub(iv.start));
     }
     // Each key's statistics from those of its callsites (saturating sums
     // of non-negative numbers do not depend on their order).

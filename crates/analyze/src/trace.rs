@@ -1094,7 +1094,10 @@ fn read_stream(
             return None;
         }
     };
-    let mut events = Vec::new();
+    // Sized once from the chunk headers: no copy as they grow, no memory
+    // touched for nothing.
+    let announced = gaspard_format::stream::announced_in(&data).min(MAX_STREAM_EVENTS);
+    let mut events = Vec::with_capacity(announced);
     let mut arg_words = Vec::new();
     let mut local = Local::default();
     let mut headers = Vec::new();

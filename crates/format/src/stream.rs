@@ -193,6 +193,24 @@ where
     Ok(f)
 }
 
+/// The events the chunk headers of the stream file `data` announce, hopping
+/// from header to header without reading payloads or checking anything: a
+/// size to reserve before decoding, at most one event per byte of `data`.
+pub fn announced_in(data: &[u8]) -> usize {
+    let Ok(h) = chunk::parse_file_header(data) else {
+        return 0;
+    };
+    let mut pos = h.len;
+    let mut events = 0usize;
+    while let Some(c) = data.get(pos..).and_then(ChunkHeader::parse) {
+        events = events.saturating_add(c.events as usize);
+        pos = pos
+            .saturating_add(CHUNK_HEADER_LEN)
+            .saturating_add(c.payload_len as usize);
+    }
+    events.min(data.len())
+}
+
 /// The events a stream file's chunk headers announce, read from the headers
 /// alone (no checksum checked, nothing decoded): an estimate of what
 /// reading it will find, cheap on any size. Damage ends the count.
@@ -251,6 +269,7 @@ mod tests {
         let p = dir.join("s.gst");
         std::fs::write(&p, &b).unwrap();
         assert_eq!(announced_events(&p).unwrap(), 12);
+        assert_eq!(announced_in(&std::fs::read(&p).unwrap()), 12);
         // Cut inside the second chunk's header: the first one's count.
         let first_end = b.len() - 10 - CHUNK_HEADER_LEN;
         std::fs::write(&p, &b[..first_end + 20]).unwrap();
