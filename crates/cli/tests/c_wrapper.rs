@@ -625,6 +625,8 @@ fn very_frequent_short_allocations_are_throttled_and_counted() {
         let mut cmd = Command::new(&exe);
         cmd.arg("30000")
             .env("GASPARD_DIR", &trace)
+            // Throttled call sites go on through the wrappers, counted.
+            .env("GASPARD_THROTTLE_PATCH", "0")
             .env_remove("GASPARD_THROTTLE")
             .env_remove("LD_LIBRARY_PATH");
         if !throttle.is_empty() {
@@ -636,6 +638,14 @@ fn very_frequent_short_allocations_are_throttled_and_counted() {
     // The loop's call sites: 1000 calls recorded each, then counted; the
     // other call sites (called once) are recorded.
     let v = run("1000,10", "on");
+    assert!(
+        !v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p.as_str().unwrap().contains("patched")),
+        "{v:#?}"
+    );
     for kind in ["GASP_C_MALLOC", "GASP_C_FREE"] {
         assert_eq!(kind_events(&v, kind, "START"), 1001, "{kind}");
         assert_eq!(kind_events(&v, kind, "END"), 1001, "{kind}");
@@ -668,4 +678,243 @@ fn very_frequent_short_allocations_are_throttled_and_counted() {
         .unwrap()
         .iter()
         .any(|p| p.as_str().unwrap().contains("throttled")));
+}
+
+const ALLOC_HOT: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+/* One malloc, one realloc and one free call site, each called `calls`
+ * times; the contents are checked through the reallocation. */
+__attribute__((noinline)) long churn(long calls) {
+  long sum = 0;
+  for (long i = 0; i < calls; i++) {
+    long *p = malloc(2 * sizeof *p);
+    if (!p) return -1;
+    p[0] = i;
+    p[1] = 1;
+    long *q = realloc(p, 4 * sizeof *q);
+    if (!q) return -1;
+    q[2] = q[0] + q[1];
+    sum += q[2];
+    free(q);
+  }
+  return sum;
+}
+static long calls;
+static void *thread_main(void *arg) {
+  (void)arg;
+  return (void *)churn(calls);
+}
+int main(int argc, char **argv) {
+  calls = atol(argv[1]);
+  int threads = atoi(argv[2]);
+  if (argc > 3) { /* fork once the sites are throttled */
+    long a = churn(calls);
+    pid_t p = fork();
+    long b = churn(calls);
+    if (p == 0) {
+      printf("child %ld\n", a + b);
+      return 0;
+    }
+    int st;
+    waitpid(p, &st, 0);
+    printf("parent %ld %d\n", a + b, WEXITSTATUS(st));
+    return 0;
+  }
+  pthread_t t[8];
+  long total = 0;
+  for (int i = 0; i < threads; i++) pthread_create(&t[i], 0, thread_main, 0);
+  for (int i = 0; i < threads; i++) {
+    void *r;
+    pthread_join(t[i], &r);
+    total += (long)r;
+  }
+  printf("total %ld\n", total);
+  return 0;
+}
+"#;
+
+/// The sum `churn(calls)` returns.
+fn churned(calls: i64) -> i64 {
+    calls * (calls - 1) / 2 + calls
+}
+
+/// Builds ALLOC_HOT with `compiler cc_args`, runs it with `args` (calls,
+/// threads, and "fork" or not) and `vars`, throttling at 1000 calls; returns
+/// the output, the dump and its notes.
+fn run_alloc_hot(
+    name: &str,
+    compiler: &str,
+    cc_args: &[&str],
+    args: &[&str],
+    vars: &[(&str, &str)],
+) -> (String, Value, Vec<String>) {
+    let dir = tmp(name);
+    let mut cc = vec!["-pthread"];
+    cc.extend_from_slice(cc_args);
+    let exe = common::gaspard_cc_with(&dir, "ah", ALLOC_HOT, &["--profile"], compiler, &cc);
+    let mut cmd = vec![exe.to_str().unwrap()];
+    cmd.extend_from_slice(args);
+    let mut env = vec![("GASPARD_THROTTLE", "1000,10")];
+    env.extend_from_slice(vars);
+    let (trace, out) = common::gaspard_run_with(&dir, &cmd, &env);
+    let v = dump(&trace);
+    let notes = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap().to_string())
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).into_owned(), v, notes)
+}
+
+/// The note of the throttled call site of `kind` (one is expected).
+fn site_note<'a>(name: &str, notes: &'a [String], kind: &str) -> &'a str {
+    let found: Vec<&String> = notes
+        .iter()
+        .filter(|n| n.contains(&format!(": {kind} at churn+0x")) && n.contains("not recorded"))
+        .collect();
+    assert_eq!(found.len(), 1, "{name} {kind}: {notes:#?}");
+    found[0]
+}
+
+#[test]
+fn throttled_allocation_sites_are_patched_to_call_the_c_library() {
+    // One thread: each site records its first 1000 calls; the 1001st is
+    // counted and patches the call (e8 through the PLT, ff 15 with
+    // -fno-plt), so that no later call reaches the wrappers: the notes count
+    // exactly one call left out per site. clang -fno-plt loads the GOT slots
+    // of malloc and realloc into registers before the loop (`call *%r13`):
+    // those calls are not patched, and every call left out is counted.
+    for (name, compiler, args, hoisted) in [
+        ("alloc-gcc-o2", "cc", &["-O2"][..], false),
+        ("alloc-gcc-o0", "cc", &["-O0"][..], false),
+        ("alloc-clang-o2", "clang", &["-O2"][..], false),
+        (
+            "alloc-gcc-nopie",
+            "cc",
+            &["-O1", "-fno-pie", "-no-pie"][..],
+            false,
+        ),
+        ("alloc-gcc-noplt", "cc", &["-O2", "-fno-plt"][..], false),
+        ("alloc-clang-noplt", "clang", &["-O2", "-fno-plt"][..], true),
+    ] {
+        let (out, v, notes) = run_alloc_hot(name, compiler, args, &["30000", "1"], &[]);
+        assert_eq!(out.trim(), format!("total {}", churned(30000)), "{name}");
+        for kind in ["GASP_C_MALLOC", "GASP_C_REALLOC", "GASP_C_FREE"] {
+            assert_eq!(kind_events(&v, kind, "START"), 1000, "{name} {kind}");
+            assert_eq!(kind_events(&v, kind, "END"), 1000, "{name} {kind}");
+        }
+        let patched = ": its later calls on every thread were neither recorded nor counted";
+        for (kind, libc, bytes) in [
+            ("GASP_C_MALLOC", "malloc", 16),
+            ("GASP_C_REALLOC", "realloc", 32),
+        ] {
+            let note = site_note(name, &notes, kind);
+            if hoisted {
+                assert!(
+                    note.ends_with(&format!(
+                        ": 29000 calls for {} bytes not recorded (throttled on 1 thread, \
+                         GASPARD_THROTTLE=1000,10)",
+                        29000 * bytes
+                    )),
+                    "{name}: {note}"
+                );
+            } else {
+                assert!(
+                    note.contains(&format!(
+                        ": 1 call for {bytes} bytes not recorded (throttled on 1 thread"
+                    )) && note.contains(&format!(
+                        "then its call was patched to call {libc} directly"
+                    )) && note.ends_with(patched),
+                    "{name}: {note}"
+                );
+            }
+        }
+        let note = site_note(name, &notes, "GASP_C_FREE");
+        assert!(
+            note.contains(": 1 call not recorded (throttled on 1 thread")
+                && note.contains("then its call was patched to call free directly")
+                && note.ends_with(patched),
+            "{name}: {note}"
+        );
+    }
+}
+
+#[test]
+fn throttled_allocation_sites_stay_in_the_wrappers_when_patching_is_off() {
+    let (out, v, notes) = run_alloc_hot(
+        "alloc-patch-off",
+        "cc",
+        &["-O2"],
+        &["30000", "1"],
+        &[("GASPARD_THROTTLE_PATCH", "0")],
+    );
+    assert_eq!(out.trim(), format!("total {}", churned(30000)));
+    assert_eq!(kind_events(&v, "GASP_C_MALLOC", "START"), 1000);
+    assert!(site_note("off", &notes, "GASP_C_MALLOC")
+        .ends_with(": 29000 calls for 464000 bytes not recorded (throttled on 1 thread, GASPARD_THROTTLE=1000,10)"));
+    assert!(site_note("off", &notes, "GASP_C_REALLOC")
+        .ends_with(": 29000 calls for 928000 bytes not recorded (throttled on 1 thread, GASPARD_THROTTLE=1000,10)"));
+    assert!(site_note("off", &notes, "GASP_C_FREE")
+        .ends_with(": 29000 calls not recorded (throttled on 1 thread, GASPARD_THROTTLE=1000,10)"));
+    assert!(!notes.iter().any(|n| n.contains("patched")), "{notes:#?}");
+}
+
+#[test]
+fn throttled_allocation_sites_are_patched_while_threads_call_them() {
+    // Four threads on the same three sites: the first thread to throttle a
+    // site patches it for all; each thread records at most its first 1000
+    // calls of each site, every START has its END, the results are right.
+    let (out, v, notes) = run_alloc_hot("alloc-threads", "cc", &["-O2"], &["50000", "4"], &[]);
+    assert_eq!(out.trim(), format!("total {}", 4 * churned(50000)));
+    for evs in events(&v) {
+        for kind in ["GASP_C_MALLOC", "GASP_C_REALLOC", "GASP_C_FREE"] {
+            let count = |phase: &str| {
+                evs.iter()
+                    .filter(|e| e["kind"] == kind && e["phase"] == phase)
+                    .count()
+            };
+            assert_eq!(count("START"), count("END"), "{kind}");
+            assert!(count("START") <= 1000, "{kind}: {}", count("START"));
+        }
+    }
+    for (kind, libc) in [
+        ("GASP_C_MALLOC", "malloc"),
+        ("GASP_C_REALLOC", "realloc"),
+        ("GASP_C_FREE", "free"),
+    ] {
+        let note = site_note("threads", &notes, kind);
+        assert!(
+            note.contains(&format!(
+                "then its call was patched to call {libc} directly"
+            )),
+            "{note}"
+        );
+    }
+}
+
+#[test]
+fn a_forked_child_runs_the_patched_allocation_calls() {
+    let (out, v, notes) = run_alloc_hot("alloc-fork", "cc", &["-O2"], &["20000", "1", "fork"], &[]);
+    let sum = 2 * churned(20000);
+    assert!(out.contains(&format!("child {sum}")), "{out}");
+    assert!(out.contains(&format!("parent {sum} 0")), "{out}");
+    // The parent recorded 1000 calls of each site; the child none (its
+    // sites were patched before the fork), and its notes say so.
+    assert_eq!(kind_events(&v, "GASP_C_MALLOC", "START"), 1000);
+    assert_eq!(kind_events(&v, "GASP_C_FREE", "END"), 1000);
+    for kind in ["GASP_C_MALLOC", "GASP_C_REALLOC", "GASP_C_FREE"] {
+        let child: Vec<&String> = notes
+            .iter()
+            .filter(|n| {
+                n.contains(&format!(": {kind} at churn+0x"))
+                    && n.contains("directly before this process was forked: its calls were neither recorded nor counted")
+            })
+            .collect();
+        assert_eq!(child.len(), 1, "{kind}: {notes:#?}");
+    }
 }

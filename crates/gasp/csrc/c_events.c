@@ -13,7 +13,10 @@
  * malloc, realloc or free no longer on a thread; the manifest's notes say
  * so, and for call sites how many calls (and bytes) were left out. On
  * x86-64 the hook calls of a throttled function are then patched out of the
- * code (GASPARD_THROTTLE_PATCH), so that its later calls cost nothing.
+ * code (GASPARD_THROTTLE_PATCH), so that its later calls cost nothing, and
+ * the call of a throttled allocation call site is patched to call the C
+ * library directly, so that its later calls cost what they cost without
+ * gaspard (and are no longer counted).
  *
  * Events go to the calling thread's UPC-model context, as the spec's Section
  * 4 places C events under UPC's measurement control. A thread-local guard
@@ -136,6 +139,7 @@ typedef struct {
   /* From the throttling on; written by the owning thread, read by the notes. */
   uint64_t skipped, skipped_bytes;
   const char *name;
+  int patch_tried; /* its call was looked at for patching (x86-64) */
 } site_stat;
 typedef struct site_table {
   struct site_table *next;
@@ -261,6 +265,38 @@ static inline NO_INSTRUMENT void patch_unlock(void) {
 static size_t gone_notes(char *out, size_t cap);
 static int patch_state; /* 0 not decided yet, 1 on, 2 off */
 int gaspard_throttle_patch(void);
+
+/* Whether throttled calls may be patched (GASPARD_THROTTLE_PATCH, and no
+ * failure of mprotect so far). */
+static inline NO_INSTRUMENT int patching_on(void) {
+  int state = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE);
+  if (__builtin_expect(state == 0, 0)) {
+    state = gaspard_throttle_patch() ? 1 : 2;
+    __atomic_store_n(&patch_state, state, __ATOMIC_RELEASE);
+  }
+  return state == 1;
+}
+
+/* The allocation call sites whose call was patched to call the C library
+ * directly (x86-64): they never reach the wrappers again, on any thread, so
+ * their calls are neither recorded nor counted from then on, and the notes
+ * say so. Added under patch_lock, `count` last with release; kept in a
+ * forked child, which runs the same patched code. */
+#define ALLOC_PATCHED_MAX 256
+static struct {
+  void *site;
+  unsigned kind;
+  const char *name;
+} alloc_patched[ALLOC_PATCHED_MAX];
+static unsigned alloc_patched_count;
+
+/* Whether `site`'s call was patched. */
+static NO_INSTRUMENT int alloc_was_patched(void *site) {
+  unsigned n = __atomic_load_n(&alloc_patched_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < n; i++)
+    if (alloc_patched[i].site == site) return 1;
+  return 0;
+}
 
 /* Makes st's function throttled for the process. Returns 0 when the lock
  * was taken (the next call tries again). */
@@ -408,7 +444,8 @@ static NO_INSTRUMENT void patch_failed(const char *what, int err) {
   __atomic_store_n(&patch_state, 2, __ATOMIC_RELEASE);
   char msg[256];
   snprintf(msg, sizeof msg,
-           "throttled functions: their hook calls are no longer patched out of the code (%s: %s)",
+           "throttled functions and call sites: their calls are no longer patched in the code (%s: "
+           "%s)",
            what, strerror(err));
   gaspard_note(msg);
 }
@@ -573,12 +610,7 @@ static NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is
   void *fn = st->fn;
   int tail = is_exit && ret == caller;
   if (tail) ret = fn; /* the key of the function's tail jump */
-  int state = __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE);
-  if (__builtin_expect(state == 0, 0)) {
-    state = gaspard_throttle_patch() ? 1 : 2;
-    __atomic_store_n(&patch_state, state, __ATOMIC_RELEASE);
-  }
-  if (state != 1) {
+  if (!patching_on()) {
     st->stays = STAYS_MAX;
     return;
   }
@@ -600,10 +632,221 @@ static NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is
   }
   patch_unlock();
 }
+/* Throttled allocation call sites (x86-64). The program's calls of malloc,
+ * realloc and free reach the wrappers through the linker's --wrap: `call
+ * rel32` (e8) to the PLT stub of __wrap_malloc (or to the wrapper itself,
+ * linked statically), or -fno-plt's `call *disp32(%rip)` (ff 15) through
+ * the GOT slot of __wrap_malloc. Once a call site is throttled on a thread,
+ * its 4-byte displacement is rewritten so that the call reaches the C
+ * library's function instead (the one the wrapper calls): for e8, a stub
+ * `jmp *slot(%rip)` in a page of trampolines mapped within reach (±2 GiB)
+ * of the call, the slot holding the function's address; for ff 15, that
+ * slot itself. The call then costs what a call through the PLT costs, and
+ * the allocation is the same one the wrapper would have made, so memory
+ * allocated at a patched site is freed as before, wherever it is freed.
+ * The displacement is written with one 4-byte store that does not cross a
+ * cache line (atomic on x86-64, as the 2-byte jumps above), while the page
+ * is writable; a thread running that call meanwhile calls either the
+ * wrapper or the function. Any doubt (bytes not those of such a call, a
+ * mapping that is not r-xp, no trampoline within reach) leaves the call as
+ * it is, going through the wrapper, counted. A patched site is patched for
+ * every thread: its later calls are neither recorded nor counted anywhere,
+ * and the notes say so (alloc_patched). */
+#define TRAMP_MAX 16
+static uint8_t *tramps[TRAMP_MAX];
+static unsigned tramp_count;
+/* A trampoline page: the stub of kind k (K_C_MALLOC..K_C_FREE) at 16 *
+ * (k - K_C_MALLOC), its slot at 64 + 8 * (k - K_C_MALLOC). */
+#define TRAMP_STUB(t, k) ((t) + 16 * ((k) - K_C_MALLOC))
+#define TRAMP_SLOT(t, k) ((t) + 64 + 8 * ((k) - K_C_MALLOC))
+#define TRAMP_BYTES 96
+
+/* The function a wrapper of `kind` calls: this library's own references
+ * to malloc, realloc and free, which the program's --wrap does not
+ * redirect; the dynamic linker resolves them as the program's own (the C
+ * library's, or an allocator's preloaded before it). */
+static NO_INSTRUMENT void *libc_of(unsigned kind) {
+  switch (kind) {
+    case K_C_MALLOC: return (void *)malloc;
+    case K_C_REALLOC: return (void *)realloc;
+    case K_C_FREE: return (void *)free;
+  }
+  return NULL;
+}
+
+/* Whether a displacement from `from` (the end of an instruction) reaches `to`. */
+static inline NO_INSTRUMENT int reaches(const uint8_t *from, const uint8_t *to) {
+  int64_t d = (int64_t)((uintptr_t)to - (uintptr_t)from);
+  return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+/* A free, page-aligned address for one page within reach of `site`: the
+ * top of the nearest gap below it in /proc/self/maps (listed in address
+ * order), above the first MiB and not above the heap (where brk grows).
+ * 0 when there is none. Plain system calls, as perms_of. */
+static NO_INSTRUMENT uintptr_t free_page_near(uintptr_t site, size_t page) {
+  int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[4096], line[512];
+  size_t len = 0;
+  ssize_t got;
+  uintptr_t prev_hi = (uintptr_t)1 << 20, best = 0;
+  int prev_heap = 0, done = 0;
+  while (!done && (got = read(fd, buf, sizeof buf)) > 0) {
+    for (ssize_t i = 0; i < got && !done; i++) {
+      if (buf[i] != '\n') {
+        if (len < sizeof line - 1) line[len++] = buf[i];
+        continue;
+      }
+      line[len] = 0;
+      len = 0;
+      char *end;
+      unsigned long lo = strtoul(line, &end, 16);
+      if (*end != '-') continue;
+      unsigned long hi = strtoul(end + 1, &end, 16);
+      if (*end != ' ') continue;
+      if (lo > site) {
+        done = 1;
+        break;
+      }
+      if (lo >= prev_hi + page && !prev_heap && site - (lo - page) < ((uintptr_t)1 << 31) - page)
+        best = lo - page;
+      if (hi > prev_hi) prev_hi = hi;
+      prev_heap = strstr(end, "[heap]") != NULL;
+    }
+  }
+  close(fd);
+  return best;
+}
+
+/* A trampoline page within reach of the call ending at `ret`, mapped when
+ * there is none yet (at most TRAMP_MAX). NULL when none can be had. Under
+ * patch_lock. */
+static NO_INSTRUMENT uint8_t *tramp_near(const uint8_t *ret) {
+  for (unsigned i = 0; i < tramp_count; i++)
+    if (reaches(ret, tramps[i]) && reaches(ret, tramps[i] + TRAMP_BYTES)) return tramps[i];
+  if (tramp_count == TRAMP_MAX) return NULL;
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return NULL;
+  uintptr_t at = free_page_near((uintptr_t)ret, (size_t)page);
+  if (!at) return NULL;
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+#ifdef MAP_FIXED_NOREPLACE
+  flags |= MAP_FIXED_NOREPLACE; /* never over a mapping; older kernels take it as a hint */
+#endif
+  uint8_t *t = mmap((void *)at, (size_t)page, PROT_READ | PROT_WRITE, flags, -1, 0);
+  if (t == MAP_FAILED) return NULL;
+  if ((uintptr_t)t != at) { /* placed elsewhere: maybe out of reach */
+    munmap(t, (size_t)page);
+    return NULL;
+  }
+  memset(t, 0xcc, (size_t)page); /* int3 wherever no stub is */
+  for (unsigned k = K_C_MALLOC; k <= K_C_FREE; k++) {
+    uint8_t *stub = TRAMP_STUB(t, k), *slot = TRAMP_SLOT(t, k);
+    int32_t rel = (int32_t)(slot - (stub + 6));
+    stub[0] = 0xff, stub[1] = 0x25; /* jmp *rel(%rip) */
+    memcpy(stub + 2, &rel, 4);
+    void *fn = libc_of(k);
+    memcpy(slot, &fn, sizeof fn);
+  }
+  /* Executable, no longer writable; a W^X policy refusing it: no trampoline. */
+  if (mprotect(t, (size_t)page, PROT_READ | PROT_EXEC) != 0) {
+    munmap(t, (size_t)page);
+    return NULL;
+  }
+  tramps[tramp_count++] = t;
+  return t;
+}
+
+extern void *wrap_malloc_fn(size_t n) __attribute__((alias("__wrap_malloc"), visibility("hidden")));
+extern void *wrap_realloc_fn(void *p, size_t n)
+    __attribute__((alias("__wrap_realloc"), visibility("hidden")));
+extern void wrap_free_fn(void *p) __attribute__((alias("__wrap_free"), visibility("hidden")));
+
+static const char *const wrap_name[] = {"", "", "__wrap_malloc", "__wrap_realloc", "__wrap_free"};
+
+/* Makes the call of the wrapper of `kind` that returns to `ret` call the C
+ * library's function directly, when it is such a call. Under patch_lock. */
+static NO_INSTRUMENT int patch_alloc_call(uint8_t *ret, unsigned kind) {
+  void *wrap = kind == K_C_MALLOC    ? (void *)wrap_malloc_fn
+               : kind == K_C_REALLOC ? (void *)wrap_realloc_fn
+                                     : (void *)wrap_free_fn;
+  /* The address the program resolves the wrapper to, should it differ. */
+  void *wrap2 = dlsym(RTLD_DEFAULT, wrap_name[kind]);
+  if (!wrap2) wrap2 = wrap;
+  void *fn = libc_of(kind);
+  /* Linked so that our own malloc is the wrapper: nothing to call instead. */
+  if (!fn || fn == wrap || fn == wrap2) return 0;
+  char p[5];
+  perms_of((uintptr_t)ret - 6, 6, p);
+  if (strcmp(p, "r-xp") != 0) return 0;
+  int32_t rel;
+  memcpy(&rel, ret - 4, 4);
+  int direct;
+  if (ret[-5] == 0xe8) {
+    const uint8_t *t = ret + rel;
+    if ((void *)t != wrap && (void *)t != wrap2 && !plt_to(t, wrap, wrap2)) return 0;
+    direct = 1;
+  } else if (ret[-6] == 0xff && ret[-5] == 0x15) {
+    uintptr_t slot = (uintptr_t)ret + (intptr_t)rel;
+    if (slot % sizeof(void *) || !readable(slot, sizeof(void *))) return 0;
+    void *to = __atomic_load_n((void **)slot, __ATOMIC_RELAXED);
+    if (to != wrap && to != wrap2) return 0;
+    direct = 0;
+  } else {
+    return 0;
+  }
+  /* The displacement: its 4 bytes in one cache line, for one atomic store. */
+  uint8_t *field = ret - 4;
+  if (((uintptr_t)field & 63) > 60) return 0;
+  uint8_t *t = tramp_near(ret);
+  if (!t) return 0;
+  const uint8_t *to = direct ? TRAMP_STUB(t, kind) : TRAMP_SLOT(t, kind);
+  if (!reaches(ret, to)) return 0;
+  int32_t nrel = (int32_t)(to - ret);
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  void *base = (void *)((uintptr_t)field & ~(uintptr_t)(page - 1));
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    patch_failed("mprotect", errno);
+    return 0;
+  }
+  /* A 32-bit store within a cache line is atomic on x86-64 (the address is
+   * unaligned, hence the instruction rather than a C store). */
+  __asm__ volatile("movl %1, (%0)" : : "r"(field), "r"(nrel) : "memory");
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
+  return 1;
+}
+
+/* A throttled call at st's site: patches the site's call when that can be
+ * done, once per thread and site (patch_tried), and records it among the
+ * patched sites. Called with the thread's guard set (busy). */
+static NO_INSTRUMENT void alloc_patch_out(site_stat *st) {
+  if (!patching_on()) {
+    st->patch_tried = 1;
+    return;
+  }
+  if (!patch_trylock()) return; /* another thread is patching: at a later call */
+  void *site = st->site;
+  unsigned n = alloc_patched_count;
+  if (n < ALLOC_PATCHED_MAX && !site_seen(site) &&
+      __atomic_load_n(&patch_state, __ATOMIC_ACQUIRE) == 1) {
+    if (patch_alloc_call(site, st->kind)) {
+      alloc_patched[n].site = site;
+      alloc_patched[n].kind = st->kind;
+      alloc_patched[n].name = st->name ? st->name : "?";
+      __atomic_store_n(&alloc_patched_count, n + 1, __ATOMIC_RELEASE);
+    }
+    site_add(site);
+  }
+  patch_unlock();
+  st->patch_tried = 1;
+}
 #else
 static inline NO_INSTRUMENT void patch_out(fn_stat *st, void *ret, void *caller, int is_exit) {
   (void)st, (void)ret, (void)caller, (void)is_exit;
 }
+static inline NO_INSTRUMENT void alloc_patch_out(site_stat *st) { st->patch_tried = 1; }
 #endif
 
 /* Records END for a call of fn, now. */
@@ -704,6 +947,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   leave();
 }
 
+static const char *const libc_name[] = {"", "", "malloc", "realloc", "free"};
 static const char *const kind_name[] = {"", "GASP_C_FUNC", "GASP_C_MALLOC", "GASP_C_REALLOC",
                                         "GASP_C_FREE"};
 
@@ -807,15 +1051,37 @@ static NO_INSTRUMENT size_t site_notes(char *out, size_t cap) {
     }
   size_t used = 0;
   for (unsigned k = 0; k < n && used < cap; k++) {
-    char bytes[64] = "";
+    char bytes[64] = "", patched[160] = "";
     if (sum[k].kind != K_C_FREE)
       snprintf(bytes, sizeof bytes, " for %llu bytes", (unsigned long long)sum[k].bytes);
+    if (alloc_was_patched(sum[k].site))
+      snprintf(patched, sizeof patched,
+               ", then its call was patched to call %s directly: its later calls on every thread "
+               "were neither recorded nor counted",
+               libc_name[sum[k].kind]);
     int w = snprintf(out + used, cap - used,
-                     "%s at %s: %llu calls%s not recorded (throttled on %u thread%s, "
-                     "GASPARD_THROTTLE=%llu,%llu)\n",
-                     kind_name[sum[k].kind], sum[k].name, (unsigned long long)sum[k].calls, bytes,
+                     "%s at %s: %llu call%s%s not recorded (throttled on %u thread%s, "
+                     "GASPARD_THROTTLE=%llu,%llu)%s\n",
+                     kind_name[sum[k].kind], sum[k].name, (unsigned long long)sum[k].calls,
+                     sum[k].calls == 1 ? "" : "s", bytes,
                      sum[k].threads, sum[k].threads == 1 ? "" : "s",
-                     (unsigned long long)thr_calls, (unsigned long long)thr_us);
+                     (unsigned long long)thr_calls, (unsigned long long)thr_us, patched);
+    if (w < 0 || (size_t)w >= cap - used) break;
+    used += (size_t)w;
+  }
+  /* Sites patched before a fork whose thread here has not throttled them:
+   * the child runs their patched calls from its start. */
+  unsigned np = __atomic_load_n(&alloc_patched_count, __ATOMIC_ACQUIRE);
+  for (unsigned i = 0; i < np && used < cap; i++) {
+    unsigned k = 0;
+    while (k < n && sum[k].site != alloc_patched[i].site) k++;
+    if (k < n) continue;
+    int w = snprintf(out + used, cap - used,
+                     "%s at %s: its call was patched to call %s directly before this process was "
+                     "forked: its calls were neither recorded nor counted (GASPARD_THROTTLE=%llu,%llu)\n",
+                     kind_name[alloc_patched[i].kind], alloc_patched[i].name,
+                     libc_name[alloc_patched[i].kind], (unsigned long long)thr_calls,
+                     (unsigned long long)thr_us);
     if (w < 0 || (size_t)w >= cap - used) break;
     used += (size_t)w;
   }
@@ -831,6 +1097,7 @@ static NO_INSTRUMENT size_t site_notes(char *out, size_t cap) {
     site_stat *st = site_of(SITE, KIND);                                                          \
     if (st && st->throttled) {                                                                    \
       site_skipped(st, BYTES);                                                                    \
+      if (__builtin_expect(!st->patch_tried, 0)) alloc_patch_out(st);                            \
       CALL;                                                                                       \
     } else {                                                                                      \
       uint64_t t0 = gaspard_now();                                                                \
@@ -844,29 +1111,78 @@ static NO_INSTRUMENT size_t site_notes(char *out, size_t cap) {
     leave();                                                                                      \
   }
 
-EXPORT NO_INSTRUMENT void *__wrap_malloc(size_t nbytes) {
+/* The fast path of the wrappers, for a call site already throttled on this
+ * thread whose call could not be patched (or patching is off): its
+ * statistics, found with three thread-local loads (initial-exec: one
+ * instruction each) and a probe of the thread's table, without a clock
+ * read, a lock or a call; NULL otherwise (the site is not in the table yet,
+ * not throttled, not yet looked at for patching, the guard is set or
+ * measurement is off), and the wrapper takes the recording path. */
+static inline NO_INSTRUMENT site_stat *alloc_throttled(void *site, unsigned kind) {
+  site_table *t = sites;
+  if (__builtin_expect(t == NULL || busy, 0)) return NULL;
+  gaspard_ctx *c = here;
+  if (__builtin_expect(c == NULL || !c->on, 0)) return NULL;
+  unsigned h = (unsigned)((((uintptr_t)site >> 2) ^ kind) % SITE_SLOTS);
+  for (unsigned probe = 0; probe < 8; probe++) {
+    site_stat *st = &t->s[(h + probe) % SITE_SLOTS];
+    if (st->site == site && st->kind == kind) return st->throttled && st->patch_tried ? st : NULL;
+    if (!st->site) return NULL;
+  }
+  return NULL;
+}
+
+static NO_INSTRUMENT __attribute__((noinline)) void *malloc_recorded(size_t nbytes, void *site) {
   void *r;
   uint64_t a[2] = {nbytes, 0};
 #define SET_RESULT a[1] = (uint64_t)(uintptr_t)r
-  ALLOC_CALL(K_C_MALLOC, __builtin_return_address(0), nbytes, 1, 2, r = malloc(nbytes))
+  ALLOC_CALL(K_C_MALLOC, site, nbytes, 1, 2, r = malloc(nbytes))
+#undef SET_RESULT
+  return r;
+}
+
+EXPORT NO_INSTRUMENT void *__wrap_malloc(size_t nbytes) {
+  void *site = __builtin_return_address(0);
+  site_stat *st = alloc_throttled(site, K_C_MALLOC);
+  if (__builtin_expect(st == NULL, 0)) return malloc_recorded(nbytes, site);
+  site_skipped(st, nbytes);
+  return malloc(nbytes);
+}
+
+static NO_INSTRUMENT __attribute__((noinline)) void *realloc_recorded(void *ptr, size_t size,
+                                                                       void *site) {
+  void *r;
+  uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, 0};
+#define SET_RESULT a[2] = (uint64_t)(uintptr_t)r
+  ALLOC_CALL(K_C_REALLOC, site, size, 2, 3, r = realloc(ptr, size))
 #undef SET_RESULT
   return r;
 }
 
 EXPORT NO_INSTRUMENT void *__wrap_realloc(void *ptr, size_t size) {
-  void *r;
-  uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, 0};
-#define SET_RESULT a[2] = (uint64_t)(uintptr_t)r
-  ALLOC_CALL(K_C_REALLOC, __builtin_return_address(0), size, 2, 3, r = realloc(ptr, size))
+  void *site = __builtin_return_address(0);
+  site_stat *st = alloc_throttled(site, K_C_REALLOC);
+  if (__builtin_expect(st == NULL, 0)) return realloc_recorded(ptr, size, site);
+  site_skipped(st, size);
+  return realloc(ptr, size);
+}
+
+static NO_INSTRUMENT __attribute__((noinline)) void free_recorded(void *ptr, void *site) {
+  uint64_t a[1] = {(uint64_t)(uintptr_t)ptr};
+#define SET_RESULT (void)0
+  ALLOC_CALL(K_C_FREE, site, 0, 1, 1, free(ptr))
 #undef SET_RESULT
-  return r;
 }
 
 EXPORT NO_INSTRUMENT void __wrap_free(void *ptr) {
-  uint64_t a[1] = {(uint64_t)(uintptr_t)ptr};
-#define SET_RESULT (void)0
-  ALLOC_CALL(K_C_FREE, __builtin_return_address(0), 0, 1, 1, free(ptr))
-#undef SET_RESULT
+  void *site = __builtin_return_address(0);
+  site_stat *st = alloc_throttled(site, K_C_FREE);
+  if (__builtin_expect(st == NULL, 0)) {
+    free_recorded(ptr, site);
+    return;
+  }
+  site_skipped(st, 0);
+  free(ptr);
 }
 
 /* For adapters built as separate libraries (libgaspard_shmem.so, ...): records

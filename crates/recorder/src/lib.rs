@@ -288,7 +288,8 @@ pub unsafe extern "C" fn gaspard_throttle_limits(calls: *mut u64, us: *mut u64) 
 }
 
 /// Whether the hook calls of throttled C functions may be patched out of the
-/// code (`GASPARD_THROTTLE_PATCH`): 1 yes, 0 no.
+/// code, and throttled allocation call sites patched to call the C library
+/// directly (`GASPARD_THROTTLE_PATCH`): 1 yes, 0 no.
 #[no_mangle]
 pub extern "C" fn gaspard_throttle_patch() -> i32 {
     std::panic::catch_unwind(|| process::get().is_some_and(|p| p.throttle_patch) as i32)

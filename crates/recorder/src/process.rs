@@ -51,7 +51,9 @@ pub struct Options {
     /// microseconds on average on one thread is no longer recorded in the process.
     pub throttle: Option<(u64, u64)>,
     /// Whether the hook calls of a throttled C function are patched out of
-    /// the code on x86-64 (`GASPARD_THROTTLE_PATCH=1`, the default, or `0`).
+    /// the code on x86-64, and throttled allocation call sites patched to
+    /// call the C library directly (`GASPARD_THROTTLE_PATCH=1`, the default,
+    /// or `0`).
     pub throttle_patch: bool,
     /// Profile-only mode (`GASPARD_PROFILE_ONLY=1`): counts, times and bytes
     /// per event name and callsite are kept, not the events.
