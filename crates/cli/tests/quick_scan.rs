@@ -393,6 +393,25 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
     std::fs::write(&files[1], &b).unwrap();
     let (t, _, n) = check(&trace);
     assert!(!t.problems.is_empty());
+    // The cut leaves intervals never closed, which the overview reads the
+    // stream again without (checked above).
+    let unclosed: usize = t
+        .streams
+        .iter()
+        .map(|s| {
+            let counted = |kind: u16, user: bool| class(kind, user).is_some();
+            let starts = s
+                .events
+                .iter()
+                .filter(|e| e.phase == 0)
+                .filter(|e| counted(e.kind, e.user().is_some()));
+            let closed = intervals(s)
+                .iter()
+                .filter(|iv| counted(iv.kind, s.events[iv.start_event as usize].user().is_some()));
+            starts.count() - closed.count()
+        })
+        .sum();
+    assert!(unclosed > 0, "no interval left open");
     assert!(n > 100, "{n} intervals");
     // Nothing at all is a clear error.
     let empty = dir.join("empty");
