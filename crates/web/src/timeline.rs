@@ -667,7 +667,11 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
             }
             ei += 1;
         } else {
-            active.push(si as u32);
+            // An empty span's end came first (ends first at equal times):
+            // it takes no time, and is not left open.
+            if spans[si].end > spans[si].start {
+                active.push(si as u32);
+            }
             si += 1;
         }
     }
@@ -770,6 +774,21 @@ mod tests {
         // Half of a column busy.
         let v = th.window(0, 2000, 0, 2000, 1, 100);
         assert_eq!(v["busy"], json!([128]));
+    }
+
+    #[test]
+    fn an_empty_span_takes_no_time() {
+        // An empty comm span inside a sync span, then idle time: the
+        // columns after the sync span are idle.
+        let th = ThreadLine::new(
+            "t".into(),
+            vec![span(0, 1000, 1, 0), span(500, 500, 2, 1)],
+            0,
+            2000,
+        );
+        let v = th.window(0, 2000, 0, 2000, 4, 100);
+        assert_eq!(v["cls"], json!([1, 1, 0, 0]));
+        assert_eq!(v["busy"], json!([255, 255, 0, 0]));
     }
 
     #[test]
