@@ -127,7 +127,8 @@ fn innermost_ns(s: &gaspard_analyze::trace::Stream) -> [f64; CLASSES] {
         .filter_map(|iv| {
             let user = s.events[iv.start_event as usize].user().is_some();
             let c = class(iv.kind, user)?;
-            Some((iv.start, iv.end.max(iv.start), iv.start_event, c))
+            // An empty interval takes no time.
+            (iv.end > iv.start).then_some((iv.start, iv.end, iv.start_event, c))
         })
         .collect();
     spans.sort_by_key(|&(a, b, e, _)| (a, std::cmp::Reverse(b), e));
