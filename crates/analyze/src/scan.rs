@@ -731,3 +731,512 @@ fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
     q.streams = streams;
     q
 }
+
+/// One thread of an [`Overview`].
+#[derive(Debug, Clone)]
+pub struct OverviewStream {
+    /// `host-pid` of its process.
+    pub process: String,
+    /// Stream number within the process.
+    pub stream: u32,
+    /// How findings name the thread (as [`QuickStream::name`]).
+    pub name: String,
+    /// Its events.
+    pub events: u64,
+    /// Busy time per (bin, class): `bins[b * classes + c]` is the share of
+    /// bin `b` of [`Overview::t0`]..[`Overview::t1`] that the innermost
+    /// interval of class `c` took (0..1, summed over classes at most 1 but
+    /// for rounding).
+    pub bins: Vec<f32>,
+}
+
+/// Every thread's busy time per class, in bins over the whole run, without
+/// the intervals themselves: what the whole trace's timeline shows at a
+/// coarse resolution, read from every event but decoding only their kinds,
+/// phases and times ([`overview`]).
+#[derive(Debug, Default)]
+pub struct Overview {
+    /// First event, ns since the trace's start (as the timeline's `t0`).
+    pub t0: u64,
+    /// Last event (as the timeline's `t1`: after `t0`).
+    pub t1: u64,
+    /// Bins over `[t0, t1]`.
+    pub bins: usize,
+    /// Classes per bin.
+    pub classes: usize,
+    /// Streams ordered as [`Quick::streams`] are.
+    pub streams: Vec<OverviewStream>,
+}
+
+/// Bins of a stream's own time span that its pass counts busy time in,
+/// all streams together, at most (each has at most [`LOCAL_BINS_MAX`]).
+const LOCAL_BINS_ALL: usize = 1 << 21;
+/// Bins of one stream's own time span, at most.
+const LOCAL_BINS_MAX: usize = 1 << 18;
+
+/// The busy time of every thread of the trace in `dir`, per class, in
+/// `bins` bins over the whole run: the same intervals as [`scan`] finds
+/// (START/END matched per kind and user event, the innermost one counting,
+/// those never closed left out), without their names, callsites or
+/// arguments. `class` gives the class (below `classes`) of an interval of a
+/// kind (and whether it is a user event), `None` for those not counted.
+///
+/// Each stream is read once (twice when some of its intervals are never
+/// closed), its time counted in bins of its own span, then put on the
+/// whole run's bins once the clocks are corrected: the bins agree with
+/// those computed from the intervals within one bin of the stream's own
+/// at each edge (from `1/131072` of its span with 8 streams or fewer, to
+/// `1/256` with 8192 or more: 2 M bins in all), the busy time of each
+/// thread and class in all of them within rounding.
+pub fn overview<F>(
+    dir: &Path,
+    bins: usize,
+    classes: usize,
+    class: F,
+) -> Result<Overview, TraceError>
+where
+    F: Fn(u16, bool) -> Option<u8> + Sync,
+{
+    let bins = bins.max(1);
+    let classes = classes.max(1);
+    let listing = crate::trace::list(dir)?;
+    let opened: Vec<Opened> = listing.streams.par_iter().filter_map(|p| open(p)).collect();
+    let clocks = crate::trace::fit_clocks(
+        &listing.refs,
+        opened.iter().flat_map(|o| {
+            let p = o.stream.process.as_str();
+            std::iter::once((p, None)).chain(o.chunks.iter().map(move |c| (p, Some(&c.0))))
+        }),
+    );
+    let local = (LOCAL_BINS_ALL / opened.len().max(1)).clamp(256, LOCAL_BINS_MAX);
+    let passed: Vec<Passed> = opened
+        .into_par_iter()
+        .map(|o| {
+            let clock = &clocks[&o.stream.process];
+            pass_stream(o, clock, local, classes, &class)
+        })
+        .collect();
+    Ok(place(listing.trace, passed, &clocks, bins, classes))
+}
+
+/// One stream's pass: its busy time in bins of its own span, in ticks of
+/// its process's clock (converted once, at the end).
+struct Passed {
+    stream: crate::trace::Stream,
+    events: u64,
+    /// Times of its first and last events, ns of its process's clock.
+    first_last: Option<(u64, u64)>,
+    rank: Option<Rank>,
+    sync: Vec<[u64; 4]>,
+    /// Its own span, `[lo, hi]` ticks, in bins of `1 << shift` ticks from `lo`.
+    lo: u64,
+    hi: u64,
+    shift: u32,
+    /// Ticks of busy time per (bin, class).
+    bins: Vec<u64>,
+}
+
+/// What [`overview`] keeps of a thread while it reads it.
+struct PassSink<'a, F> {
+    class: &'a F,
+    classes: usize,
+    pts_words: usize,
+    model: u32,
+    /// Class of each system kind, once asked: `UNKNOWN`, `UNCOUNTED` or
+    /// the class.
+    kind_class: Vec<u8>,
+    /// Class of user events (`UNCOUNTED` when not counted).
+    user_class: u8,
+    /// Kinds whose START gives the process's rank.
+    rank_kinds: [u16; 2],
+    wants_rank: bool,
+    rank: Option<Rank>,
+    sync: Vec<[u64; 4]>,
+    events: u64,
+    first: u64,
+    last: u64,
+    /// Positions of STARTs left out (never closed), ascending.
+    skip: Vec<u64>,
+    next_skip: usize,
+    /// Open STARTs per system kind, and per (kind, user event id): (slot,
+    /// position).
+    open_kind: Vec<Vec<(u32, u64)>>,
+    open: HashMap<(u16, u64), Vec<(u32, u64)>>,
+    /// Intervals open now, by START: (slot, class).
+    active: Vec<(u32, u8)>,
+    next_slot: u32,
+    /// Time (ticks, as all times here) up to which busy time is counted.
+    now: u64,
+    lo: u64,
+    hi: u64,
+    /// Bins are `1 << shift` ticks wide, `(hi - lo) >> shift` the last one.
+    shift: u32,
+    bins: Vec<u64>,
+}
+
+const UNKNOWN: u8 = u8::MAX;
+const UNCOUNTED: u8 = u8::MAX - 1;
+
+impl<F: Fn(u16, bool) -> Option<u8>> PassSink<'_, F> {
+    #[inline]
+    fn class_of(&mut self, kind: u16, user: bool) -> u8 {
+        if user {
+            return self.user_class;
+        }
+        let k = kind as usize;
+        if k >= self.kind_class.len() {
+            self.kind_class.resize(k + 1, UNKNOWN);
+        }
+        if self.kind_class[k] == UNKNOWN {
+            self.kind_class[k] = match (self.class)(kind, false) {
+                Some(c) if (c as usize) < self.classes => c,
+                _ => UNCOUNTED,
+            };
+        }
+        self.kind_class[k]
+    }
+
+    /// Counts the time from `now` to `t` for the innermost open interval.
+    #[inline]
+    fn advance(&mut self, t: u64) {
+        if t <= self.now {
+            return;
+        }
+        if let Some(&(_, c)) = self.active.last() {
+            self.add(self.now, t, c);
+        }
+        self.now = t;
+    }
+
+    #[inline]
+    fn add(&mut self, from: u64, to: u64, class: u8) {
+        let from = from.clamp(self.lo, self.hi) - self.lo;
+        let to = to.clamp(self.lo, self.hi) - self.lo;
+        if to <= from {
+            return;
+        }
+        let (bf, bg) = ((from >> self.shift) as usize, (to >> self.shift) as usize);
+        let (c, n) = (class as usize, self.classes);
+        if bf == bg {
+            self.bins[bf * n + c] += to - from;
+            return;
+        }
+        self.bins[bf * n + c] += ((bf as u64 + 1) << self.shift) - from;
+        for b in bf + 1..bg {
+            self.bins[b * n + c] += 1 << self.shift;
+        }
+        self.bins[bg * n + c] += to - ((bg as u64) << self.shift);
+    }
+}
+
+impl<F: Fn(u16, bool) -> Option<u8>> Sink for PassSink<'_, F> {
+    fn string(&mut self, _: u32, _: String) {}
+    fn callsite(&mut self, _: u32, _: codec::Callsite) {}
+    fn user(&mut self, _: UserDef) {}
+
+    #[inline(always)]
+    fn wants_args(&mut self, kind: u16) -> bool {
+        kind == kinds::GASPARD_CLOCK_SYNC || (self.wants_rank && self.rank_kinds.contains(&kind))
+    }
+
+    #[inline(always)]
+    fn event(&mut self, e: codec::Event, user: Option<u64>, args: &[u64]) {
+        let index = self.events;
+        self.events += 1;
+        let t = e.ts;
+        if index == 0 {
+            self.first = t;
+            self.now = t;
+        }
+        self.last = t;
+        if e.kind == kinds::GASPARD_CLOCK_SYNC && args.len() >= 4 {
+            self.sync.push([args[0], args[1], args[2], args[3]]);
+        }
+        if e.phase == 1 && self.wants_rank && self.rank_kinds.contains(&e.kind) {
+            self.rank = rank_of(self.model, self.pts_words, e.kind, e.flags, args);
+            self.wants_rank = false;
+        }
+        if e.phase > 1 {
+            return;
+        }
+        let class = self.class_of(e.kind, user.is_some());
+        if class == UNCOUNTED {
+            return;
+        }
+        let direct = user.is_none() && (e.kind as usize) < DIRECT_KINDS;
+        if e.phase == 0 {
+            if self.skip.get(self.next_skip) == Some(&index) {
+                self.next_skip += 1;
+                return;
+            }
+            self.advance(t);
+            let slot = self.next_slot;
+            self.next_slot = self.next_slot.wrapping_add(1);
+            let stack = if direct {
+                &mut self.open_kind[e.kind as usize]
+            } else {
+                self.open
+                    .entry((e.kind, user.unwrap_or(u64::MAX)))
+                    .or_default()
+            };
+            stack.push((slot, index));
+            self.active.push((slot, class));
+        } else {
+            let stack = if direct {
+                &mut self.open_kind[e.kind as usize]
+            } else {
+                self.open
+                    .entry((e.kind, user.unwrap_or(u64::MAX)))
+                    .or_default()
+            };
+            let Some((slot, _)) = stack.pop() else {
+                return;
+            };
+            self.advance(t);
+            if let Some(p) = self.active.iter().rposition(|&(s, _)| s == slot) {
+                self.active.remove(p);
+            }
+        }
+    }
+}
+
+/// The rank a start-up event (`kind`, of `rank_kinds`) gives.
+fn rank_of(model: u32, pts_words: usize, kind: u16, flags: u8, args: &[u64]) -> Option<Rank> {
+    let (rank_arg, size_arg) = match model {
+        3 => ("rank", "size"),
+        4 => ("pe", "npes"),
+        _ => return None,
+    };
+    let (mut me, mut size, mut at) = (None, None, 0);
+    for (n, _, w) in codec::arg_layout(kind, 1, pts_words, flags) {
+        if n == rank_arg {
+            me = args.get(at).copied();
+        } else if n == size_arg {
+            size = args.get(at).copied();
+        }
+        at += w;
+    }
+    Some(Rank {
+        model: if model == 3 { "MPI" } else { "SHMEM" },
+        me: me.unwrap_or(u64::MAX) as usize,
+        size: size.unwrap_or(0) as usize,
+    })
+}
+
+fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
+    o: Opened,
+    clock: &Clock,
+    local: usize,
+    classes: usize,
+    class: &F,
+) -> Passed {
+    let ns = |ts: u64| clock.ns(ts).clamp(0, u64::MAX as i128) as u64;
+    // The stream's span from its chunk headers (events out of it, if the
+    // clock went back, count at its edges).
+    let lo = o.chunks.iter().map(|c| c.0.base_ts).min().unwrap_or(0);
+    let hi = o
+        .chunks
+        .iter()
+        .map(|c| c.0.last_ts)
+        .max()
+        .unwrap_or(lo)
+        .max(lo.saturating_add(1));
+    let mut shift = 0;
+    while (hi - lo) >> shift >= local as u64 {
+        shift += 1;
+    }
+    let nbins = ((hi - lo) >> shift) as usize + 1;
+    let rank_kinds = match o.stream.model {
+        3 => ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
+        4 => ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
+        _ => ["", ""],
+    }
+    .map(|n| kinds::kind_by_name(n).map_or(u16::MAX, |k| k.id));
+    let user_class = match class(kinds::GASPARD_USER, true) {
+        Some(c) if (c as usize) < classes => c,
+        _ => UNCOUNTED,
+    };
+    let run = |skip: Vec<u64>| {
+        let mut sink = PassSink {
+            class,
+            classes,
+            pts_words: (o.stream.pts_bytes as usize).div_ceil(8),
+            model: o.stream.model,
+            kind_class: Vec::new(),
+            user_class,
+            rank_kinds,
+            wants_rank: matches!(o.stream.model, 3 | 4),
+            rank: None,
+            sync: Vec::new(),
+            events: 0,
+            first: 0,
+            last: 0,
+            skip,
+            next_skip: 0,
+            open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
+            open: HashMap::default(),
+            active: Vec::new(),
+            next_slot: 0,
+            now: 0,
+            lo,
+            hi,
+            shift,
+            bins: vec![0u64; nbins * classes],
+        };
+        for (h, at, len) in &o.chunks {
+            // What cannot be decoded is left out, as by the other readers.
+            let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
+        }
+        sink
+    };
+    let mut sink = run(Vec::new());
+    // Intervals never closed are no intervals: read again without them.
+    let mut unclosed: Vec<u64> = sink
+        .open_kind
+        .iter()
+        .chain(sink.open.values())
+        .flat_map(|s| s.iter().map(|&(_, at)| at))
+        .collect();
+    if !unclosed.is_empty() {
+        unclosed.sort_unstable();
+        sink = run(unclosed);
+    }
+    let rank = sink.rank.filter(|r| r.me < r.size);
+    Passed {
+        stream: o.stream,
+        events: sink.events,
+        first_last: (sink.events > 0).then_some((ns(sink.first), ns(sink.last))),
+        rank,
+        sync: sink.sync,
+        lo,
+        hi,
+        shift,
+        bins: sink.bins,
+    }
+}
+
+/// Corrects the clocks as [`merge`] does, and puts each stream's bins on
+/// the whole run's.
+fn place(
+    mut t: crate::trace::Trace,
+    passed: Vec<Passed>,
+    clocks: &HashMap<String, Clock>,
+    bins: usize,
+    classes: usize,
+) -> Overview {
+    let mut processes: Vec<&str> = passed.iter().map(|s| s.stream.process.as_str()).collect();
+    processes.sort_unstable();
+    processes.dedup();
+    for p in processes {
+        let samples = crate::clocksync::samples_of(
+            passed
+                .iter()
+                .filter(|s| s.stream.process == p)
+                .flat_map(|s| s.sync.iter().map(|a| a.as_slice())),
+        );
+        if let Some(c) = crate::clocksync::correction(p, &samples) {
+            t.clock_sync.push(c);
+        }
+    }
+    let fix = crate::clocksync::enabled();
+    let corrections: HashMap<&str, &crate::clocksync::Correction> = t
+        .clock_sync
+        .iter()
+        .map(|c| (c.process.as_str(), c))
+        .collect();
+    let correct = |process: &str, v: u64| match corrections.get(process) {
+        Some(c) if fix => c.correct(v),
+        _ => v,
+    };
+    let firsts: Vec<(&str, u64)> = passed
+        .iter()
+        .filter_map(|s| {
+            let (f, _) = s.first_last?;
+            Some((s.stream.process.as_str(), correct(&s.stream.process, f)))
+        })
+        .collect();
+    let base = crate::trace::trace_start(&t, &firsts);
+    let at = |process: &str, v: u64| -> u64 {
+        (correct(process, v) as i128 - base).clamp(0, MAX_T_NS as i128) as u64
+    };
+    let spans: Vec<(u64, u64)> = passed
+        .iter()
+        .filter_map(|s| {
+            let (f, l) = s.first_last?;
+            Some((at(&s.stream.process, f), at(&s.stream.process, l)))
+        })
+        .collect();
+    let t0 = spans.iter().map(|s| s.0).min().unwrap_or(0);
+    let t1 = spans.iter().map(|s| s.1).max().unwrap_or(t0).max(t0 + 1);
+    let bin_w = (t1 - t0) as f64 / bins as f64;
+    let mut streams: Vec<OverviewStream> = passed
+        .into_par_iter()
+        .map(|s| {
+            let process = s.stream.process.as_str();
+            let mut out = vec![0f32; bins * classes];
+            let clock = &clocks[process];
+            // Ticks to ns of the run.
+            let run_ns = |ticks: u64| {
+                let ns = clock.ns(ticks).clamp(0, u64::MAX as i128) as u64;
+                at(process, ns) as f64 - t0 as f64
+            };
+            // ns of the run per tick (a drifting clock's ns are not quite
+            // the run's).
+            let start = run_ns(s.lo);
+            let stretch = ((run_ns(s.hi) - start) / (s.hi - s.lo) as f64).max(0.0);
+            for (b, row) in s.bins.chunks_exact(classes).enumerate() {
+                if row.iter().all(|&x| x == 0) {
+                    continue;
+                }
+                // The local bin's span on the whole run's time.
+                let from = s.lo.saturating_add((b as u64) << s.shift);
+                // (Linear, as the clock and its correction are: no
+                // rounding to whole ns bin by bin.)
+                let x0 = start + (from - s.lo) as f64 * stretch;
+                let x1 = x0 + (1u64 << s.shift) as f64 * stretch;
+                let (f, g) = (x0 / bin_w, (x1 / bin_w).max(x0 / bin_w));
+                let lo = (f.max(0.0) as usize).min(bins - 1);
+                let hi = ((g.max(0.0) as usize) + 1).min(bins);
+                for bin in lo..hi {
+                    // The share of the local bin in this bin.
+                    let share = if g > f {
+                        (g.min(bin as f64 + 1.0) - f.max(bin as f64)).max(0.0) / (g - f)
+                    } else {
+                        1.0
+                    };
+                    if share == 0.0 {
+                        continue;
+                    }
+                    for (c, &ticks) in row.iter().enumerate() {
+                        out[bin * classes + c] += (ticks as f64 * stretch * share / bin_w) as f32;
+                    }
+                }
+            }
+            let name = match s.rank {
+                Some(r) => format!(
+                    "{} {} ({} stream {})",
+                    if r.model == "SHMEM" { "PE" } else { "rank" },
+                    r.me,
+                    process,
+                    s.stream.stream
+                ),
+                None => format!("{} stream {}", process, s.stream.stream),
+            };
+            OverviewStream {
+                process: s.stream.process.clone(),
+                stream: s.stream.stream,
+                name,
+                events: s.events,
+                bins: out,
+            }
+        })
+        .collect();
+    streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    Overview {
+        t0,
+        t1,
+        bins,
+        classes,
+        streams,
+    }
+}

@@ -12,7 +12,7 @@ use std::process::Command;
 use gaspard_analyze::dump::event_name;
 use gaspard_analyze::intervals::intervals;
 use gaspard_analyze::objects::arg;
-use gaspard_analyze::scan::{scan, Quick};
+use gaspard_analyze::scan::{overview, scan, Quick};
 use gaspard_analyze::trace::{read, Trace};
 use gaspard_format::kinds::{self, Class};
 
@@ -86,7 +86,125 @@ fn check(dir: &Path) -> (Trace, Quick, usize) {
     let t = read(dir).unwrap();
     let q = scan(dir).unwrap();
     let n = compare(&t, &q);
+    check_overview(dir, &t, &q);
     (t, q, n)
+}
+
+/// Classes an overview counts in, in this test: user events, then one per
+/// kind class; gaspard's own kinds not counted.
+const CLASSES: usize = 9;
+fn class(kind: u16, user: bool) -> Option<u8> {
+    if user {
+        return Some(0);
+    }
+    if matches!(
+        kind,
+        kinds::GASPARD_INIT
+            | kinds::GASPARD_MEASUREMENT
+            | kinds::GASPARD_LOST
+            | kinds::GASPARD_CLOCK_SYNC
+    ) {
+        return None;
+    }
+    Some(match kinds::kind(kind).map(|k| k.class) {
+        Some(Class::Sync) => 1,
+        Some(Class::Comm) => 2,
+        Some(Class::Memory) => 3,
+        Some(Class::Work) => 4,
+        Some(Class::Program) | None => 5,
+        Some(Class::Cache) => 6,
+        Some(Class::Function) => 7,
+        Some(Class::User) => 8,
+    })
+}
+
+/// The time of a thread during which the innermost open interval (the one
+/// that started last, at equal starts the shorter) is of each class, from
+/// the whole trace's intervals.
+fn innermost_ns(s: &gaspard_analyze::trace::Stream) -> [f64; CLASSES] {
+    let mut spans: Vec<(u64, u64, u32, u8)> = intervals(s)
+        .iter()
+        .filter_map(|iv| {
+            let user = s.events[iv.start_event as usize].user().is_some();
+            let c = class(iv.kind, user)?;
+            // An empty interval takes no time.
+            (iv.end > iv.start).then_some((iv.start, iv.end, iv.start_event, c))
+        })
+        .collect();
+    spans.sort_by_key(|&(a, b, e, _)| (a, std::cmp::Reverse(b), e));
+    let mut ends: Vec<(u64, usize)> = spans.iter().enumerate().map(|(i, s)| (s.1, i)).collect();
+    ends.sort_unstable();
+    let mut out = [0f64; CLASSES];
+    let (mut si, mut ei, mut now) = (0, 0, 0u64);
+    let mut active: Vec<usize> = Vec::new();
+    while ei < ends.len() {
+        let take_end = si >= spans.len() || ends[ei].0 <= spans[si].0;
+        let at = if take_end { ends[ei].0 } else { spans[si].0 };
+        if let Some(&top) = active.last() {
+            out[spans[top].3 as usize] += at.saturating_sub(now) as f64;
+        }
+        now = at;
+        if take_end {
+            let p = active.iter().rposition(|&x| x == ends[ei].1).unwrap();
+            active.remove(p);
+            ei += 1;
+        } else {
+            active.push(si);
+            si += 1;
+        }
+    }
+    out
+}
+
+/// The overview (`gaspard_analyze::scan::overview`) of the trace in `dir`
+/// gives each thread's busy time per class as its intervals in the whole
+/// trace do, in bins over the same time span.
+fn check_overview(dir: &Path, t: &Trace, q: &Quick) {
+    let bins = 4096;
+    let o = overview(dir, bins, CLASSES, class).unwrap();
+    assert_eq!(o.streams.len(), t.streams.len());
+    let t0 = q
+        .streams
+        .iter()
+        .filter_map(|s| s.first_last.map(|f| f.0))
+        .min();
+    let t1 = q
+        .streams
+        .iter()
+        .filter_map(|s| s.first_last.map(|f| f.1))
+        .max();
+    assert_eq!(Some(o.t0), t0, "the same start");
+    assert_eq!(Some(o.t1), t1.map(|t1| t1.max(o.t0 + 1)), "the same end");
+    let bin_w = (o.t1 - o.t0) as f64 / bins as f64;
+    let mut busy = 0.0;
+    for (s, os) in t.streams.iter().zip(&o.streams) {
+        assert_eq!(gaspard_analyze::findings::thread_name(s), os.name);
+        assert_eq!(s.events.len() as u64, os.events);
+        let want = innermost_ns(s);
+        let span = match (s.events.first(), s.events.last()) {
+            (Some(a), Some(b)) => (b.t_ns - a.t_ns) as f64,
+            _ => 0.0,
+        };
+        for (c, &want) in want.iter().enumerate() {
+            let got: f64 = (0..bins)
+                .map(|b| f64::from(os.bins[b * CLASSES + c]))
+                .sum::<f64>()
+                * bin_w;
+            let tolerance = 1e-3 * span + bin_w;
+            assert!(
+                (got - want).abs() <= tolerance,
+                "{}: class {c}: {got} ns in the overview, {want} ns in the intervals",
+                os.name,
+            );
+            busy += want;
+        }
+        // No bin is more than whole.
+        for b in 0..bins {
+            let sum: f32 = os.bins[b * CLASSES..(b + 1) * CLASSES].iter().sum();
+            assert!(sum <= 1.01, "{}: bin {b} is {sum} busy", os.name);
+        }
+    }
+    assert!(busy > 0.0, "some time in intervals");
 }
 
 #[test]
@@ -276,10 +394,31 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
     std::fs::write(&files[1], &b).unwrap();
     let (t, _, n) = check(&trace);
     assert!(!t.problems.is_empty());
+    // The cut leaves intervals never closed, which the overview reads the
+    // stream again without (checked above).
+    let unclosed: usize = t
+        .streams
+        .iter()
+        .map(|s| {
+            let counted = |kind: u16, user: bool| class(kind, user).is_some();
+            let starts = s
+                .events
+                .iter()
+                .filter(|e| e.phase == 0)
+                .filter(|e| counted(e.kind, e.user().is_some()));
+            let closed = intervals(s)
+                .iter()
+                .filter(|iv| counted(iv.kind, s.events[iv.start_event as usize].user().is_some()));
+            starts.count() - closed.count()
+        })
+        .sum();
+    assert!(unclosed > 0, "no interval left open");
     assert!(n > 100, "{n} intervals");
     // Nothing at all is a clear error.
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
     assert!(scan(&empty).is_err());
     assert!(scan(&dir.join("missing")).is_err());
+    assert!(overview(&empty, 64, CLASSES, class).is_err());
+    assert!(overview(&dir.join("missing"), 64, CLASSES, class).is_err());
 }

@@ -682,6 +682,94 @@ fn view_index_opens_a_trace_again_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A big trace (here any trace, with `GASPARD_VIEW_OVERVIEW_BYTES=0`)
+/// opens with an overview: every thread's columns over the whole run, from
+/// every event, before the quick scan. They are the whole trace's but for
+/// rounding at the edges of bins, whole run and a quarter of it; the page shows
+/// them, then follows the quick scan and the whole trace by itself.
+#[test]
+fn big_trace_opens_with_an_overview_first() {
+    let dir = common::tmpdir("web-overview");
+    let trace = heat_trace(&dir);
+    let held = [
+        ("GASPARD_VIEW_OVERVIEW_BYTES", "0"),
+        ("GASPARD_VIEW_DELAY_MS", "600000"),
+    ];
+    let v = Viewer::start_with(&trace, &held);
+    let core_o = get_json(v.port, "/api/core");
+    assert_eq!(core_o["stage"], "overview");
+    let span = core_o["span"].clone();
+    let (a, b) = (span[0].as_u64().unwrap(), span[1].as_u64().unwrap());
+    let whole = format!("/api/timeline?t0={a}&t1={b}&width=900");
+    // A quarter of the run: columns of about 27 of the finest bins.
+    let zoomed = format!(
+        "/api/timeline?t0={}&t1={}&width=300",
+        a + (b - a) / 3,
+        a + (b - a) / 3 + (b - a) / 4
+    );
+    let tl_o = get_json(v.port, &whole);
+    let zoom_o = get_json(v.port, &zoomed);
+    assert_eq!(tl_o["stage"], "overview");
+    assert_eq!(tl_o["coarse"], true);
+    for th in tl_o["threads"].as_array().unwrap() {
+        assert_eq!(th["complete"], false);
+        assert!(th["spans"].as_array().unwrap().is_empty());
+    }
+    assert_eq!(get(v.port, "/api/summary").status, 503);
+    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 503);
+    let br = Browser::start(&dir.join("chromium"));
+    br.goto(&v.url());
+    br.wait_for(
+        "const st = window.gaspard; return st.summary && st.summary.stage === 'overview' && \
+         st.data && st.data.stage === 'overview' && st.data.threads.length === 4 && \
+         document.getElementById('trace-stats').textContent.includes('overview');",
+    );
+    screenshot(&br, "overview-stage");
+    drop((br, v));
+
+    // Unheld: the quick scan, then the whole trace, by themselves.
+    let v = Viewer::start_with(&trace, &held[..1]);
+    wait_until("the whole trace", || {
+        get_json(v.port, "/api/core")["stage"] == "full"
+    });
+    let core_f = get_json(v.port, "/api/core");
+    assert_eq!(core_f["span"], span, "the same time span");
+    assert_eq!(core_f["rows"], core_o["rows"], "the same threads");
+    for (path, overview) in [(&whole, &tl_o), (&zoomed, &zoom_o)] {
+        let full = get_json(v.port, path);
+        assert_eq!(full["stage"], "full");
+        let (o, f) = (columns(overview), columns(&full));
+        assert_eq!(o.len(), f.len());
+        let (mut busy, mut classes, mut n) = (0, 0, 0);
+        for (o, f) in o.iter().zip(&f) {
+            assert_eq!(o[0], f[0], "thread names");
+            let (oc, fc) = (o[1].as_array().unwrap(), f[1].as_array().unwrap());
+            let (ob, fb) = (o[2].as_array().unwrap(), f[2].as_array().unwrap());
+            assert_eq!(ob.len(), fb.len());
+            for x in 0..ob.len() {
+                let (p, q) = (ob[x].as_i64().unwrap(), fb[x].as_i64().unwrap());
+                assert!(
+                    (p - q).abs() <= 4,
+                    "{path}: {}: column {x}: busy {p} and {q}",
+                    o[0]
+                );
+                busy += p;
+                n += 1;
+                if q >= 8 && oc[x] != fc[x] {
+                    classes += 1;
+                }
+            }
+        }
+        assert!(busy > 0, "{path}: some time busy");
+        assert!(
+            classes * 50 <= n,
+            "{path}: {classes} of {n} columns of another class"
+        );
+    }
+    drop(v);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A trace too big for the memory the view may use: the quick timeline
 /// alone, and the summary says why, instead of the server being killed.
 #[test]

@@ -616,6 +616,15 @@ pub trait Sink {
     /// An event: `e.args_start` and `e.nargs` are not set; its user event id
     /// (for `GASPARD_USER`) and its argument words come apart.
     fn event(&mut self, e: Event, user: Option<u64>, args: &[u64]);
+    /// Whether the argument words of events of the system kind `kind` are
+    /// wanted: when not, they are skipped (not decoded) and [`Sink::event`]
+    /// gets none. The answer must be the same for a kind all along a chunk
+    /// (its words are coded against the previous ones of the kind). User
+    /// events always come with their words.
+    #[inline(always)]
+    fn wants_args(&mut self, _kind: u16) -> bool {
+        true
+    }
 }
 
 impl Sink for DecodedChunk {
@@ -720,7 +729,22 @@ pub fn decode_into<S: Sink>(
                 let ts = last_ts.wrapping_add(tr!(r, r.u64()));
                 let words = prev.get(key.0, key.1);
                 let same = op & OP_SAME_ARGS != 0;
-                if !same {
+                let wanted = key.1.is_some() || out.wants_args(key.0);
+                if !wanted {
+                    // Only how many words there are is kept.
+                    if !same {
+                        let n = if op & OP_SAME_NARGS != 0 {
+                            words.len()
+                        } else {
+                            tr!(r, r.u64()) as usize
+                        };
+                        if n > crate::raw::MAX_ARG_WORDS {
+                            return Err(err(&r, "too many arguments"));
+                        }
+                        tr!(r, r.skip_values(n));
+                        words.resize(n, 0);
+                    }
+                } else if !same {
                     let n = if op & OP_SAME_NARGS != 0 {
                         words.len()
                     } else {
@@ -774,7 +798,14 @@ pub fn decode_into<S: Sink>(
                     args_start: 0,
                     nargs: 0,
                 };
-                out.event(e, key.1, if same { words } else { &scratch });
+                let args: &[u64] = if !wanted {
+                    &[]
+                } else if same {
+                    words
+                } else {
+                    &scratch
+                };
+                out.event(e, key.1, args);
                 last = Some(key);
                 last_site = site;
                 last_ts = ts;
@@ -888,6 +919,92 @@ mod tests {
         assert_eq!(d.string(f), Some("str99"));
         assert_eq!(d.args_of(&d.events[4]), &[1000, u64::MAX]);
         assert_eq!(d.users[&1000].name, "ev1000");
+    }
+
+    /// A sink that wants the words of one kind only.
+    #[derive(Default)]
+    struct Skim {
+        only: u16,
+        events: Vec<(Event, Option<u64>, Vec<u64>)>,
+    }
+    impl Sink for Skim {
+        fn string(&mut self, _: u32, _: String) {}
+        fn callsite(&mut self, _: u32, _: Callsite) {}
+        fn user(&mut self, _: UserDef) {}
+        fn event(&mut self, e: Event, user: Option<u64>, args: &[u64]) {
+            self.events.push((e, user, args.to_vec()));
+        }
+        fn wants_args(&mut self, kind: u16) -> bool {
+            kind == self.only
+        }
+    }
+
+    #[test]
+    fn skipped_arguments_leave_the_rest_decoded() {
+        let mut raw = Vec::new();
+        for i in 0..50u64 {
+            // Repeated, same-length and new argument words, and a kind
+            // whose words are wanted among them.
+            let get = [i % 3, 0x7000 + 8 * (i % 5), 5, i * 1000, 8];
+            raw.extend(rec(
+                1000 + 10 * i,
+                kinds::UPC_GET,
+                PHASE_START,
+                77,
+                10,
+                &get,
+            ));
+            raw.extend(rec(1003 + 10 * i, kinds::UPC_GET, PHASE_END, 77, 10, &get));
+            if i % 7 == 0 {
+                raw.extend(rec(
+                    1004 + 10 * i,
+                    kinds::UPC_PUT,
+                    PHASE_START,
+                    77,
+                    12,
+                    &[i, 1, 2],
+                ));
+            }
+            raw.extend(rec(
+                1005 + 10 * i,
+                kinds::GASPARD_USER,
+                crate::raw::PHASE_ATOMIC,
+                0,
+                0,
+                &[1000, i * i],
+            ));
+        }
+        let mut enc = Encoder::new();
+        let mut at = 0;
+        while at < raw.len() {
+            at += enc.push(&raw[at..], &mut Fake).unwrap();
+        }
+        let (bytes, h) = enc.finish(ChunkHeader::default());
+        let payload = &bytes[crate::chunk::CHUNK_HEADER_LEN..];
+        let mut d = DecodedChunk::default();
+        decode(&h, payload, &mut d).unwrap();
+        let mut skim = Skim {
+            only: kinds::UPC_PUT,
+            ..Default::default()
+        };
+        decode_into(&h, payload, &mut skim).unwrap();
+        assert_eq!(skim.events.len(), d.events.len());
+        for (full, (e, user, args)) in d.events.iter().zip(&skim.events) {
+            assert_eq!(
+                (full.ts, full.kind, full.phase, full.callsite),
+                (e.ts, e.kind, e.phase, e.callsite)
+            );
+            let words = d.args_of(full);
+            match user {
+                // User events come with their words (the id apart).
+                Some(id) => assert_eq!((&[*id][..], &args[..]), words.split_at(1)),
+                None if e.kind == kinds::UPC_PUT => assert_eq!(&args[..], words),
+                None => assert!(args.is_empty()),
+            }
+        }
+        // Cut short: an error, not a panic.
+        let mut skim = Skim::default();
+        assert!(decode_into(&h, &payload[..payload.len() - 2], &mut skim).is_err());
     }
 
     #[test]

@@ -93,6 +93,21 @@ impl<'a> Reader<'a> {
     pub fn i64(&mut self) -> Result<i64, Truncated> {
         self.u64().map(unzigzag)
     }
+    /// Skips `n` LEB128 values (signed or not), without reading them: as
+    /// many bytes as have their last bit clear. Fails as [`Reader::u64`]
+    /// does on a value cut short or longer than ten bytes.
+    #[inline]
+    pub fn skip_values(&mut self, n: usize) -> Result<(), Truncated> {
+        for _ in 0..n {
+            let rest = self.buf.get(self.pos..).ok_or(Truncated)?;
+            let len = rest.iter().position(|&b| b & 0x80 == 0).ok_or(Truncated)? + 1;
+            if len > 10 {
+                return Err(Truncated);
+            }
+            self.pos += len;
+        }
+        Ok(())
+    }
     /// Reads `n` raw bytes.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8], Truncated> {
         let end = self.pos.checked_add(n).ok_or(Truncated)?;

@@ -552,6 +552,8 @@
         ? "timeline from a quick scan; reading the whole trace\u2026"
         : stage === "index"
           ? "timeline from the view index; reading the whole trace\u2026"
+          : stage === "overview"
+            ? "timeline from an overview of every event; reading the whole trace\u2026"
           : "analysing the trace\u2026";
       await new Promise((ok) => setTimeout(ok, 300));
     }

@@ -42,6 +42,15 @@ pub struct FileStamp {
     mtime_ns: u64,
 }
 
+/// Bytes of the stream files among `stamps`.
+pub fn stream_bytes(stamps: &[FileStamp]) -> u64 {
+    stamps
+        .iter()
+        .filter(|s| s.name.ends_with(".gst"))
+        .map(|s| s.size)
+        .sum()
+}
+
 /// What the index holds.
 #[derive(Debug)]
 pub struct Index {

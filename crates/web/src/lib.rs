@@ -96,6 +96,7 @@ impl View {
     pub fn open(dir: &Path, block_size: u64) -> Result<Arc<View>, TraceError> {
         let canonical = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
         let fingerprint = index::fingerprint(&canonical).ok();
+        let stream_bytes = fingerprint.as_deref().map(index::stream_bytes);
         let found = match &fingerprint {
             Some(now) => index::load(&canonical, now),
             None => index::Found::Absent,
@@ -144,14 +145,28 @@ impl View {
                 return Ok(view);
             }
             _ => {
-                let (stage, events) = quick_stage(dir)?;
-                let view = Arc::new(View::of(stage));
-                // Said at once (the background then only writes the index).
-                view.too_big(events);
-                (view, events)
+                let overview = if stream_bytes.is_some_and(|b| b >= overview_bytes()) {
+                    overview_stage(dir)?
+                } else {
+                    None
+                };
+                match overview {
+                    Some((stage, events)) => {
+                        let view = Arc::new(View::of(stage));
+                        view.too_big(events);
+                        (view, None)
+                    }
+                    None => {
+                        let (stage, events) = quick_stage(dir)?;
+                        let view = Arc::new(View::of(stage));
+                        // Said at once (the background then only writes the index).
+                        view.too_big(events);
+                        (view, Some(events))
+                    }
+                }
             }
         };
-        bg_work.spawn(&view, Some(quick_events));
+        bg_work.spawn(&view, quick_events);
         Ok(view)
     }
 
@@ -512,6 +527,38 @@ fn quick_stage(dir: &Path) -> Result<(Stage, u64), TraceError> {
     ))
 }
 
+/// Bytes of stream files from which a view opens with an overview
+/// ([`overview_stage`]) rather than the quick scan: about 7 M events of
+/// `bench/gen_trace.c` (4.6 bytes each), whose quick scan takes about half
+/// a second on two cores (`GASPARD_VIEW_OVERVIEW_BYTES` sets it).
+fn overview_bytes() -> u64 {
+    std::env::var("GASPARD_VIEW_OVERVIEW_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(DEFAULT_OVERVIEW_BYTES)
+}
+
+const DEFAULT_OVERVIEW_BYTES: u64 = 32 << 20;
+
+/// The stage of an overview of the trace in `dir` (each thread's busy time
+/// per class, columns alone), and the events read; `None` if it gives no
+/// timeline.
+fn overview_stage(dir: &Path) -> Result<Option<(Stage, u64)>, TraceError> {
+    let o = gaspard_analyze::scan::overview(
+        dir,
+        timeline::FINEST_BINS,
+        timeline::CLASSES.len(),
+        timeline::Timeline::overview_class,
+    )?;
+    let events = o.streams.iter().map(|s| s.events).sum();
+    Ok(timeline::Timeline::from_overview(o).map(|timeline| {
+        (
+            Stage::new("overview", None, dir.to_path_buf(), Vec::new(), timeline),
+            events,
+        )
+    }))
+}
+
 /// What a view does in the background after it is opened.
 struct Background {
     dir: PathBuf,
@@ -554,7 +601,9 @@ impl Background {
     }
 
     fn run(&self, view: &View, quick_events: Option<u64>) {
-        if self.write_quick {
+        // The view index is written from the quick scan's timeline (not from
+        // an overview's).
+        if self.write_quick && quick_events.is_some() {
             self.save(&view.stage(), None);
         }
         // GASPARD_VIEW_DELAY_MS holds the first stage that long (to look at
@@ -569,7 +618,11 @@ impl Background {
             Some(n) => n,
             None => match quick_stage(&self.dir) {
                 Ok((stage, events)) => {
-                    view.show(Arc::new(stage));
+                    let stage = Arc::new(stage);
+                    view.show(Arc::clone(&stage));
+                    if self.write_quick && self.fingerprint.is_some() {
+                        self.save(&stage, None);
+                    }
                     events
                 }
                 Err(e) => {

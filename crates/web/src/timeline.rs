@@ -13,7 +13,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 
 use gaspard_analyze::intervals::intervals;
-use gaspard_analyze::scan::Quick;
+use gaspard_analyze::scan::{Overview, Quick};
 use gaspard_analyze::trace::{Stream, Trace};
 use gaspard_format::kinds::{self, Class};
 
@@ -317,6 +317,28 @@ impl Timeline {
             names: q.names,
             coarse: false,
         }
+    }
+
+    /// The timeline of an overview ([`gaspard_analyze::scan::overview`]
+    /// with [`Timeline::overview_class`], `FINEST_BINS` bins): pyramids
+    /// alone, as the view index's, those the whole trace's spans give but
+    /// for rounding at the edges of bins.
+    pub fn from_overview(o: Overview) -> Option<Timeline> {
+        if o.bins != FINEST_BINS || o.classes != CLASSES.len() {
+            return None;
+        }
+        let threads = o
+            .streams
+            .into_par_iter()
+            .map(|s| (s.name, levels_of(s.bins)))
+            .collect();
+        Timeline::from_levels(o.t0, o.t1, Vec::new(), threads)
+    }
+
+    /// The class an overview counts an interval of `kind` in (as
+    /// [`Timeline::build`] does), `None` for gaspard's own.
+    pub fn overview_class(kind: u16, user: bool) -> Option<u8> {
+        (user || !is_tool(kind)).then(|| class_of(kind, user))
     }
 
     /// A timeline of pyramids alone (as [`ThreadLine::levels`] gives them,
@@ -645,10 +667,21 @@ fn pyramid(spans: &[Span], t0: u64, t1: u64) -> Vec<Vec<[u8; 2]>> {
             }
             ei += 1;
         } else {
-            active.push(si as u32);
+            // An empty span's end came first (ends first at equal times):
+            // it takes no time, and is not left open.
+            if spans[si].end > spans[si].start {
+                active.push(si as u32);
+            }
             si += 1;
         }
     }
+    levels_of(acc)
+}
+
+/// The pyramid of the busy shares per (finest bin, class) `acc`
+/// (`FINEST_BINS` rows of `CLASSES.len()`).
+fn levels_of(acc: Vec<f32>) -> Vec<Vec<[u8; 2]>> {
+    let n = CLASSES.len();
     let mut levels = Vec::new();
     let mut cur = acc;
     let mut bins = FINEST_BINS;
@@ -741,6 +774,21 @@ mod tests {
         // Half of a column busy.
         let v = th.window(0, 2000, 0, 2000, 1, 100);
         assert_eq!(v["busy"], json!([128]));
+    }
+
+    #[test]
+    fn an_empty_span_takes_no_time() {
+        // An empty comm span inside a sync span, then idle time: the
+        // columns after the sync span are idle.
+        let th = ThreadLine::new(
+            "t".into(),
+            vec![span(0, 1000, 1, 0), span(500, 500, 2, 1)],
+            0,
+            2000,
+        );
+        let v = th.window(0, 2000, 0, 2000, 4, 100);
+        assert_eq!(v["cls"], json!([1, 1, 0, 0]));
+        assert_eq!(v["busy"], json!([255, 255, 0, 0]));
     }
 
     #[test]
