@@ -223,6 +223,13 @@ fn check_finding_click(b: &Browser, r: &Value, served: bool) {
 
 /// Clicking on the timeline canvas where a span is drawn shows that span.
 fn check_timeline_click(b: &Browser) {
+    // The whole run: a window left zoomed by an earlier check can lie inside
+    // one long span of a row, leaving nothing whole to click there.
+    b.click("#zoom-reset");
+    let (t0, t1) = shown(b);
+    b.wait_for(&format!(
+        "return document.getElementById('timeline').dataset.loaded === '{t0}-{t1}';"
+    ));
     b.eval("document.getElementById('timeline').scrollIntoView(); return 0;");
     let target = b.eval(
         "const st = window.gaspard, c = document.getElementById('timeline'); \
@@ -231,6 +238,8 @@ fn check_timeline_click(b: &Browser) {
          let best = null; \
          for (const sp of th.spans) if (sp[3] === 0 && sp[0] >= st.t0 && sp[1] <= st.t1 && \
              (!best || sp[1] - sp[0] > best[1] - best[0])) best = sp; \
+         if (!best) throw new Error('no whole span on the last row in ' + st.t0 + '..' + st.t1 + \
+             ' (' + th.spans.length + ' spans)'); \
          const w = c.width - 190; \
          const x = r.left + 190 + ((best[0] + best[1]) / 2 - st.t0) / (st.t1 - st.t0) * w; \
          return [Math.round(x), Math.round(r.top + row * 46 + 7), row, best[6]];",
