@@ -155,8 +155,9 @@ enum Command {
     /// ~/.cache/gaspard/, named by a hash of DIR's path): the timeline's
     /// summary columns (about 130 kB per thread) and the report. Later openings
     /// show both from it at once, while the trace is read again in the
-    /// background. Any change to the trace's files makes it out of date
-    /// (it is then rebuilt); delete the file to remove it.
+    /// background. Any change to the trace's files, or to the binaries they
+    /// name, makes it out of date (it is then rebuilt); delete the file to
+    /// remove it.
     View {
         /// Trace directory.
         dir: PathBuf,

@@ -319,29 +319,53 @@ impl<'a> Reader<'a> {
 /// reads), by name, with their sizes and modification times.
 pub fn fingerprint(dir: &Path) -> std::io::Result<Vec<FileStamp>> {
     let mut v = Vec::new();
+    let mut binaries = std::collections::BTreeSet::new();
     for e in std::fs::read_dir(dir)? {
         let e = e?;
         let p = e.path();
-        if !matches!(
-            p.extension().and_then(|x| x.to_str()),
-            Some("gst" | "manifest" | "profile" | "maps")
-        ) {
+        let ext = p.extension().and_then(|x| x.to_str());
+        if !matches!(ext, Some("gst" | "manifest" | "profile" | "maps")) {
             continue;
         }
         let meta = std::fs::metadata(&p)?;
-        let mtime_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_nanos() as u64);
         v.push(FileStamp {
             name: e.file_name().to_string_lossy().into_owned(),
             size: meta.len(),
-            mtime_ns,
+            mtime_ns: mtime_ns(&meta),
         });
+        // The binaries the processes ran: source lines come from them, so a
+        // rebuilt program makes the index out of date too.
+        if ext == Some("maps") {
+            if let Ok(text) = std::fs::read_to_string(&p) {
+                binaries.extend(
+                    text.lines()
+                        .filter_map(|l| l.split_whitespace().nth(5))
+                        .filter(|b| b.starts_with('/'))
+                        .map(str::to_string),
+                );
+            }
+        }
+    }
+    // Binaries go by their absolute path (no trace file name starts with
+    // '/'); one gone since is left out, as when the trace is read.
+    for b in binaries {
+        if let Ok(meta) = std::fs::metadata(&b) {
+            v.push(FileStamp {
+                name: b,
+                size: meta.len(),
+                mtime_ns: mtime_ns(&meta),
+            });
+        }
     }
     v.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(v)
+}
+
+fn mtime_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Where the index of the trace in `dir` (canonical) is looked for and
@@ -471,6 +495,35 @@ pub fn save(dir: &Path, index: &Index) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rebuilt_binary_changes_the_fingerprint() {
+        let dir = std::env::temp_dir().join(format!("gaspard-fp-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bin = dir.join("prog");
+        std::fs::write(&bin, b"one").unwrap();
+        std::fs::write(dir.join("h-1-0.gst"), b"stream").unwrap();
+        std::fs::write(
+            dir.join("h-1.maps"),
+            format!(
+                "55e09e95e000-55e09e95f000 r-xp 00001000 fe:00 5373993    {}\n\
+                 7f384fe44000-7f384ff9a000 r-xp 00026000 fe:00 326279     /no/such/lib.so\n\
+                 7f3850000000-7f3850001000 r-xp 00000000 00:00 0          [vdso]\n",
+                bin.display()
+            ),
+        )
+        .unwrap();
+        let before = fingerprint(&dir).unwrap();
+        let names: Vec<&str> = before.iter().map(|s| s.name.as_str()).collect();
+        let prog = bin.to_string_lossy().into_owned();
+        assert_eq!(names, [prog.as_str(), "h-1-0.gst", "h-1.maps"]);
+        assert_eq!(stream_bytes(&before), 6);
+        std::fs::write(&bin, b"rebuilt").unwrap();
+        let after = fingerprint(&dir).unwrap();
+        assert_ne!(before, after);
+        assert_eq!(after[0].size, 7);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
     use crate::timeline::FINEST_BINS;
 
     fn sample() -> Index {
