@@ -608,42 +608,13 @@ fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
             }
         }
     }
-    // Clock corrections, per process (in name order).
-    let mut processes: Vec<&str> = scanned.iter().map(|s| s.stream.process.as_str()).collect();
-    processes.sort_unstable();
-    processes.dedup();
-    for p in processes {
-        let samples = crate::clocksync::samples_of(
-            scanned
-                .iter()
-                .filter(|s| s.stream.process == p)
-                .flat_map(|s| s.sync.iter().map(|a| a.as_slice())),
-        );
-        if let Some(c) = crate::clocksync::correction(p, &samples) {
-            t.clock_sync.push(c);
-        }
-    }
-    let fix = crate::clocksync::enabled();
-    let corrections: HashMap<&str, &crate::clocksync::Correction> = t
-        .clock_sync
+    let inputs: Vec<ClockInput<'_>> = scanned
         .iter()
-        .map(|c| (c.process.as_str(), c))
+        .map(|s| (s.stream.process.as_str(), s.sync.as_slice(), s.first_last))
         .collect();
-    let correct = |process: &str, v: u64| match corrections.get(process) {
-        Some(c) if fix => c.correct(v),
-        _ => v,
-    };
-    let firsts: Vec<(&str, u64)> = scanned
-        .iter()
-        .filter_map(|s| {
-            let (f, _) = s.first_last?;
-            Some((s.stream.process.as_str(), correct(&s.stream.process, f)))
-        })
-        .collect();
-    let base = crate::trace::trace_start(&t, &firsts);
-    let at = |process: &str, v: u64| -> u64 {
-        (correct(process, v) as i128 - base).clamp(0, MAX_T_NS as i128) as u64
-    };
+    let time = Timebase::new(&mut t, &inputs);
+    drop(inputs);
+    let at = |process: &str, v: u64| time.at(process, v);
     let mut sym = crate::symbolize::Symbolizer::new(&t.dir);
     let mut streams = Vec::with_capacity(scanned.len());
     for s in scanned {
@@ -1115,6 +1086,73 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
     }
 }
 
+/// What [`Timebase::new`] needs of a scanned stream: its process, its clock
+/// synchronization samples, and the times of its first and last events (ns
+/// of its process's clock).
+type ClockInput<'a> = (&'a str, &'a [[u64; 4]], Option<(u64, u64)>);
+
+/// The clock corrections of a scanned trace's processes and the trace's
+/// start, as the whole trace's reader finds them: what puts a stream's times
+/// on the trace's.
+struct Timebase {
+    /// Per process, when corrections are applied.
+    corrections: HashMap<String, crate::clocksync::Correction>,
+    /// The trace's start, ns.
+    base: i128,
+}
+
+impl Timebase {
+    /// Measures each process's correction (added to `t.clock_sync`, in name
+    /// order) and the trace's start.
+    fn new(t: &mut crate::trace::Trace, streams: &[ClockInput<'_>]) -> Timebase {
+        let mut processes: Vec<&str> = streams.iter().map(|s| s.0).collect();
+        processes.sort_unstable();
+        processes.dedup();
+        for p in processes {
+            let samples = crate::clocksync::samples_of(
+                streams
+                    .iter()
+                    .filter(|s| s.0 == p)
+                    .flat_map(|s| s.1.iter().map(|a| a.as_slice())),
+            );
+            if let Some(c) = crate::clocksync::correction(p, &samples) {
+                t.clock_sync.push(c);
+            }
+        }
+        let corrections = if crate::clocksync::enabled() {
+            t.clock_sync
+                .iter()
+                .map(|c| (c.process.clone(), c.clone()))
+                .collect()
+        } else {
+            HashMap::default()
+        };
+        let mut time = Timebase {
+            corrections,
+            base: 0,
+        };
+        let firsts: Vec<(&str, u64)> = streams
+            .iter()
+            .filter_map(|&(p, _, fl)| Some((p, time.correct(p, fl?.0))))
+            .collect();
+        time.base = crate::trace::trace_start(t, &firsts);
+        time
+    }
+
+    /// `v`, ns of `process`'s clock, corrected.
+    fn correct(&self, process: &str, v: u64) -> u64 {
+        match self.corrections.get(process) {
+            Some(c) => c.correct(v),
+            None => v,
+        }
+    }
+
+    /// `v`, ns of `process`'s clock, in ns from the trace's start.
+    fn at(&self, process: &str, v: u64) -> u64 {
+        (self.correct(process, v) as i128 - self.base).clamp(0, MAX_T_NS as i128) as u64
+    }
+}
+
 /// Corrects the clocks as [`merge`] does, and puts each stream's bins on
 /// the whole run's.
 fn place(
@@ -1124,41 +1162,13 @@ fn place(
     bins: usize,
     classes: usize,
 ) -> Overview {
-    let mut processes: Vec<&str> = passed.iter().map(|s| s.stream.process.as_str()).collect();
-    processes.sort_unstable();
-    processes.dedup();
-    for p in processes {
-        let samples = crate::clocksync::samples_of(
-            passed
-                .iter()
-                .filter(|s| s.stream.process == p)
-                .flat_map(|s| s.sync.iter().map(|a| a.as_slice())),
-        );
-        if let Some(c) = crate::clocksync::correction(p, &samples) {
-            t.clock_sync.push(c);
-        }
-    }
-    let fix = crate::clocksync::enabled();
-    let corrections: HashMap<&str, &crate::clocksync::Correction> = t
-        .clock_sync
+    let inputs: Vec<ClockInput<'_>> = passed
         .iter()
-        .map(|c| (c.process.as_str(), c))
+        .map(|s| (s.stream.process.as_str(), s.sync.as_slice(), s.first_last))
         .collect();
-    let correct = |process: &str, v: u64| match corrections.get(process) {
-        Some(c) if fix => c.correct(v),
-        _ => v,
-    };
-    let firsts: Vec<(&str, u64)> = passed
-        .iter()
-        .filter_map(|s| {
-            let (f, _) = s.first_last?;
-            Some((s.stream.process.as_str(), correct(&s.stream.process, f)))
-        })
-        .collect();
-    let base = crate::trace::trace_start(&t, &firsts);
-    let at = |process: &str, v: u64| -> u64 {
-        (correct(process, v) as i128 - base).clamp(0, MAX_T_NS as i128) as u64
-    };
+    let time = Timebase::new(&mut t, &inputs);
+    drop(inputs);
+    let at = |process: &str, v: u64| time.at(process, v);
     let spans: Vec<(u64, u64)> = passed
         .iter()
         .filter_map(|s| {
