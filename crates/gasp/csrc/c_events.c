@@ -450,6 +450,30 @@ static NO_INSTRUMENT void patch_failed(const char *what, int err) {
   gaspard_note(msg);
 }
 
+/* Writes `bytes` (1, 2 or 4) bytes of `value` at `at` in code: the page
+ * made writable, one store, the page back to read and execute. The caller
+ * checked that the bytes are in one cache line, so that the store is atomic
+ * on x86-64 (and within one page). 1 when written. */
+static NO_INSTRUMENT int code_store(void *at, unsigned bytes, uint32_t value) {
+  long page = sysconf(_SC_PAGESIZE);
+  if (page <= 0) return 0;
+  void *base = (void *)((uintptr_t)at & ~(uintptr_t)(page - 1));
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
+    patch_failed("mprotect", errno);
+    return 0;
+  }
+  /* The address is unaligned: an instruction rather than a C store. */
+  if (bytes == 1)
+    __atomic_store_n((uint8_t *)at, (uint8_t)value, __ATOMIC_RELEASE);
+  else if (bytes == 2)
+    __asm__ volatile("movw %1, (%0)" : : "r"(at), "r"((uint16_t)value) : "memory");
+  else
+    __asm__ volatile("movl %1, (%0)" : : "r"(at), "r"(value) : "memory");
+  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
+  return 1;
+}
+
+
 /* Patches out the hook call that returns to `ret`, when it is one. */
 static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
   char p[5];
@@ -476,17 +500,7 @@ static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
   }
   /* One store must hold both bytes: not across a cache line. */
   if (((uintptr_t)site & 63) == 63) return 0;
-  long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) return 0;
-  void *base = (void *)((uintptr_t)site & ~(uintptr_t)(page - 1));
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-    patch_failed("mprotect", errno);
-    return 0;
-  }
-  /* A 16-bit store within a cache line is atomic on x86-64. */
-  __asm__ volatile("movw %1, (%0)" : : "r"(site), "r"(jump) : "memory");
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
-  return 1;
+  return code_store(site, 2, jump);
 }
 
 /* The exit hook reached by a jump: gcc -O2 ends a function with `jmp` to
@@ -580,17 +594,7 @@ static NO_INSTRUMENT int patch_tail(void *fn, void *hook, void *hook2) {
     if (found > 1) return 0;
   }
   if (found != 1) return 0;
-  uint8_t *site = (uint8_t *)fn + at;
-  long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) return 0;
-  void *base = (void *)((uintptr_t)site & ~(uintptr_t)(page - 1));
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-    patch_failed("mprotect", errno);
-    return 0;
-  }
-  __atomic_store_n(site, (uint8_t)0xc3, __ATOMIC_RELEASE);
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
-  return 1;
+  return code_store((uint8_t *)fn + at, 1, 0xc3);
 }
 
 extern void enter_hook(void *fn, void *site)
@@ -803,19 +807,7 @@ static NO_INSTRUMENT int patch_alloc_call(uint8_t *ret, unsigned kind) {
   if (!t) return 0;
   const uint8_t *to = direct ? TRAMP_STUB(t, kind) : TRAMP_SLOT(t, kind);
   if (!reaches(ret, to)) return 0;
-  int32_t nrel = (int32_t)(to - ret);
-  long page = sysconf(_SC_PAGESIZE);
-  if (page <= 0) return 0;
-  void *base = (void *)((uintptr_t)field & ~(uintptr_t)(page - 1));
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC) != 0) {
-    patch_failed("mprotect", errno);
-    return 0;
-  }
-  /* A 32-bit store within a cache line is atomic on x86-64 (the address is
-   * unaligned, hence the instruction rather than a C store). */
-  __asm__ volatile("movl %1, (%0)" : : "r"(field), "r"(nrel) : "memory");
-  if (mprotect(base, (size_t)page, PROT_READ | PROT_EXEC) != 0) patch_failed("mprotect", errno);
-  return 1;
+  return code_store(field, 4, (uint32_t)(int32_t)(to - ret));
 }
 
 /* A throttled call at st's site: patches the site's call when that can be
