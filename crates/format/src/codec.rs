@@ -730,29 +730,23 @@ pub fn decode_into<S: Sink>(
                 let words = prev.get(key.0, key.1);
                 let same = op & OP_SAME_ARGS != 0;
                 let wanted = key.1.is_some() || out.wants_args(key.0);
+                let n = if same {
+                    0
+                } else if op & OP_SAME_NARGS != 0 {
+                    words.len()
+                } else {
+                    tr!(r, r.u64()) as usize
+                };
+                if n > crate::raw::MAX_ARG_WORDS {
+                    return Err(err(&r, "too many arguments"));
+                }
                 if !wanted {
                     // Only how many words there are is kept.
                     if !same {
-                        let n = if op & OP_SAME_NARGS != 0 {
-                            words.len()
-                        } else {
-                            tr!(r, r.u64()) as usize
-                        };
-                        if n > crate::raw::MAX_ARG_WORDS {
-                            return Err(err(&r, "too many arguments"));
-                        }
                         tr!(r, r.skip_values(n));
                         words.resize(n, 0);
                     }
                 } else if !same {
-                    let n = if op & OP_SAME_NARGS != 0 {
-                        words.len()
-                    } else {
-                        tr!(r, r.u64()) as usize
-                    };
-                    if n > crate::raw::MAX_ARG_WORDS {
-                        return Err(err(&r, "too many arguments"));
-                    }
                     scratch.clear();
                     let schema: &[VaType] = match key.1 {
                         Some(u) => schemas.get(&u).map_or(&[], |v| v.as_slice()),
