@@ -150,20 +150,19 @@ impl View {
                 } else {
                     None
                 };
-                match overview {
-                    Some((stage, events)) => {
-                        let view = Arc::new(View::of(stage));
-                        view.too_big(events);
-                        (view, None)
-                    }
+                // The background reads the quick scan after an overview;
+                // otherwise it only writes the index from this one.
+                let (stage, events, quick) = match overview {
+                    Some((stage, events)) => (stage, events, false),
                     None => {
                         let (stage, events) = quick_stage(dir)?;
-                        let view = Arc::new(View::of(stage));
-                        // Said at once (the background then only writes the index).
-                        view.too_big(events);
-                        (view, Some(events))
+                        (stage, events, true)
                     }
-                }
+                };
+                let view = Arc::new(View::of(stage));
+                // Said at once.
+                view.too_big(events);
+                (view, quick.then_some(events))
             }
         };
         bg_work.spawn(&view, quick_events);
