@@ -170,16 +170,7 @@ const IMBALANCE_MIN_EPOCH_NS: f64 = 5_000.0;
 /// How findings name a thread: `PE 2 (host-pid stream 0)`, `rank 1 (...)`,
 /// or `host-pid stream N` where the model has no ranks.
 pub fn thread_name(s: &Stream) -> String {
-    match crate::matrix::rank(s) {
-        Some(r) => format!(
-            "{} {} ({} stream {})",
-            if r.model == "SHMEM" { "PE" } else { "rank" },
-            r.me,
-            s.process,
-            s.stream
-        ),
-        None => format!("{} stream {}", s.process, s.stream),
-    }
+    crate::scan::thread_name(crate::matrix::rank(s), &s.process, s.stream)
 }
 
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI

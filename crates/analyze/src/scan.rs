@@ -316,29 +316,14 @@ impl ScanSink<'_> {
     }
 
     fn start_rank(&mut self, kind: u16, flags: u8, args: &[u64]) {
-        let (names, rank_arg, size_arg) = match self.model {
-            3 => (["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"], "rank", "size"),
-            4 => (["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"], "pe", "npes"),
-            _ => return,
+        let Some(names) = startup_kinds(self.model) else {
+            return;
         };
         if !kinds::kind(kind).is_some_and(|k| names.contains(&k.name)) {
             return;
         }
-        let (mut me, mut size, mut at) = (None, None, 0);
-        for (n, _, w) in codec::arg_layout(kind, 1, self.pts_words, flags) {
-            if n == rank_arg {
-                me = args.get(at).copied();
-            } else if n == size_arg {
-                size = args.get(at).copied();
-            }
-            at += w;
-        }
         // The first start-up gives the rank, whether or not it can be read.
-        self.rank = Some(Rank {
-            model: if self.model == 3 { "MPI" } else { "SHMEM" },
-            me: me.unwrap_or(u64::MAX) as usize,
-            size: size.unwrap_or(0) as usize,
-        });
+        self.rank = rank_of(self.model, self.pts_words, kind, flags, args);
     }
 
     /// The code address an event gives, if any (`codeptr` argument).
@@ -676,16 +661,7 @@ fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
                 });
             }
         }
-        let name = match s.rank {
-            Some(r) => format!(
-                "{} {} ({} stream {})",
-                if r.model == "SHMEM" { "PE" } else { "rank" },
-                r.me,
-                process,
-                s.stream.stream
-            ),
-            None => format!("{} stream {}", process, s.stream.stream),
-        };
+        let name = thread_name(s.rank, &process, s.stream.stream);
         streams.push(QuickStream {
             first_last: s
                 .first_last
@@ -971,7 +947,32 @@ impl<F: Fn(u16, bool) -> Option<u8>> Sink for PassSink<'_, F> {
     }
 }
 
-/// The rank a start-up event (`kind`, of `rank_kinds`) gives.
+/// The kinds whose START gives a process of `model` its rank (MPI) or PE
+/// (OpenSHMEM).
+fn startup_kinds(model: u32) -> Option<[&'static str; 2]> {
+    match model {
+        3 => Some(["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"]),
+        4 => Some(["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"]),
+        _ => None,
+    }
+}
+
+/// How findings name a thread of `process` ([`crate::findings::thread_name`]).
+pub(crate) fn thread_name(rank: Option<Rank>, process: &str, stream: u32) -> String {
+    match rank {
+        Some(r) => format!(
+            "{} {} ({} stream {})",
+            if r.model == "SHMEM" { "PE" } else { "rank" },
+            r.me,
+            process,
+            stream
+        ),
+        None => format!("{process} stream {stream}"),
+    }
+}
+
+/// The rank a start-up event (`kind`, of [`startup_kinds`]) gives, read
+/// or not (`me` past `size` then).
 fn rank_of(model: u32, pts_words: usize, kind: u16, flags: u8, args: &[u64]) -> Option<Rank> {
     let (rank_arg, size_arg) = match model {
         3 => ("rank", "size"),
@@ -1017,12 +1018,9 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
         shift += 1;
     }
     let nbins = ((hi - lo) >> shift) as usize + 1;
-    let rank_kinds = match o.stream.model {
-        3 => ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
-        4 => ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
-        _ => ["", ""],
-    }
-    .map(|n| kinds::kind_by_name(n).map_or(u16::MAX, |k| k.id));
+    let rank_kinds = startup_kinds(o.stream.model)
+        .unwrap_or(["", ""])
+        .map(|n| kinds::kind_by_name(n).map_or(u16::MAX, |k| k.id));
     let user_class = match class(kinds::GASPARD_USER, true) {
         Some(c) if (c as usize) < classes => c,
         _ => UNCOUNTED,
@@ -1222,16 +1220,7 @@ fn place(
                     }
                 }
             }
-            let name = match s.rank {
-                Some(r) => format!(
-                    "{} {} ({} stream {})",
-                    if r.model == "SHMEM" { "PE" } else { "rank" },
-                    r.me,
-                    process,
-                    s.stream.stream
-                ),
-                None => format!("{} stream {}", process, s.stream.stream),
-            };
+            let name = thread_name(s.rank, process, s.stream.stream);
             OverviewStream {
                 process: s.stream.process.clone(),
                 stream: s.stream.stream,
