@@ -5,7 +5,11 @@
  * iteration. Thread 3 is given eight times the work, so the others wait for it.
  *
  *   cc -O2 -pthread -I crates/gasp/include examples/gasp/heat.c -Ltarget/release -lgaspard
- *   gaspard run -o out/heat -- ./heat 200
+ *   gaspard run -o out/heat -- ./heat 200 [SWEEPS]
+ *
+ * SWEEPS (default 1) repeats each thread's stencil sweep: more work per
+ * iteration, so that the imbalance outweighs the scheduler's noise on a
+ * machine with fewer cores than threads.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -21,6 +25,7 @@
 
 static double grid[2][THREADS * BLOCK];
 static int iterations = 100;
+static int sweeps = 1;
 static pthread_barrier_t bar;
 static int g_argc;
 static char **g_argv;
@@ -49,7 +54,7 @@ static void *run(void *arg) {
       right = cur[hi];
       gasp_event_notify(ctx, GASP_UPC_GET, GASP_END, __FILE__, __LINE__ - 2, 15, 1, &right, &src, sizeof right);
     }
-    int work = me == THREADS - 1 ? 8 : 1; /* the imbalance */
+    int work = (me == THREADS - 1 ? 8 : 1) * sweeps; /* the imbalance */
     gasp_event_notify(ctx, GASP_UPC_FORALL, GASP_START, __FILE__, __LINE__, 5);
     for (int w = 0; w < work; w++)
       for (int i = lo; i < hi; i++) {
@@ -79,6 +84,7 @@ int main(int argc, char **argv) {
   g_argc = argc;
   g_argv = argv;
   if (argc > 1) iterations = atoi(argv[1]);
+  if (argc > 2 && atoi(argv[2]) > 0) sweeps = atoi(argv[2]);
   pthread_barrier_init(&bar, NULL, THREADS);
   pthread_t t[THREADS];
   for (int i = 0; i < THREADS; i++) pthread_create(&t[i], NULL, run, (void *)(intptr_t)i);

@@ -57,15 +57,10 @@ fn build_shmem() -> (PathBuf, PathBuf) {
     (dir, exe)
 }
 
-/// One test at a time, compiler included: four processes per run already
-/// fill this machine's cores, and the paper's load imbalance (or its absence)
-/// is a matter of timing. A compiler running beside a version-2 run once made
-/// PE 0 late at most barriers.
-static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn alone() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
-}
+// One test at a time, compiler included (`common::alone`): four processes
+// per run already fill this machine's cores, and the paper's load imbalance
+// (or its absence) is a matter of timing. A compiler running beside a
+// version-2 run once made PE 0 late at most barriers.
 
 /// Runs one version at 4 PEs under gaspard; its report with 8192-byte blocks
 /// (the paper's page) and the program's output.
@@ -170,7 +165,7 @@ fn pe_name(names: &[Value], pe: usize) -> usize {
 
 #[test]
 fn mgs_openshmem_reproduces_the_paper() {
-    let _alone = alone();
+    let _alone = common::alone();
     let (dir, exe) = build_shmem();
     let src = source("mgs_shmem.c");
     let cmd = [
@@ -282,7 +277,7 @@ fn mgs_openshmem_reproduces_the_paper() {
 /// page's own image); version 5's load imbalance is.
 #[test]
 fn mgs_coarray_fortran_reproduces_what_it_can() {
-    let _alone = alone();
+    let _alone = common::alone();
     let dir = common::tmpdir("mgs-caf");
     let exe = dir.join("mgs_caf");
     let out = Command::new("caf")

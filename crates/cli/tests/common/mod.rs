@@ -14,6 +14,17 @@ pub fn tmpdir(name: &str) -> PathBuf {
     d
 }
 
+/// One timing-sensitive test of a test binary at a time, compiler included.
+/// Two cores are all this machine has: a run whose balance (or imbalance) a
+/// test checks must not share them with a compiler or another run, or the
+/// scheduler alone makes a balanced run look loaded. Hold the guard from the
+/// first compile to the end of the test.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+pub fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// `gaspard dump DIR --json`, parsed.
 pub fn dump(dir: &Path) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
