@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use crate::dump::event_name;
 use crate::findings::{barrier_groups, barriers, location, thread_name, Location};
-use crate::intervals::intervals;
+use crate::intervals::{with_events, Which};
 use crate::trace::Trace;
 
 /// One barrier epoch: the barrier that ends it.
@@ -169,11 +169,10 @@ fn regions(t: &Trace) -> Vec<Region> {
         }
     }
     for (si, s) in t.streams.iter().enumerate() {
-        for iv in intervals(s) {
+        for (iv, e) in with_events(s, Which::Start, false) {
             if !candidate[iv.kind as usize] {
                 continue;
             }
-            let e = &s.events[iv.start_event as usize];
             let keep = e.user().is_some()
                 || kinds::kind(iv.kind)
                     .is_some_and(|k| k.class == Class::Work && !skip.contains(&k.name));

@@ -29,7 +29,7 @@ use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
 use crate::findings::{barriers, Finding, Location};
-use crate::intervals::intervals;
+use crate::intervals::{intervals, with_events, Which};
 use crate::matrix::rank;
 use crate::objects::args_by_name;
 use crate::trace::{Stream, Trace};
@@ -229,7 +229,7 @@ fn stream_accesses(
         ends.sort_unstable();
     }
     let mut out = Vec::new();
-    for iv in intervals(s) {
+    for (iv, start) in with_events(s, Which::Start, true) {
         let Some(k) = kinds::kind(iv.kind) else {
             continue;
         };
@@ -239,7 +239,7 @@ fn stream_accesses(
         let Some((write, read, target)) = access_kind(k.name) else {
             continue;
         };
-        let a = args_by_name(s, &s.events[iv.start_event as usize]);
+        let a = args_by_name(s, start);
         let len = a.get("nbytes").copied().unwrap_or(0);
         let (home, ordinal, name, size, offset) = match target {
             Target::Addr(arg) => {

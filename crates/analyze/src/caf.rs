@@ -26,7 +26,7 @@ use std::path::Path;
 
 use gaspard_format::kinds::{self, kind_by_name};
 
-use crate::intervals::intervals;
+use crate::intervals::{with_events, Which};
 use crate::objects::args_by_name;
 use crate::trace::{Callsite, Event, Stream};
 
@@ -42,14 +42,13 @@ struct Call {
 }
 
 fn calls(s: &Stream) -> Vec<Call> {
-    intervals(s)
-        .iter()
-        .filter_map(|iv| {
+    with_events(s, Which::Start, true)
+        .filter_map(|(iv, start)| {
             let k = kinds::kind(iv.kind)?;
             if !k.name.starts_with("GASP_MPI_") {
                 return None;
             }
-            let mut args = args_by_name(s, &s.events[iv.start_event as usize]);
+            let mut args = args_by_name(s, start);
             if k.name == "GASP_MPI_WIN_ALLOCATE" {
                 // The END of a window allocation carries the window and its base.
                 args.extend(args_by_name(s, &s.events[iv.end_event as usize]));

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
-use crate::intervals::{intervals, Interval};
+use crate::intervals::{intervals, with_events, Interval, Which};
 use crate::trace::{Stream, Trace};
 
 /// One thread's time, split.
@@ -380,13 +380,17 @@ pub(crate) fn findings_given(
         let region_starts: Vec<Vec<u64>> = members
             .iter()
             .map(|&i| {
-                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
+                // Only a stream with implicit tasks has its events read.
+                let Some(task) = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
                     .map(|k| k.id)
-                    .filter(|&k| crate::intervals::has_kind(&t.streams[i], k));
+                    .filter(|&k| crate::intervals::has_kind(&t.streams[i], k))
+                else {
+                    return Vec::new();
+                };
                 let mut v: Vec<u64> = t.streams[i]
                     .events
                     .iter()
-                    .filter(|e| Some(e.kind) == task && e.phase == 0)
+                    .filter(|e| e.kind == task && e.phase == 0)
                     .map(|e| e.t_ns)
                     .collect();
                 v.sort_unstable();
@@ -505,11 +509,10 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
     for (si, s) in t.streams.iter().enumerate() {
         let mut nbytes = crate::objects::ArgOf::new(s, "nbytes");
         let mut n = crate::objects::ArgOf::new(s, "n");
-        for iv in intervals(s) {
+        for (iv, end) in with_events(s, Which::End, true) {
             if class_of(iv.kind) != Some(Class::Comm) {
                 continue;
             }
-            let end = &s.events[iv.end_event as usize];
             let Some(bytes) = nbytes.get(s, end).or_else(|| n.get(s, end)) else {
                 continue;
             };

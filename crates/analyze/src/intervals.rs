@@ -3,7 +3,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::trace::Stream;
+use crate::trace::{Event, Stream};
 
 /// One closed interval on one thread.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +30,71 @@ const _: () = assert!(std::mem::size_of::<Interval>() == 32);
 /// it holds). Computed once per stream and kept.
 pub fn intervals(s: &Stream) -> &[Interval] {
     &derived(s).intervals
+}
+
+/// Which event of an interval [`with_events`] gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// The START.
+    Start,
+    /// The END.
+    End,
+}
+
+/// How many intervals ahead of its use [`with_events`] asks for an event
+/// (48 and 16 were the fastest of 16/8, 32/8, 48/16 and 64/24 on this
+/// machine)...
+const AHEAD: usize = 48;
+/// ... and for its argument words: the event is read then, and should have
+/// arrived.
+const ARGS_AHEAD: usize = 16;
+
+/// The thread's intervals ([`intervals`]), each with its START or END event,
+/// as `which` says. An interval's event is a cache miss away (a stream's
+/// events and its intervals are two arrays of megabytes), and the analyses
+/// that read events interval by interval would wait for memory at each: here
+/// each event is asked for [`AHEAD`] intervals before it is given and, with
+/// `args`, its argument words [`ARGS_AHEAD`] intervals before. Walking the
+/// 2.5 M intervals of a 5 M-event trace for its regions this way took 4x
+/// less time than indexing the events.
+pub fn with_events(
+    s: &Stream,
+    which: Which,
+    args: bool,
+) -> impl Iterator<Item = (&Interval, &Event)> + '_ {
+    let ivs = intervals(s);
+    let event = move |iv: &Interval| match which {
+        Which::Start => iv.start_event,
+        Which::End => iv.end_event,
+    } as usize;
+    ivs.iter().enumerate().map(move |(j, iv)| {
+        if let Some(e) = ivs.get(j + AHEAD).and_then(|a| s.events.get(event(a))) {
+            prefetch(e);
+        }
+        if args {
+            if let Some(e) = ivs.get(j + ARGS_AHEAD).and_then(|a| s.events.get(event(a))) {
+                if let Some(w) = s.args(e).first() {
+                    prefetch(w);
+                }
+            }
+        }
+        (iv, &s.events[event(iv)])
+    })
+}
+
+/// Asks the processor to bring `x`'s cache line in, without waiting for it.
+#[inline(always)]
+fn prefetch<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing the program sees, cannot
+    // fault, and its address comes from a live reference anyway.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+            (x as *const T).cast::<i8>(),
+        );
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
 }
 
 /// What is derived from a stream's events once, when first asked for.

@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
-use crate::intervals::intervals;
+use crate::intervals::{with_events, Which};
 use crate::objects::args_by_name;
 use crate::trace::{Stream, Trace};
 
@@ -82,14 +82,14 @@ pub fn matrices(t: &Trace) -> Vec<Matrix> {
         };
         let n = sizes.entry(model).or_default();
         *n = (*n).max(size);
-        for iv in intervals(s) {
+        for (iv, end) in with_events(s, Which::End, true) {
             let Some(k) = kinds::kind(iv.kind) else {
                 continue;
             };
             if k.class != Class::Comm || !k.name.starts_with(prefix) {
                 continue;
             }
-            let a = args_by_name(s, &s.events[iv.end_event as usize]);
+            let a = args_by_name(s, end);
             let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
             let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
                 continue;
