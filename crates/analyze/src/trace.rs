@@ -138,7 +138,7 @@ impl Stream {
 /// Keeps `words` at the end of `arg_words`: (where, how many).
 fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
     let at = arg_words.len() as u32;
-    arg_words.extend_from_slice(words);
+    gaspard_format::codec::push_words(arg_words, words);
     (at, words.len() as u32)
 }
 
@@ -989,7 +989,8 @@ fn convert_chunk(
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {
                 let (at, n) = *last;
-                if arg_words.get(at as usize..(at + n) as usize) != Some(args) {
+                let kept = arg_words.get(at as usize..(at + n) as usize);
+                if !kept.is_some_and(|k| gaspard_format::codec::same_words(k, args)) {
                     *last = keep_args(arg_words, args);
                 }
                 *last
