@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::dump::event_name;
 use crate::findings::{barrier_groups, barriers, location, thread_name, Location};
 use crate::intervals::{with_events, Which};
-use crate::trace::Trace;
+use crate::trace::{Stream, Trace};
 
 /// One barrier epoch: the barrier that ends it.
 #[derive(Debug, Clone, Serialize)]
@@ -145,53 +145,83 @@ pub fn balance(t: &Trace) -> Balance {
     }
 }
 
-/// Work-sharing constructs (OpenMP loops, sections, ..., UPC forall) and user
-/// regions, per name and callsite: each thread's total time in them.
+/// What names a construct or region and where it starts: (kind, user
+/// event, function, callsite).
+type RegionKey = (u16, Option<u32>, u32, u32);
+
+/// One thread's time in one construct or region.
+#[derive(Debug, Clone)]
+pub(crate) struct RegionTime {
+    key: RegionKey,
+    /// The first of its STARTs.
+    start_event: u32,
+    total: u64,
+}
+
+/// A thread's time in work-sharing constructs (OpenMP loops, sections, ...,
+/// UPC forall) and user regions, per name and callsite in the order first
+/// met; no name is made per interval. Computed once per stream.
+pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
+    // The kinds kept (user events are of kind GASPARD_USER), by number:
+    // the other intervals are passed over without reading their events.
+    static CANDIDATE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    let candidate = CANDIDATE.get_or_init(|| {
+        let skip = [
+            "GASP_OMP_PARALLEL",
+            "GASP_OMP_IMPLICIT_TASK",
+            "GASP_OMP_TASK_SCHEDULE",
+        ];
+        let mut v = vec![false; 1 << 16];
+        v[kinds::GASPARD_USER as usize] = true;
+        for k in kinds::all_kinds() {
+            if k.class == Class::Work && !skip.contains(&k.name) {
+                v[k.id as usize] = true;
+            }
+        }
+        v
+    });
+    crate::intervals::derived(s).regions.get_or_init(|| {
+        let mut at: HashMap<RegionKey, usize> = HashMap::default();
+        let mut v: Vec<RegionTime> = Vec::new();
+        for (iv, e) in with_events(s, Which::Start, false) {
+            // A user event's interval without the user event's number
+            // (damaged) is left out.
+            if !candidate[iv.kind as usize]
+                || (iv.kind == kinds::GASPARD_USER && e.user().is_none())
+            {
+                continue;
+            }
+            let key = (e.kind, e.user(), e.text, iv.callsite);
+            let i = *at.entry(key).or_insert_with(|| {
+                v.push(RegionTime {
+                    key,
+                    start_event: iv.start_event,
+                    total: 0,
+                });
+                v.len() - 1
+            });
+            v[i].total = v[i].total.saturating_add(iv.end.saturating_sub(iv.start));
+        }
+        v
+    })
+}
+
+/// Work-sharing constructs and user regions, per name and callsite: each
+/// thread's total time in them.
 fn regions(t: &Trace) -> Vec<Region> {
     // (kind, user event, function, callsite) -> a START of theirs and the
     // per stream totals (streams in order, each once), in the order first
-    // met; no name is made per interval.
+    // met.
     type Group = ((usize, usize), u32, Vec<(usize, u64)>);
-    let mut group_of: HashMap<(u16, Option<u32>, u32, u32), usize> = HashMap::default();
+    let mut group_of: HashMap<RegionKey, usize> = HashMap::default();
     let mut groups: Vec<Group> = Vec::new();
-    let skip = [
-        "GASP_OMP_PARALLEL",
-        "GASP_OMP_IMPLICIT_TASK",
-        "GASP_OMP_TASK_SCHEDULE",
-    ];
-    // The kinds kept (user events are of kind GASPARD_USER), by number:
-    // the other intervals are passed over without reading their events.
-    let mut candidate = vec![false; 1 << 16];
-    candidate[kinds::GASPARD_USER as usize] = true;
-    for k in kinds::all_kinds() {
-        if k.class == Class::Work && !skip.contains(&k.name) {
-            candidate[k.id as usize] = true;
-        }
-    }
     for (si, s) in t.streams.iter().enumerate() {
-        for (iv, e) in with_events(s, Which::Start, false) {
-            if !candidate[iv.kind as usize] {
-                continue;
-            }
-            let keep = e.user().is_some()
-                || kinds::kind(iv.kind)
-                    .is_some_and(|k| k.class == Class::Work && !skip.contains(&k.name));
-            if !keep {
-                continue;
-            }
-            let g = *group_of
-                .entry((e.kind, e.user(), e.text, iv.callsite))
-                .or_insert_with(|| {
-                    groups.push(((si, iv.start_event as usize), iv.callsite, Vec::new()));
-                    groups.len() - 1
-                });
-            let totals = &mut groups[g].2;
-            if totals.last().is_none_or(|&(last, _)| last != si) {
-                totals.push((si, 0));
-            }
-            if let Some((_, total)) = totals.last_mut() {
-                *total += iv.end.saturating_sub(iv.start);
-            }
+        for r in regions_of(s) {
+            let g = *group_of.entry(r.key).or_insert_with(|| {
+                groups.push(((si, r.start_event as usize), r.key.3, Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].2.push((si, r.total));
         }
     }
     // (name, callsite) -> per stream total

@@ -201,6 +201,39 @@ fn find_barriers(s: &Stream) -> Vec<Interval> {
         .collect()
 }
 
+/// A thread's computation between each two consecutive barriers of its own
+/// (`[k - 1]`: between barriers `k - 1` and `k`): from leaving the one to
+/// arriving at the next, less the time in synchronization and communication
+/// (waiting inside communication, for a target slow to answer or a
+/// broadcast's root not there yet, is not work). Computed once per stream.
+pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
+    crate::intervals::derived(s).epoch_work.get_or_init(|| {
+        let v = barriers(s);
+        if v.len() < 2 {
+            return Vec::new();
+        }
+        let busy = Busy::new(s);
+        let mut hint = (0, 0);
+        (1..v.len())
+            .map(|k| {
+                let (from, to) = (v[k - 1].end, v[k].start);
+                to.saturating_sub(from)
+                    .saturating_sub(busy.within_from(from, to, &mut hint)) as f64
+            })
+            .collect()
+    })
+}
+
+/// What the findings ask of each stream, computed while its events and
+/// intervals are in the processor's caches (the report calls it stream by
+/// stream, with the stream's profile) rather than stream after stream by
+/// each analysis in turn.
+pub(crate) fn prepare(s: &Stream) {
+    epoch_work(s);
+    transfers(s);
+    crate::balance::regions_of(s);
+}
+
 /// A thread's outermost synchronization and communication intervals, to
 /// tell how much of a window it spent in them.
 struct Busy {
@@ -397,27 +430,16 @@ pub(crate) fn findings_given(
                 v
             })
             .collect();
-        // Computation between barriers: waiting inside communication (a
-        // target slow to answer, a broadcast's root not there yet) is not
-        // work, and is left out.
-        let busy: Vec<Busy> = members.iter().map(|&i| Busy::new(&t.streams[i])).collect();
         // Thread by thread again: its work in each epoch `k` (between
-        // barriers k - 1 and k; `work[m][k - 1]`), the epochs to leave out,
-        // and the sum of the threads' work per epoch (added in thread order).
-        let mut work: Vec<Vec<f64>> = Vec::with_capacity(n);
+        // barriers k - 1 and k; `work[m][k - 1]`, see `epoch_work`), the
+        // epochs to leave out, and the sum of the threads' work per epoch
+        // (added in thread order).
+        let mut work: Vec<&[f64]> = Vec::with_capacity(n);
         let mut new_region = vec![false; epochs - 1];
         let mut sum = vec![0f64; epochs - 1];
         for m in 0..n {
             let v = &per[m];
-            let mut hint = (0, 0);
-            let mine: Vec<f64> = (1..epochs)
-                .map(|k| {
-                    let (from, to) = (v[k - 1].end, v[k].start);
-                    to.saturating_sub(from)
-                        .saturating_sub(busy[m].within_from(from, to, &mut hint))
-                        as f64
-                })
-                .collect();
+            let mine = &epoch_work(&t.streams[members[m]])[..epochs - 1];
             for (k, w) in mine.iter().enumerate() {
                 sum[k] += w;
                 let (from, to) = (v[k].end, v[k + 1].start);
@@ -501,12 +523,25 @@ fn aggregate_advice(kind: &str) -> &'static str {
     }
 }
 
-/// `small_messages`: one callsite sending many small transfers.
-fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
-    // (callsite, kind) -> (count, bytes, time, threads' total span, threads)
-    type Tally = (u64, u64, u64, Vec<usize>);
-    let mut tally: HashMap<(u32, u16), Tally> = HashMap::default();
-    for (si, s) in t.streams.iter().enumerate() {
+/// One thread's transfers of one kind from one callsite.
+#[derive(Debug, Clone)]
+pub(crate) struct Transfers {
+    site: u32,
+    kind: u16,
+    count: u64,
+    bytes: u64,
+    time: u64,
+}
+
+/// A thread's transfers (communication intervals with a size), per kind
+/// and callsite in the order first met. Computed once per stream.
+pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
+    crate::intervals::derived(s).transfers.get_or_init(|| {
+        let mut v: Vec<Transfers> = Vec::new();
+        // A stream has a few callsites of transfers, mostly: looked for among
+        // the first ones, then in a map.
+        const NEAR: usize = 8;
+        let mut far: HashMap<(u32, u16), usize> = HashMap::default();
         let mut nbytes = crate::objects::ArgOf::new(s, "nbytes");
         let mut n = crate::objects::ArgOf::new(s, "n");
         for (iv, end) in with_events(s, Which::End, true) {
@@ -516,14 +551,55 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
             let Some(bytes) = nbytes.get(s, end).or_else(|| n.get(s, end)) else {
                 continue;
             };
-            let entry = tally.entry((iv.callsite, iv.kind)).or_default();
-            entry.0 += 1;
-            entry.1 += bytes;
-            entry.2 += iv.end.saturating_sub(iv.start);
-            // Streams come in order: this one is the last listed, if listed.
-            if entry.3.last() != Some(&si) {
-                entry.3.push(si);
-            }
+            let key = (iv.callsite, iv.kind);
+            let near = v[..v.len().min(NEAR)]
+                .iter()
+                .position(|x| (x.site, x.kind) == key);
+            let i = match near {
+                Some(i) => i,
+                None if v.len() <= NEAR => {
+                    far.insert(key, v.len());
+                    v.push(Transfers {
+                        site: key.0,
+                        kind: key.1,
+                        count: 0,
+                        bytes: 0,
+                        time: 0,
+                    });
+                    v.len() - 1
+                }
+                None => *far.entry(key).or_insert_with(|| {
+                    v.push(Transfers {
+                        site: key.0,
+                        kind: key.1,
+                        count: 0,
+                        bytes: 0,
+                        time: 0,
+                    });
+                    v.len() - 1
+                }),
+            };
+            let x = &mut v[i];
+            x.count += 1;
+            x.bytes = x.bytes.saturating_add(bytes);
+            x.time = x.time.saturating_add(iv.end.saturating_sub(iv.start));
+        }
+        v
+    })
+}
+
+/// `small_messages`: one callsite sending many small transfers.
+fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
+    // (callsite, kind) -> (count, bytes, time, threads' total span, threads)
+    type Tally = (u64, u64, u64, Vec<usize>);
+    let mut tally: HashMap<(u32, u16), Tally> = HashMap::default();
+    for (si, s) in t.streams.iter().enumerate() {
+        for x in transfers(s) {
+            let entry = tally.entry((x.site, x.kind)).or_default();
+            entry.0 += x.count;
+            entry.1 = entry.1.saturating_add(x.bytes);
+            entry.2 = entry.2.saturating_add(x.time);
+            entry.3.push(si);
         }
     }
     let span = |i: usize| active_span(&t.streams[i]);

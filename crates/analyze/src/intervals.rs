@@ -109,6 +109,12 @@ pub(crate) struct Derived {
     kinds: Vec<u64>,
     /// Its barriers ([`crate::findings::barriers`]), found when first asked for.
     pub(crate) barriers: std::sync::OnceLock<Vec<Interval>>,
+    /// Its work between consecutive barriers ([`crate::findings::epoch_work`]).
+    pub(crate) epoch_work: std::sync::OnceLock<Vec<f64>>,
+    /// Its small transfers per callsite ([`crate::findings::transfers`]).
+    pub(crate) transfers: std::sync::OnceLock<Vec<crate::findings::Transfers>>,
+    /// Its time in constructs and regions ([`crate::balance::regions_of`]).
+    pub(crate) regions: std::sync::OnceLock<Vec<crate::balance::RegionTime>>,
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
@@ -130,6 +136,9 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
             startup_ns,
             kinds,
             barriers: std::sync::OnceLock::new(),
+            epoch_work: std::sync::OnceLock::new(),
+            transfers: std::sync::OnceLock::new(),
+            regions: std::sync::OnceLock::new(),
         }
     })
 }

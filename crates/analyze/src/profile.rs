@@ -501,14 +501,20 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
     given.resize_with(t.streams.len(), || None);
     // Events are grouped by what names them (kind, user event, function),
     // then by name: no string is made per event.
-    // Each stream on its own (in parallel), then merged in stream order.
+    // Each stream on its own (in parallel), then merged in stream order;
+    // what the findings ask of each stream is computed with its profile,
+    // while its events and intervals are in the processor's caches.
     let per_stream: Vec<_> = t
         .streams
         .par_iter()
         .zip(given)
-        .map(|(s, g)| match g {
-            Some(p) => p.localize(&numbers),
-            None => stream_profile(t, s),
+        .map(|(s, g)| {
+            let p = match g {
+                Some(p) => p.localize(&numbers),
+                None => stream_profile(t, s),
+            };
+            crate::findings::prepare(s);
+            p
         })
         .collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
