@@ -153,8 +153,9 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
     // An interval whose END is not met keeps `end_event` at `u32::MAX` (no
     // event's index) and is dropped at the end.
-    let starts = s.events.iter().filter(|e| e.phase == 0).count();
-    let mut slots: Vec<Interval> = Vec::with_capacity(starts);
+    // At most one interval per two events, mostly: reserved at once without
+    // a pass to count the STARTs (a stream's events are megabytes to read).
+    let mut slots: Vec<Interval> = Vec::with_capacity(s.events.len() / 2 + 1);
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for (i, e) in s.events.iter().enumerate() {
         kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
