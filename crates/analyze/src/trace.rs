@@ -461,8 +461,11 @@ where
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut texts: HashMap<String, u32> = HashMap::default();
-    let mut decoded = Vec::new();
-    for (mut s, local) in converted {
+    // The trace's numbers of each stream's callsites, user events and
+    // texts, given in stream order; then every stream's events renumbered,
+    // in parallel.
+    let mut numbered = Vec::new();
+    for (s, local) in converted {
         let site_ids: Vec<u32> = local
             .sites
             .into_iter()
@@ -501,17 +504,23 @@ where
                 idx
             })
             .collect();
-        for e in &mut s.events {
-            e.callsite = site_ids[e.callsite as usize];
-            if e.user != NO_USER {
-                e.user = user_ids[e.user as usize];
-            }
-            if e.text != NO_TEXT {
-                e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
-            }
-        }
-        decoded.push(s);
+        numbered.push((s, site_ids, user_ids, text_ids));
     }
+    let mut decoded: Vec<Stream> = numbered
+        .into_par_iter()
+        .map(|(mut s, site_ids, user_ids, text_ids)| {
+            for e in &mut s.events {
+                e.callsite = site_ids[e.callsite as usize];
+                if e.user != NO_USER {
+                    e.user = user_ids[e.user as usize];
+                }
+                if e.text != NO_TEXT {
+                    e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
+                }
+            }
+            s
+        })
+        .collect();
     attach_sources(dir, &mut decoded, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
     t.clock_sync = crate::clocksync::apply(&mut decoded);
@@ -520,16 +529,23 @@ where
         .filter_map(|s| Some((s.process.as_str(), s.events.first()?.t_ns)))
         .collect();
     let base = trace_start(&t, &firsts);
-    // Events were stored with absolute monotonic ns; make them relative to the start.
-    for s in &mut decoded {
-        let mut late = 0u64;
-        for e in &mut s.events {
-            let t = e.t_ns as i128 - base;
-            if t > MAX_T_NS as i128 {
-                late += 1;
+    // Events were stored with absolute monotonic ns; make them relative to
+    // the start (stream by stream, in parallel).
+    let late: Vec<u64> = decoded
+        .par_iter_mut()
+        .map(|s| {
+            let mut late = 0u64;
+            for e in &mut s.events {
+                let t = e.t_ns as i128 - base;
+                if t > MAX_T_NS as i128 {
+                    late += 1;
+                }
+                e.t_ns = t.clamp(0, MAX_T_NS as i128) as u64;
             }
-            e.t_ns = t.clamp(0, MAX_T_NS as i128) as u64;
-        }
+            late
+        })
+        .collect();
+    for (s, &late) in decoded.iter().zip(&late) {
         if late > 0 {
             t.problems.push(format!(
                 "process {} stream {}: {late} events are stamped more than {} days after the trace's start \
