@@ -506,11 +506,20 @@ where
             .collect();
         numbered.push((s, site_ids, user_ids, text_ids));
     }
-    let mut decoded: Vec<Stream> = numbered
+    // Callsites without a file, and kinds with a return address to find
+    // one: a stream with events of both is looked at by `attach_sources`.
+    let mut unknown = vec![false; sites.len()];
+    for (c, &i) in &sites {
+        unknown[i as usize] = c.file.is_none();
+    }
+    let codeptr = codeptr_kinds();
+    let (mut decoded, unplaced): (Vec<Stream>, Vec<bool>) = numbered
         .into_par_iter()
         .map(|(mut s, site_ids, user_ids, text_ids)| {
+            let mut unplaced = false;
             for e in &mut s.events {
                 e.callsite = site_ids[e.callsite as usize];
+                unplaced |= unknown[e.callsite as usize] && codeptr[e.kind as usize];
                 if e.user != NO_USER {
                     e.user = user_ids[e.user as usize];
                 }
@@ -518,10 +527,10 @@ where
                     e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
                 }
             }
-            s
+            (s, unplaced)
         })
-        .collect();
-    attach_sources(dir, &mut decoded, &mut sites);
+        .unzip();
+    attach_sources(dir, &mut decoded, &unplaced, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
     t.clock_sync = crate::clocksync::apply(&mut decoded);
     let firsts: Vec<(&str, u64)> = decoded
@@ -726,9 +735,27 @@ fn check_manifests(
 
 /// Gives events that carry a code address (`codeptr`) and no source position
 /// the source line of that address, from the binaries' debug information.
-fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsite, u32>) {
-    let mut sym = crate::symbolize::Symbolizer::new(dir);
-    if sym.is_empty() {
+/// Kinds whose events may carry a return address (`codeptr`), by number.
+fn codeptr_kinds() -> &'static [bool] {
+    static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut v = vec![false; 1 << 16];
+        for k in gaspard_format::kinds::all_kinds() {
+            v[k.id as usize] = k.start.iter().chain(k.end).any(|(n, _)| *n == "codeptr");
+        }
+        v
+    })
+}
+
+/// `unplaced[i]`: whether stream `i` has events with a return address and
+/// no known callsite (the others are not looked at).
+fn attach_sources(
+    dir: &Path,
+    streams: &mut [Stream],
+    unplaced: &[bool],
+    sites: &mut HashMap<Callsite, u32>,
+) {
+    if !unplaced.contains(&true) {
         return;
     }
     let unknown: Vec<bool> = {
@@ -738,8 +765,12 @@ fn attach_sources(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsi
         }
         v
     };
+    let mut sym = crate::symbolize::Symbolizer::new(dir);
+    if sym.is_empty() {
+        return;
+    }
     let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::default();
-    for s in streams.iter_mut() {
+    for (s, _) in streams.iter_mut().zip(unplaced).filter(|(_, &u)| u) {
         let pts_words = (s.pts_bytes as usize).div_ceil(8);
         let words = &s.arg_words;
         for e in &mut s.events {
