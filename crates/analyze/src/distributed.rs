@@ -113,7 +113,11 @@ pub fn report(
         // computes their profiles; the profiles follow.
         let mine = trace::read_with(dir, |paths, refs| {
             let (_, index, my_paths) = my_share(paths, tr);
-            let parts = trace::read_streams(&my_paths, refs);
+            // Sent with their times in ns.
+            let parts: Vec<_> = trace::read_streams(&my_paths, refs)
+                .into_par_iter()
+                .map(trace::StreamPart::in_ns)
+                .collect();
             let mut out = Vec::new();
             encode(&index, &parts, &mut out);
             tr.send_to_root(&out)?;
@@ -416,6 +420,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
                 StreamPart {
                     problems,
                     stream: None,
+                    clock: None,
                 },
             ));
             continue;
@@ -517,6 +522,7 @@ fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
             StreamPart {
                 problems,
                 stream: Some((s, local)),
+                clock: None,
             },
         ));
     }

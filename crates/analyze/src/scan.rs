@@ -384,7 +384,7 @@ impl Sink for ScanSink<'_> {
     fn event(&mut self, e: codec::Event, user: Option<u64>, args: &[u64]) {
         let index = self.events;
         self.events += 1;
-        let t = self.clock.ns(e.ts).clamp(0, u64::MAX as i128) as u64;
+        let t = self.clock.ns_u64(e.ts);
         if index == 0 {
             self.first = t;
         }
@@ -1002,7 +1002,7 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
     classes: usize,
     class: &F,
 ) -> Passed {
-    let ns = |ts: u64| clock.ns(ts).clamp(0, u64::MAX as i128) as u64;
+    let ns = |ts: u64| clock.ns_u64(ts);
     // The stream's span from its chunk headers (events out of it, if the
     // clock went back, count at its edges).
     let lo = o.chunks.iter().map(|c| c.0.base_ts).min().unwrap_or(0);
@@ -1185,7 +1185,7 @@ fn place(
             let clock = &clocks[process];
             // Ticks to ns of the run.
             let run_ns = |ticks: u64| {
-                let ns = clock.ns(ticks).clamp(0, u64::MAX as i128) as u64;
+                let ns = clock.ns_u64(ticks);
                 at(process, ns) as f64 - t0 as f64
             };
             // ns of the run per tick (a drifting clock's ns are not quite

@@ -229,6 +229,7 @@ impl Trace {
 }
 
 /// A process's clock: ticks to nanoseconds.
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Clock {
     t0: u64,
     n0: u64,
@@ -255,6 +256,13 @@ impl Clock {
             },
         }
     }
+    /// [`Clock::ns`], kept within `u64` (times before the clock's start
+    /// are 0).
+    #[inline]
+    pub(crate) fn ns_u64(&self, t: u64) -> u64 {
+        self.ns(t).clamp(0, u64::MAX as i128) as u64
+    }
+
     /// `n0 + (t - t0) * slope`, in integer ns (as `i128` arithmetic gives
     /// it), with the conversions between floating point and 128-bit
     /// integers, slow, only where 64 bits do not hold the values: the
@@ -437,6 +445,8 @@ where
         profiles,
     } = list(dir)?;
     let mut converted: Vec<(Stream, Local)> = Vec::new();
+    // The clock of each converted stream whose events are still in ticks.
+    let mut in_ticks: Vec<Option<Clock>> = Vec::new();
     let parts = stream_parts(&streams, &refs).map_err(TraceError::Parts)?;
     let mut skipped = Vec::new();
     for (part, path) in parts.into_iter().zip(&streams) {
@@ -456,16 +466,17 @@ where
             });
         }
         converted.push((s, local));
+        in_ticks.push(part.clock);
     }
     check_manifests(&mut t, &streams, &skipped, &profiles, &converted);
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut texts: HashMap<String, u32> = HashMap::default();
     // The trace's numbers of each stream's callsites, user events and
-    // texts, given in stream order; then every stream's events renumbered,
-    // in parallel.
+    // texts, given in stream order; then every stream's events renumbered
+    // (and given their times in ns), in parallel.
     let mut numbered = Vec::new();
-    for (s, local) in converted {
+    for ((s, local), clock) in converted.into_iter().zip(in_ticks) {
         let site_ids: Vec<u32> = local
             .sites
             .into_iter()
@@ -504,7 +515,7 @@ where
                 idx
             })
             .collect();
-        numbered.push((s, site_ids, user_ids, text_ids));
+        numbered.push((s, clock, site_ids, user_ids, text_ids));
     }
     // Callsites without a file, and kinds with a return address to find
     // one: a stream with events of both is looked at by `attach_sources`.
@@ -515,9 +526,12 @@ where
     let codeptr = codeptr_kinds();
     let (mut decoded, unplaced): (Vec<Stream>, Vec<bool>) = numbered
         .into_par_iter()
-        .map(|(mut s, site_ids, user_ids, text_ids)| {
+        .map(|(mut s, clock, site_ids, user_ids, text_ids)| {
             let mut unplaced = false;
             for e in &mut s.events {
+                if let Some(c) = &clock {
+                    e.t_ns = c.ns_u64(e.t_ns);
+                }
                 e.callsite = site_ids[e.callsite as usize];
                 unplaced |= unknown[e.callsite as usize] && codeptr[e.kind as usize];
                 if e.user != NO_USER {
@@ -825,6 +839,22 @@ pub struct StreamPart {
     pub problems: Vec<String>,
     /// The stream, with its own numbering of callsites and user events.
     pub(crate) stream: Option<(Stream, Local)>,
+    /// Its process's clock while its events' times are still in ticks
+    /// ([`crate::trace::read`] gives them in ns as it renumbers them, in
+    /// the same pass over the events; [`StreamPart::in_ns`] does it alone).
+    pub(crate) clock: Option<Clock>,
+}
+
+impl StreamPart {
+    /// The part with its events' times in ns.
+    pub(crate) fn in_ns(mut self) -> StreamPart {
+        if let (Some(c), Some((s, _))) = (self.clock.take(), &mut self.stream) {
+            for e in &mut s.events {
+                e.t_ns = c.ns_u64(e.t_ns);
+            }
+        }
+        self
+    }
 }
 
 /// Reads, decodes and converts stream files, in parallel. Every stream file
@@ -857,18 +887,19 @@ pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamP
                 std::iter::once((p, None)).chain(chunks.iter().map(move |c| (p, Some(c))))
             }),
     );
-    // Events, read with their times in ticks, are given them in ns stream
-    // by stream in parallel.
-    read.into_par_iter()
-        .map(|(r, problems)| StreamPart {
-            problems,
-            stream: r.map(|(mut s, _, local)| {
-                let clock = &clocks[&s.process];
-                for e in &mut s.events {
-                    e.t_ns = clock.ns(e.t_ns).clamp(0, u64::MAX as i128) as u64;
-                }
-                (s, local)
-            }),
+    // Events, read with their times in ticks, keep them: they are given
+    // their times in ns with the clock of their process by whoever reads
+    // the part.
+    read.into_iter()
+        .map(|(r, problems)| {
+            let clock = r
+                .as_ref()
+                .and_then(|(s, _, _)| clocks.get(&s.process).copied());
+            StreamPart {
+                problems,
+                stream: r.map(|(s, _, local)| (s, local)),
+                clock,
+            }
         })
         .collect()
 }
