@@ -86,14 +86,14 @@ pub fn ticks_per_us() -> f64 {
         REF_TICKS.load(Ordering::Relaxed),
         REF_NS.load(Ordering::Relaxed),
     );
-    let (mut t1, mut n1) = (now_ticks(), monotonic_ns());
+    let (mut t1, mut n1) = monotonic_pair();
     if n0 == 0 || n1.saturating_sub(n0) < 2_000_000 {
         // Too little time has passed to be precise: measure 2 ms now.
-        let (s0, m0) = (now_ticks(), monotonic_ns());
+        let (s0, m0) = monotonic_pair();
         while monotonic_ns() - m0 < 2_000_000 {
             std::hint::spin_loop();
         }
-        (t1, n1) = (now_ticks(), monotonic_ns());
+        (t1, n1) = monotonic_pair();
         let r = (t1 - s0) as f64 * 1000.0 / (n1 - m0) as f64;
         return r;
     }
@@ -102,6 +102,40 @@ pub fn ticks_per_us() -> f64 {
         PER_US_X1000.store((r * 1000.0) as u64, Ordering::Relaxed);
     }
     r
+}
+
+/// How many times [`reference_pair`] reads the two clocks.
+const PAIR_TRIES: usize = 5;
+
+/// The recording clock's ticks and `read()` (a time in ns) taken together:
+/// the time read between two tick reads, a few times, keeping the tightest
+/// bracket and its middle. A thread descheduled between two plain reads (on
+/// a machine with more threads than cores) would pair a tick count with a
+/// time read milliseconds later, and every time converted through that
+/// reference would be off by as much.
+fn bracketed(read: impl Fn() -> u64) -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..PAIR_TRIES {
+        let a = now_ticks();
+        let ns = read();
+        let b = now_ticks();
+        let gap = b.wrapping_sub(a);
+        if gap < best.0 {
+            best = (gap, a + gap / 2, ns);
+        }
+    }
+    (best.1, best.2)
+}
+
+/// A clock reference, as the trace states it: ticks and [`reference_ns`]
+/// read together (see [`bracketed`]).
+pub fn reference_pair() -> (u64, u64) {
+    bracketed(reference_ns)
+}
+
+/// Ticks and CLOCK_MONOTONIC read together, to measure the tick rate from.
+pub(crate) fn monotonic_pair() -> (u64, u64) {
+    bracketed(monotonic_ns)
 }
 
 /// An artificial error of this process's clock, for testing clock
@@ -131,4 +165,38 @@ pub fn reference_ns() -> u64 {
     }
     let since = m.saturating_sub(SKEW_FROM.load(Ordering::Relaxed)) as i128;
     (m as i128 + skew as i128 + since * ppb as i128 / 1_000_000_000).max(0) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reference_pair_is_read_between_its_brackets() {
+        for _ in 0..100 {
+            let (t0, n0) = (now_ticks(), reference_ns());
+            let (t, n) = reference_pair();
+            let (t1, n1) = (now_ticks(), reference_ns());
+            assert!(t0 <= t && t <= t1, "{t0} {t} {t1}");
+            assert!(n0 <= n && n <= n1, "{n0} {n} {n1}");
+        }
+        // The tightest of the tries: a read made slow on purpose (10 ms) once is
+        // not the one kept.
+        let calls = std::cell::Cell::new(0);
+        let (t, _) = bracketed(|| {
+            calls.set(calls.get() + 1);
+            if calls.get() == 1 {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            monotonic_ns()
+        });
+        assert_eq!(calls.get(), PAIR_TRIES);
+        let after = now_ticks();
+        // Kept from a later try: the first one's middle is 5 ms before now.
+        assert!(
+            after - t < (ticks_per_us() * 2000.0) as u64,
+            "{}",
+            after - t
+        );
+    }
 }

@@ -141,6 +141,7 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
     }
     let payload = &buf.bytes[..buf.len.min(buf.bytes.len())];
     let events = u64::from(buf.events);
+    let (ref_ticks, ref_ns) = clock::reference_pair();
     let header = ChunkHeader {
         version: gaspard_format::FORMAT_VERSION as u16,
         stream: buf.stream,
@@ -148,8 +149,8 @@ fn write_buffer(p: &Process, outs: &mut HashMap<u32, StreamOut>, buf: &Buffer) {
         events: buf.events,
         base_ts: buf.base_ts,
         last_ts: buf.last_ts,
-        ref_ticks: clock::now_ticks(),
-        ref_ns: clock::reference_ns(),
+        ref_ticks,
+        ref_ns,
         ..Default::default()
     };
     let head = header.to_bytes(payload);
@@ -262,7 +263,7 @@ pub(crate) fn write_manifest(p: &Process, status: &str) {
         command: p.command.clone(),
         start_unix_ns: p.start_unix_ns,
         clock: if clock::is_tsc() { "tsc" } else { "monotonic" }.into(),
-        clock_refs: vec![p.clock_ref, (clock::now_ticks(), clock::reference_ns())],
+        clock_refs: vec![p.clock_ref, clock::reference_pair()],
         realtime_ref: p.realtime_ref,
         pts_bytes: p.pts_bytes,
         streams: p.streams.lock().unwrap_or_else(|e| e.into_inner()).clone(),

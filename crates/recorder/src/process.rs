@@ -388,9 +388,9 @@ impl Process {
         let host = hostname();
         // SAFETY: getpid has no preconditions.
         let pid = unsafe { libc::getpid() } as u32;
-        let ticks = clock::now_ticks();
-        clock::set_reference(ticks, clock::monotonic_ns());
-        let mono = clock::reference_ns();
+        let (ticks, mono) = clock::monotonic_pair();
+        clock::set_reference(ticks, mono);
+        let (ticks, mono) = clock::reference_pair();
         let buffer_bytes = opts.buffer_kb * 1024;
         Some(Process {
             prefix: format!("{}-{pid}", host.replace(['/', ' '], "_")),
@@ -522,8 +522,7 @@ impl Process {
             Err(std::sync::TryLockError::WouldBlock) => Vec::new(),
         };
         let start_unix_ns = clock::realtime_ns();
-        let ticks = clock::now_ticks();
-        let mono = clock::reference_ns();
+        let (ticks, mono) = clock::reference_pair();
         let threads = streams.len() as u32;
         Process {
             dir: self.dir.clone(),
