@@ -525,6 +525,12 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
     sink.slots.reserve((expected / 2) as usize);
     sink.closed.reserve((expected / 2) as usize);
     for (h, at, len) in &o.chunks {
+        // Events are numbered in `u32` (`QuickSpan::start_event`): past
+        // MAX_STREAM_EVENTS the chunks are left out, as the whole trace's
+        // reader leaves them out (and says so).
+        if sink.events + u64::from(h.events) > crate::trace::MAX_STREAM_EVENTS as u64 {
+            break;
+        }
         // Each chunk has tables of its own.
         sink.strings.clear();
         sink.chunk_sites.clear();
