@@ -248,6 +248,19 @@ pub(crate) fn mpi_ranks(t: &Trace) -> HashMap<String, i64> {
     out
 }
 
+/// [`is_one_sided_sync`] by kind number, found once: every interval of
+/// every stream is asked.
+fn one_sided_sync_kinds() -> &'static [bool] {
+    static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut v = vec![false; 1 << 16];
+        for k in kinds::all_kinds() {
+            v[k.id as usize] = is_one_sided_sync(k.name);
+        }
+        v
+    })
+}
+
 /// The one-sided calls whose time is listed as `synchronization`.
 fn is_one_sided_sync(name: &str) -> bool {
     matches!(
@@ -284,9 +297,9 @@ impl Analysis {
             let mut pending: Vec<(u64, Pending)> = Vec::new();
             let mut windows: HashMap<u64, usize> = HashMap::default();
             let mut created = 0usize;
+            let sync_kind = one_sided_sync_kinds();
             for iv in intervals(s) {
-                let name = kind_name(iv.kind);
-                if is_one_sided_sync(name) {
+                if sync_kind[iv.kind as usize] {
                     let i = *sync_sites.entry((iv.kind, iv.callsite)).or_insert_with(|| {
                         sites.push(Site::new("synchronization", iv.kind, iv.callsite));
                         sites.len() - 1
@@ -295,6 +308,7 @@ impl Analysis {
                     continue;
                 }
                 let Some(me) = me else { continue };
+                let name = kind_name(iv.kind);
                 let sa = args_by_name(s, &s.events[iv.start_event as usize]);
                 let ea = args_by_name(s, &s.events[iv.end_event as usize]);
                 let mut call = || {
