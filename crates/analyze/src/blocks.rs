@@ -326,10 +326,18 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         accesses.extend(stream_accesses(t, si, &mut objects, &mut ids));
     }
     let threads: Vec<String> = t.streams.iter().map(crate::findings::thread_name).collect();
+    // Each object's accesses, in order (found once: objects times accesses
+    // would be too many).
+    let mut of_object: Vec<Vec<usize>> = vec![Vec::new(); objects.len()];
+    for (i, a) in accesses.iter().enumerate() {
+        if let Some(v) = of_object.get_mut(a.object as usize) {
+            v.push(i);
+        }
+    }
     // Each object's rank x rank traffic.
     let ranks: Vec<Option<crate::matrix::Rank>> = t.streams.iter().map(rank).collect();
     for (oi, o) in objects.iter_mut().enumerate() {
-        let mine = || accesses.iter().filter(|a| a.object == oi as u32);
+        let mine = || of_object[oi].iter().map(|&i| &accesses[i]);
         let n = mine()
             .filter_map(|a| ranks[a.thread].map(|r| r.size))
             .max()
@@ -369,27 +377,32 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
                 .push(i);
         }
     }
-    // The model's thread count, for "many readers".
-    let group = |object: u32| -> usize {
-        let model = &objects[object as usize].model;
-        let mut seen: Vec<usize> = accesses
-            .iter()
-            .filter(|a| objects[a.object as usize].model == *model)
-            .map(|a| a.thread)
-            .collect();
-        seen.sort_unstable();
-        seen.dedup();
-        seen.len()
-    };
-    let groups: Vec<usize> = (0..objects.len() as u32).map(group).collect();
+    // The model's thread count, for "many readers": the threads accessing
+    // objects of each model, found in one walk of the accesses.
+    let mut threads_of: HashMap<&str, Vec<usize>> = HashMap::default();
+    for a in &accesses {
+        threads_of
+            .entry(objects[a.object as usize].model.as_str())
+            .or_default()
+            .push(a.thread);
+    }
+    for v in threads_of.values_mut() {
+        v.sort_unstable();
+        v.dedup();
+    }
+    let groups: Vec<usize> = objects
+        .iter()
+        .map(|o| threads_of.get(o.model.as_str()).map_or(0, Vec::len))
+        .collect();
     // The thread holding each rank's part, per model.
     let mut home_thread: HashMap<(&str, u32), usize> = HashMap::default();
+    let caf_kinds: Vec<u16> = kinds::all_kinds()
+        .filter(|k| k.name.starts_with("GASP_CAF_"))
+        .map(|k| k.id)
+        .collect();
     for (i, s) in t.streams.iter().enumerate() {
         if let Some(r) = rank(s) {
-            let caf = s
-                .events
-                .iter()
-                .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
+            let caf = caf_kinds.iter().any(|&k| crate::intervals::has_kind(s, k));
             let model = if caf { "CAF" } else { r.model };
             home_thread.entry((model, r.me as u32)).or_insert(i);
         }
