@@ -47,6 +47,86 @@ pub struct Window {
 pub struct Objects {
     allocations: HashMap<String, Vec<Allocation>>,
     windows: HashMap<(String, u64), Window>,
+    /// Per process, its allocations not freed yet, by first address (the
+    /// last made last).
+    open: HashMap<String, HashMap<u64, Vec<usize>>>,
+    /// Per process, its allocations by address ([`ByAddress`]).
+    by_address: HashMap<String, ByAddress>,
+}
+
+/// A process's allocations by address, for [`Objects::find_allocation`]:
+/// a program may make thousands of objects and millions of accesses, too
+/// many to look at every allocation for every access.
+#[derive(Debug, Default)]
+struct ByAddress {
+    /// Its first addresses, each once, ascending.
+    bases: Vec<u64>,
+    /// For each, the furthest end (exclusive) of the allocations at this
+    /// first address or a lower one: no allocation at or before `bases[i]`
+    /// holds an address at or past `reach[i]`.
+    reach: Vec<u64>,
+    /// For each, its allocations in the order made.
+    at: Vec<Vec<u32>>,
+    /// For each, whether its allocations' lifetimes follow one another
+    /// without overlapping (each freed before the next is made), as they do
+    /// unless the program lost track of its memory or the trace is damaged:
+    /// then at most one is alive at a time, found by bisection.
+    in_turn: Vec<bool>,
+}
+
+impl ByAddress {
+    fn new(v: &[Allocation]) -> ByAddress {
+        let mut groups: std::collections::BTreeMap<u64, Vec<u32>> = Default::default();
+        for (i, a) in v.iter().enumerate() {
+            groups.entry(a.base).or_default().push(i as u32);
+        }
+        let mut out = ByAddress::default();
+        let mut reach = 0u64;
+        for (base, at) in groups {
+            for &i in &at {
+                let a = &v[i as usize];
+                reach = reach.max(a.base.saturating_add(a.size.max(1)));
+            }
+            let in_turn = at.windows(2).all(|w| {
+                let (a, b) = (&v[w[0] as usize], &v[w[1] as usize]);
+                a.from <= a.to && a.to < b.from
+            });
+            out.bases.push(base);
+            out.reach.push(reach);
+            out.at.push(at);
+            out.in_turn.push(in_turn);
+        }
+        out
+    }
+
+    /// The first made (lowest index) of the allocations holding `addr` at
+    /// time `t`.
+    fn find(&self, v: &[Allocation], addr: u64, t: u64) -> Option<u32> {
+        let holds = |i: u32| {
+            let a = &v[i as usize];
+            a.from <= t && t <= a.to && a.base <= addr && addr - a.base < a.size.max(1)
+        };
+        let mut best: Option<u32> = None;
+        let p = self.bases.partition_point(|&b| b <= addr);
+        for g in (0..p).rev() {
+            if self.reach[g] <= addr {
+                break;
+            }
+            let at = &self.at[g];
+            let found = if self.in_turn[g] {
+                // Lifetimes one after the other: the first ending at `t` or
+                // later is the only one that may be alive at `t`.
+                let k = at.partition_point(|&i| v[i as usize].to < t);
+                at.get(k).copied().filter(|&i| holds(i))
+            } else {
+                at.iter().copied().find(|&i| holds(i))
+            };
+            if let Some(i) = found {
+                best = Some(best.map_or(i, |b| b.min(i)));
+            }
+        }
+        best
+    }
 }
 
 /// An event's arguments by name.
@@ -208,18 +288,22 @@ impl Objects {
                             let name = open
                                 .take()
                                 .unwrap_or_else(|| format!("shmem allocation {count}"));
-                            o.allocations
+                            let made = o.allocations.entry(s.process.clone()).or_default();
+                            o.open
                                 .entry(s.process.clone())
                                 .or_default()
-                                .push(Allocation {
-                                    base,
-                                    size,
-                                    from: e.t_ns,
-                                    to: u64::MAX,
-                                    name,
-                                    // An END without its START (damage) has no count of its own.
-                                    ordinal: count.saturating_sub(1),
-                                });
+                                .entry(base)
+                                .or_default()
+                                .push(made.len());
+                            made.push(Allocation {
+                                base,
+                                size,
+                                from: e.t_ns,
+                                to: u64::MAX,
+                                name,
+                                // An END without its START (damage) has no count of its own.
+                                ordinal: count.saturating_sub(1),
+                            });
                         }
                     }
                     ("GASP_SHMEM_FREE", 0) => {
@@ -244,18 +328,27 @@ impl Objects {
                 }
             }
         }
+        o.by_address = o
+            .allocations
+            .iter()
+            .map(|(p, v)| (p.clone(), ByAddress::new(v)))
+            .collect();
+        o.open = HashMap::default();
         o
     }
 
+    /// Ends the last allocation at `ptr` not freed yet.
     fn free(&mut self, process: &str, ptr: u64, t: u64) {
-        if let Some(v) = self.allocations.get_mut(process) {
-            if let Some(a) = v
-                .iter_mut()
-                .rev()
-                .find(|a| a.base == ptr && a.to == u64::MAX)
-            {
-                a.to = t;
-            }
+        let Some(i) = self
+            .open
+            .get_mut(process)
+            .and_then(|o| o.get_mut(&ptr))
+            .and_then(Vec::pop)
+        else {
+            return;
+        };
+        if let Some(a) = self.allocations.get_mut(process).and_then(|v| v.get_mut(i)) {
+            a.to = t;
         }
     }
 
@@ -267,15 +360,118 @@ impl Objects {
 
     /// The allocation holding `addr` at time `t` in `process`, and the offset in it.
     pub fn find_allocation(&self, process: &str, addr: u64, t: u64) -> Option<(&Allocation, u64)> {
-        self.allocations
-            .get(process)?
-            .iter()
-            .find(|a| a.from <= t && t <= a.to && a.base <= addr && addr - a.base < a.size.max(1))
-            .map(|a| (a, addr - a.base))
+        let v = self.allocations.get(process)?;
+        let i = self.by_address.get(process)?.find(v, addr, t)?;
+        let a = &v[i as usize];
+        Some((a, addr - a.base))
     }
 
     /// The window `win` of `process`.
     pub fn window(&self, process: &str, win: u64) -> Option<&Window> {
         self.windows.get(&(process.to_string(), win))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What `find_allocation` gives, by looking at every allocation.
+    fn every(v: &[Allocation], addr: u64, t: u64) -> Option<u32> {
+        v.iter()
+            .position(|a| {
+                a.from <= t && t <= a.to && a.base <= addr && addr - a.base < a.size.max(1)
+            })
+            .map(|i| i as u32)
+    }
+
+    fn alloc(base: u64, size: u64, from: u64, to: u64) -> Allocation {
+        Allocation {
+            base,
+            size,
+            from,
+            to,
+            name: String::new(),
+            ordinal: 0,
+        }
+    }
+
+    #[test]
+    fn allocations_found_by_address_as_by_looking_at_all() {
+        // A small generator, the same on every run.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for case in 0..200 {
+            let mut v = Vec::new();
+            // Addresses used again after a free (lifetimes in turn), nested
+            // and overlapping ranges, empty ones, and (one case in four)
+            // lifetimes out of order, as only a damaged trace has them.
+            let n = 1 + next(40);
+            let mut t = 0;
+            for _ in 0..n {
+                let base = 4096 + 64 * next(20);
+                let size = [0, 8, 64, 256, 4096][next(5) as usize];
+                let from = if case % 4 == 0 { next(1000) } else { t };
+                let to = if next(3) == 0 {
+                    u64::MAX
+                } else {
+                    from + next(100)
+                };
+                t = from + next(50);
+                v.push(alloc(base, size, from, to));
+            }
+            let ix = ByAddress::new(&v);
+            for _ in 0..300 {
+                let addr = 4000 + next(6000);
+                let t = next(1200);
+                assert_eq!(
+                    ix.find(&v, addr, t),
+                    every(&v, addr, t),
+                    "case {case}: {addr} at {t} in {:?}",
+                    v.iter()
+                        .map(|a| (a.base, a.size, a.from, a.to))
+                        .collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_address_allocated_again_and_again_is_found_by_bisection() {
+        // malloc and free in a loop: one address, a thousand lifetimes.
+        let v: Vec<Allocation> = (0..1000)
+            .map(|i| alloc(8192, 64 + i % 3, 10 * i, 10 * i + 5))
+            .collect();
+        let ix = ByAddress::new(&v);
+        assert_eq!(ix.in_turn, vec![true]);
+        for t in 0..10_010 {
+            for addr in [8191, 8192, 8192 + 64, 8192 + 65, 8192 + 66] {
+                assert_eq!(ix.find(&v, addr, t), every(&v, addr, t), "{addr} at {t}");
+            }
+        }
+        assert_eq!(ix.find(&v, 8200, 4327), None);
+        assert_eq!(ix.find(&v, 8200, 4321), Some(432));
+    }
+
+    #[test]
+    fn a_free_ends_the_last_allocation_at_its_address() {
+        let mut o = Objects::default();
+        o.allocations.insert(
+            "p".into(),
+            vec![alloc(64, 8, 0, u64::MAX), alloc(64, 8, 5, u64::MAX)],
+        );
+        o.open
+            .insert("p".into(), [(64u64, vec![0usize, 1])].into_iter().collect());
+        o.free("p", 64, 10);
+        o.free("p", 128, 11);
+        let v = &o.allocations["p"];
+        assert_eq!((v[0].to, v[1].to), (u64::MAX, 10));
+        o.free("p", 64, 12);
+        assert_eq!(o.allocations["p"][0].to, 12);
     }
 }
