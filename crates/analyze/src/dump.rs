@@ -222,6 +222,83 @@ pub fn to_json(t: &Trace) -> Value {
     })
 }
 
+/// The whole dump as JSON, as [`to_json`] gives it, written as it is made:
+/// one event's value at a time. A trace's values all at once take tens of
+/// times its events' memory (6.3 GB for 600,000 events with their shared
+/// objects).
+pub fn write_json(t: &Trace, out: &mut dyn std::io::Write) -> serde_json::Result<()> {
+    serde_json::to_writer(out, &Whole(t))
+}
+
+/// [`write_json`]'s document.
+struct Whole<'a>(&'a Trace);
+
+impl serde::Serialize for Whole<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let t = self.0;
+        let mut m = ser.serialize_map(Some(8))?;
+        m.serialize_entry("trace", &t.dir.display().to_string())?;
+        m.serialize_entry("threads", &Threads(t))?;
+        m.serialize_entry("events", &t.events())?;
+        m.serialize_entry("lost_events", &t.lost_events())?;
+        m.serialize_entry("unknown_tags", &t.unknown_tags())?;
+        m.serialize_entry("problems", &t.problems)?;
+        m.serialize_entry("processes", &processes_json(t))?;
+        m.serialize_entry(
+            "clock_sync",
+            &t.clock_sync
+                .iter()
+                .map(crate::clocksync::to_json)
+                .collect::<Vec<_>>(),
+        )?;
+        m.end()
+    }
+}
+
+/// The threads of [`Whole`], each with its events.
+struct Threads<'a>(&'a Trace);
+
+impl serde::Serialize for Threads<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        let t = self.0;
+        let mut seq = ser.serialize_seq(Some(t.streams.len()))?;
+        for s in &t.streams {
+            seq.serialize_element(&Thread(t, s))?;
+        }
+        return seq.end();
+
+        struct Thread<'a>(&'a Trace, &'a Stream);
+        impl serde::Serialize for Thread<'_> {
+            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                let (t, s) = (self.0, self.1);
+                let mut m = ser.serialize_map(Some(8))?;
+                m.serialize_entry("process", &s.process)?;
+                m.serialize_entry("pid", &s.pid)?;
+                m.serialize_entry("stream", &s.stream)?;
+                m.serialize_entry("tid", &s.tid)?;
+                m.serialize_entry("thread", &s.thread)?;
+                m.serialize_entry("model", kinds::model_name(u64::from(s.model)))?;
+                m.serialize_entry("damaged", &s.damaged)?;
+                m.serialize_entry("events", &Events(t, s))?;
+                m.end()
+            }
+        }
+        struct Events<'a>(&'a Trace, &'a Stream);
+        impl serde::Serialize for Events<'_> {
+            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+                let (t, s) = (self.0, self.1);
+                let mut seq = ser.serialize_seq(Some(s.events.len()))?;
+                for e in &s.events {
+                    seq.serialize_element(&event_json(t, s, e))?;
+                }
+                seq.end()
+            }
+        }
+    }
+}
+
 fn plain(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),

@@ -412,7 +412,11 @@ fn nonsense_with_right_checksums_never_panics() {
             "seed {seed}: every event is read: {:?}",
             t.problems
         );
-        let _ = gaspard_analyze::dump::to_json(&t);
+        // The dump written as it is made is the whole document's.
+        let whole = serde_json::to_vec(&gaspard_analyze::dump::to_json(&t)).unwrap();
+        let mut written = Vec::new();
+        gaspard_analyze::dump::write_json(&t, &mut written).unwrap();
+        assert!(whole == written, "seed {seed}: the written dump differs");
         gaspard_analyze::dump::to_text(&t, &mut std::io::sink()).unwrap();
         let r = gaspard_analyze::profile::report_with(&t, 4096);
         gaspard_analyze::profile::to_text(&r, &mut std::io::sink()).unwrap();

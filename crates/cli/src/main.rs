@@ -493,7 +493,7 @@ fn main() -> ExitCode {
             Command::Dump { dir, json } => {
                 let t = read(&dir)?;
                 if json {
-                    serde_json::to_writer(&mut out, &dump::to_json(&t))?;
+                    dump::write_json(&t, &mut out)?;
                     writeln!(out)?;
                 } else {
                     dump::to_text(&t, &mut out)?;
