@@ -555,10 +555,9 @@ pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
             let near = v[..v.len().min(NEAR)]
                 .iter()
                 .position(|x| (x.site, x.kind) == key);
-            let i = match near {
-                Some(i) => i,
-                None if v.len() <= NEAR => {
-                    far.insert(key, v.len());
+            // Every key is in the map, the first ones too.
+            let i = near.unwrap_or_else(|| {
+                *far.entry(key).or_insert_with(|| {
                     v.push(Transfers {
                         site: key.0,
                         kind: key.1,
@@ -567,18 +566,8 @@ pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
                         time: 0,
                     });
                     v.len() - 1
-                }
-                None => *far.entry(key).or_insert_with(|| {
-                    v.push(Transfers {
-                        site: key.0,
-                        kind: key.1,
-                        count: 0,
-                        bytes: 0,
-                        time: 0,
-                    });
-                    v.len() - 1
-                }),
-            };
+                })
+            });
             let x = &mut v[i];
             x.count += 1;
             x.bytes = x.bytes.saturating_add(bytes);
