@@ -293,13 +293,17 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     let mut counts = [0u64; 8]; // enter, leave, send, recv, coll, put, get, atomic
     let mut events_per_location = Vec::with_capacity(t.streams.len());
     for (si, s) in t.streams.iter().enumerate() {
-        let mut start_of_end: HashMap<usize, usize> = HashMap::default();
-        let mut starts = rustc_hash::FxHashSet::default();
+        // Per event (by index): the START an END closes, whether a START is
+        // closed, and a START's region (tables: a map per event was most of
+        // the export's time).
+        const NONE: u32 = u32::MAX;
+        let mut start_of_end = vec![NONE; s.events.len()];
+        let mut starts = vec![false; s.events.len()];
         for iv in intervals(s) {
-            start_of_end.insert(iv.end_event as usize, iv.start_event as usize);
-            starts.insert(iv.start_event as usize);
+            start_of_end[iv.end_event as usize] = iv.start_event;
+            starts[iv.start_event as usize] = true;
         }
-        let mut region_at: HashMap<usize, u32> = HashMap::default();
+        let mut region_at = vec![NONE; s.events.len()];
         // SAFETY: `h` is the open archive; the location number is ours.
         check(
             unsafe { gotf2_begin_location(h, si as u64) },
@@ -307,8 +311,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         )?;
         let mut last = 0u64;
         for (i, e) in s.events.iter().enumerate() {
-            let matched_end = start_of_end.get(&i).copied();
-            if e.phase == 0 && !starts.contains(&i) {
+            let matched_end = Some(start_of_end[i] as usize).filter(|_| start_of_end[i] != NONE);
+            if e.phase == 0 && !starts[i] {
                 continue;
             }
             if e.phase == 1 && matched_end.is_none() {
@@ -322,7 +326,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             };
             let op = op_index.map(|o| &m.ops[o]);
             let region = match (e.phase, matched_end) {
-                (1, Some(st)) => region_at.get(&st).copied().unwrap_or(0),
+                (1, Some(st)) => Some(region_at[st]).filter(|&r| r != NONE).unwrap_or(0),
                 _ => {
                     let name = event_name(t, e);
                     let site = t.callsites.get(e.callsite as usize);
@@ -344,7 +348,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                         next
                     });
                     if e.phase == 0 {
-                        region_at.insert(i, r);
+                        region_at[i] = r;
                     }
                     r
                 }
