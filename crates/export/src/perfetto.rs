@@ -364,12 +364,16 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     let (mut begins, mut ends, mut instants) = (0u64, 0u64, 0u64);
     for (si, s) in t.streams.iter().enumerate() {
         let track = thread_uuid(si);
-        let mut starts = rustc_hash::FxHashSet::default();
-        let mut end_of = HashMap::default();
+        // Per event (by index): whether it starts or ends an interval
+        // (tables: a map per event was most of the export's time).
+        let mut starts = vec![false; s.events.len()];
+        let mut closes = vec![false; s.events.len()];
         for iv in intervals(s) {
-            starts.insert(iv.start_event as usize);
-            end_of.insert(iv.end_event as usize, iv.start_event as usize);
+            starts[iv.start_event as usize] = true;
+            closes[iv.end_event as usize] = true;
         }
+        // Each name's id, by what makes it (no string made per event).
+        let mut name_of: HashMap<(u16, Option<u32>, Option<&str>), u64> = HashMap::default();
         // Events and remote instants of this track, merged in time order.
         let mut remote_here = remote.remove(&si).unwrap_or_default();
         remote_here.sort_by_key(|r| r.0);
@@ -398,8 +402,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 last = rt.max(last);
             }
             let ty = match e.phase {
-                0 if starts.contains(&i) => SLICE_BEGIN,
-                1 if end_of.contains_key(&i) => SLICE_END,
+                0 if starts[i] => SLICE_BEGIN,
+                1 if closes[i] => SLICE_END,
                 2 => INSTANT,
                 _ => continue,
             };
@@ -411,7 +415,10 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 ..Default::default()
             };
             if ty != SLICE_END {
-                ev.name_iid = Some(names[&event_name(t, e)]);
+                let id = *name_of
+                    .entry((e.kind, e.user(), t.text(e)))
+                    .or_insert_with(|| names[&event_name(t, e)]);
+                ev.name_iid = Some(id);
                 if t.callsites
                     .get(e.callsite as usize)
                     .is_some_and(|c| c.file.is_some())
