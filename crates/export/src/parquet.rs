@@ -31,7 +31,14 @@ struct Column {
     optional: bool,
     data: Data,
     defs: Vec<i16>,
+    /// A string column's values met so far (up to [`CACHED`]): a row's
+    /// value shares the bytes of the same value met before instead of
+    /// copying them (most columns repeat a few names).
+    cache: HashMap<String, ByteArray>,
 }
+
+/// Most distinct values a string column keeps for sharing.
+const CACHED: usize = 4096;
 
 /// A table written in row groups.
 struct Table {
@@ -79,6 +86,7 @@ impl Table {
                         Ty::Str => Data::Str(Vec::new()),
                     },
                     defs: Vec::new(),
+                    cache: HashMap::default(),
                 })
                 .collect(),
             rows: 0,
@@ -98,7 +106,17 @@ impl Table {
         let col = &mut self.cols[c];
         col.defs.push(v.is_some() as i16);
         if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
-            d.push(ByteArray::from(v));
+            let b = match col.cache.get(v) {
+                Some(b) => b.clone(),
+                None => {
+                    let b = ByteArray::from(v);
+                    if col.cache.len() < CACHED {
+                        col.cache.insert(v.to_string(), b.clone());
+                    }
+                    b
+                }
+            };
+            d.push(b);
         }
     }
 
@@ -174,10 +192,13 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     for (si, s) in t.streams.iter().enumerate() {
         let name = location_name(m, si);
         let rank = m.stream_rank[si].map(|r| r.1 as i64);
-        let mut dur: HashMap<usize, u64> = HashMap::default();
+        // Each START's duration, by event (u64::MAX: none).
+        let mut dur = vec![u64::MAX; s.events.len()];
         for iv in intervals(s) {
-            dur.insert(iv.start_event as usize, iv.end.saturating_sub(iv.start));
+            dur[iv.start_event as usize] = iv.end.saturating_sub(iv.start);
         }
+        // Each name, by what makes it (no string made per event).
+        let mut names: HashMap<(u16, Option<u32>, Option<&str>), String> = HashMap::default();
         for (i, e) in s.events.iter().enumerate() {
             let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
             let site = t.callsites.get(e.callsite as usize);
@@ -187,8 +208,11 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             ev.s(3, Some(&name));
             ev.i(4, rank);
             ev.i(5, Some(e.t_ns as i64));
-            ev.i(6, dur.get(&i).map(|&d| d as i64));
-            ev.s(7, Some(&event_name(t, e)));
+            ev.i(6, Some(dur[i]).filter(|&d| d != u64::MAX).map(|d| d as i64));
+            let event = names
+                .entry((e.kind, e.user(), t.text(e)))
+                .or_insert_with(|| event_name(t, e));
+            ev.s(7, Some(event));
             ev.s(8, Some(phase_name(e.phase)));
             ev.s(9, site.and_then(|c| c.file.as_deref()));
             ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));
