@@ -544,7 +544,7 @@ where
             (s, unplaced)
         })
         .unzip();
-    attach_sources(dir, &mut decoded, &unplaced, &mut sites);
+    attach_sources(dir, &mut decoded, &unplaced, &unknown, &mut sites);
     crate::caf::recognise(dir, &mut decoded, &mut sites);
     t.clock_sync = crate::clocksync::apply(&mut decoded);
     let firsts: Vec<(&str, u64)> = decoded
@@ -762,23 +762,18 @@ fn codeptr_kinds() -> &'static [bool] {
 }
 
 /// `unplaced[i]`: whether stream `i` has events with a return address and
-/// no known callsite (the others are not looked at).
+/// no known callsite (the others are not looked at); `unknown[c]`: whether
+/// callsite `c` has no file.
 fn attach_sources(
     dir: &Path,
     streams: &mut [Stream],
     unplaced: &[bool],
+    unknown: &[bool],
     sites: &mut HashMap<Callsite, u32>,
 ) {
     if !unplaced.contains(&true) {
         return;
     }
-    let unknown: Vec<bool> = {
-        let mut v = vec![false; sites.len()];
-        for (c, &i) in sites.iter() {
-            v[i as usize] = c.file.is_none();
-        }
-        v
-    };
     let mut sym = crate::symbolize::Symbolizer::new(dir);
     if sym.is_empty() {
         return;
