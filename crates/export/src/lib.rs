@@ -525,6 +525,20 @@ impl<'t> Model<'t> {
 
 /// A thread's name in exported traces: `rank 1`, `PE 2`, with the thread
 /// number when a process has more than one, else `host-pid thread N`.
+/// Event names ([`gaspard_analyze::dump::event_name`]) by what makes them
+/// (kind, user event, function): one string per name, not one per event.
+#[derive(Default)]
+pub(crate) struct Names<'t>(HashMap<(u16, Option<u32>, Option<&'t str>), String>);
+
+impl<'t> Names<'t> {
+    /// `e`'s name, one of `t`'s events.
+    pub(crate) fn of(&mut self, t: &'t Trace, e: &gaspard_analyze::trace::Event) -> &str {
+        self.0
+            .entry((e.kind, e.user(), t.text(e)))
+            .or_insert_with(|| gaspard_analyze::dump::event_name(t, e))
+    }
+}
+
 pub fn location_name(m: &Model, si: usize) -> String {
     let s = &m.trace.streams[si];
     match m.stream_rank[si] {

@@ -311,7 +311,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         )?;
         let mut last = 0u64;
         for (i, e) in s.events.iter().enumerate() {
-            let matched_end = Some(start_of_end[i] as usize).filter(|_| start_of_end[i] != NONE);
+            let matched_end = (start_of_end[i] != NONE).then_some(start_of_end[i] as usize);
             if e.phase == 0 && !starts[i] {
                 continue;
             }
@@ -326,7 +326,11 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             };
             let op = op_index.map(|o| &m.ops[o]);
             let region = match (e.phase, matched_end) {
-                (1, Some(st)) => Some(region_at[st]).filter(|&r| r != NONE).unwrap_or(0),
+                // A START whose region is not set yet gives region 0.
+                (1, Some(st)) => match region_at[st] {
+                    NONE => 0,
+                    r => r,
+                },
                 _ => {
                     let name = event_name(t, e);
                     let site = t.callsites.get(e.callsite as usize);

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gaspard_analyze::dump::{event_name, phase_name};
+use gaspard_analyze::dump::phase_name;
 use gaspard_analyze::intervals::intervals;
 use parquet::basic::Compression;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
@@ -189,6 +189,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             ("offset", Ty::I64, true),
         ],
     )?;
+    let mut names = crate::Names::default();
     for (si, s) in t.streams.iter().enumerate() {
         let name = location_name(m, si);
         let rank = m.stream_rank[si].map(|r| r.1 as i64);
@@ -197,8 +198,6 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         for iv in intervals(s) {
             dur[iv.start_event as usize] = iv.end.saturating_sub(iv.start);
         }
-        // Each name, by what makes it (no string made per event).
-        let mut names: HashMap<(u16, Option<u32>, Option<&str>), String> = HashMap::default();
         for (i, e) in s.events.iter().enumerate() {
             let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
             let site = t.callsites.get(e.callsite as usize);
@@ -208,11 +207,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             ev.s(3, Some(&name));
             ev.i(4, rank);
             ev.i(5, Some(e.t_ns as i64));
-            ev.i(6, Some(dur[i]).filter(|&d| d != u64::MAX).map(|d| d as i64));
-            let event = names
-                .entry((e.kind, e.user(), t.text(e)))
-                .or_insert_with(|| event_name(t, e));
-            ev.s(7, Some(event));
+            ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
+            ev.s(7, Some(names.of(t, e)));
             ev.s(8, Some(phase_name(e.phase)));
             ev.s(9, site.and_then(|c| c.file.as_deref()));
             ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));

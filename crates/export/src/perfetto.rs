@@ -13,7 +13,6 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use gaspard_analyze::dump::event_name;
 use gaspard_analyze::intervals::intervals;
 use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
@@ -211,11 +210,13 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     };
     // Names, interned once in the first packet of the sequence.
     let mut names: HashMap<String, u64> = HashMap::default();
+    let mut name_of = crate::Names::default();
     for s in &t.streams {
         for e in &s.events {
-            let n = event_name(t, e);
-            let next = names.len() as u64 + 1;
-            names.entry(n).or_insert(next);
+            let n = name_of.of(t, e);
+            if !names.contains_key(n) {
+                names.insert(n.to_string(), names.len() as u64 + 1);
+            }
         }
     }
     for n in ["remote put", "remote get", "remote atomic"] {
@@ -372,8 +373,6 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             starts[iv.start_event as usize] = true;
             closes[iv.end_event as usize] = true;
         }
-        // Each name's id, by what makes it (no string made per event).
-        let mut name_of: HashMap<(u16, Option<u32>, Option<&str>), u64> = HashMap::default();
         // Events and remote instants of this track, merged in time order.
         let mut remote_here = remote.remove(&si).unwrap_or_default();
         remote_here.sort_by_key(|r| r.0);
@@ -415,10 +414,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 ..Default::default()
             };
             if ty != SLICE_END {
-                let id = *name_of
-                    .entry((e.kind, e.user(), t.text(e)))
-                    .or_insert_with(|| names[&event_name(t, e)]);
-                ev.name_iid = Some(id);
+                ev.name_iid = Some(names[name_of.of(t, e)]);
                 if t.callsites
                     .get(e.callsite as usize)
                     .is_some_and(|c| c.file.is_some())
