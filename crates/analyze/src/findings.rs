@@ -224,10 +224,10 @@ pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
     })
 }
 
-/// What the findings ask of each stream, computed while its events and
-/// intervals are in the processor's caches (the report calls it stream by
-/// stream, with the stream's profile) rather than stream after stream by
-/// each analysis in turn.
+/// What the findings and the load balance ask of each stream, computed
+/// while its events and intervals are in the processor's caches (the
+/// report calls it stream by stream, with the stream's profile) rather
+/// than stream after stream by each analysis in turn.
 pub(crate) fn prepare(s: &Stream) {
     epoch_work(s);
     transfers(s);
