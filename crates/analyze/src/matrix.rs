@@ -6,13 +6,12 @@
 //! them. An operation counts at (initiator, other side): the target of a put,
 //! get or atomic, the peer of a message.
 
-use rustc_hash::FxHashMap as HashMap;
-
 use gaspard_format::kinds::{self, Class};
 use serde::Serialize;
 
 use crate::intervals::{with_events, Which};
 use crate::objects::args_by_name;
+use crate::summary::Identity;
 use crate::trace::{Stream, Trace};
 
 /// The matrices of one model.
@@ -32,7 +31,7 @@ pub struct Matrix {
 
 /// A process's place in its model: its MPI rank (in MPI_COMM_WORLD) or its
 /// OpenSHMEM PE, from its start-up event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Rank {
     /// `MPI` or `SHMEM`.
     pub model: &'static str,
@@ -40,6 +39,28 @@ pub struct Rank {
     pub me: usize,
     /// Ranks (PEs) in all.
     pub size: usize,
+}
+
+impl<'de> serde::Deserialize<'de> for Rank {
+    /// A rank read back: its model is one of the two [`rank`] makes.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Rank, D::Error> {
+        #[derive(serde::Deserialize)]
+        struct Read {
+            model: String,
+            me: usize,
+            size: usize,
+        }
+        let r = Read::deserialize(d)?;
+        let model = ["MPI", "SHMEM"]
+            .into_iter()
+            .find(|m| *m == r.model)
+            .ok_or_else(|| serde::de::Error::custom(format!("no model named {:?}", r.model)))?;
+        Ok(Rank {
+            model,
+            me: r.me,
+            size: r.size,
+        })
+    }
 }
 
 /// The rank of the process a stream belongs to, if its start-up was recorded.
@@ -67,21 +88,26 @@ pub fn rank(s: &Stream) -> Option<Rank> {
     (me < size).then_some(Rank { model, me, size })
 }
 
-/// The communication matrices of the trace's MPI and OpenSHMEM processes.
-pub fn matrices(t: &Trace) -> Vec<Matrix> {
-    let mut by_model: HashMap<&'static str, Vec<(usize, usize, u64, u64)>> = HashMap::default();
-    let mut sizes: HashMap<&'static str, usize> = HashMap::default();
-    for s in &t.streams {
-        let Some(Rank { model, me, size }) = rank(s) else {
-            continue;
+/// One stream's part of the matrices: the operations it starts, per other
+/// side (in rank order), in its process's model ([`rank`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+pub struct Part {
+    /// (other side, operations, bytes, time in ns).
+    pub cells: Vec<(u32, u64, u64, u64)>,
+}
+
+impl Part {
+    /// The part of `s`.
+    pub fn of(s: &Stream) -> Part {
+        let Some(Rank { model, size, .. }) = rank(s) else {
+            return Part::default();
         };
         let prefix = if model == "MPI" {
             "GASP_MPI_"
         } else {
             "GASP_SHMEM_"
         };
-        let n = sizes.entry(model).or_default();
-        *n = (*n).max(size);
+        let mut row: Vec<(u64, u64, u64)> = Vec::new();
         for (iv, end) in with_events(s, Which::End, true) {
             let Some(k) = kinds::kind(iv.kind) else {
                 continue;
@@ -94,34 +120,72 @@ pub fn matrices(t: &Trace) -> Vec<Matrix> {
             let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
                 continue;
             };
-            let bytes = a.get("nbytes").copied().unwrap_or(0);
-            by_model.entry(model).or_default().push((
-                me,
-                other as usize,
-                bytes,
-                iv.end.saturating_sub(iv.start),
-            ));
+            let other = other as usize;
+            if row.len() <= other {
+                row.resize(other + 1, (0, 0, 0));
+            }
+            let c = &mut row[other];
+            c.0 += 1;
+            c.1 += a.get("nbytes").copied().unwrap_or(0);
+            c.2 += iv.end.saturating_sub(iv.start);
+        }
+        Part {
+            cells: row
+                .into_iter()
+                .zip(0u32..)
+                .filter(|(c, _)| c.0 > 0)
+                .map(|((ops, bytes, time), o)| (o, ops, bytes, time))
+                .collect(),
         }
     }
-    let mut out: Vec<Matrix> = by_model
-        .into_iter()
-        .map(|(model, cells)| {
-            let n = sizes[model];
-            let mut m = Matrix {
-                model: model.to_string(),
-                ranks: n,
-                ops: vec![vec![0; n]; n],
-                bytes: vec![vec![0; n]; n],
-                time_ns: vec![vec![0; n]; n],
-            };
-            for (from, to, bytes, time) in cells {
-                m.ops[from][to] += 1;
-                m.bytes[from][to] += bytes;
-                m.time_ns[from][to] += time;
+}
+
+/// The communication matrices of the trace's MPI and OpenSHMEM processes.
+pub fn matrices(t: &Trace) -> Vec<Matrix> {
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    let parts: Vec<Part> = t.streams.iter().map(Part::of).collect();
+    merge(&ids, &parts.iter().collect::<Vec<_>>())
+}
+
+/// The matrices from every stream's part (`parts[i]`: stream `i`'s).
+pub fn merge(ids: &[Identity], parts: &[&Part]) -> Vec<Matrix> {
+    // Each model's size: the largest any of its streams gives.
+    let mut sizes: Vec<(&'static str, usize)> = Vec::new();
+    for r in ids.iter().filter_map(|id| id.rank) {
+        match sizes.iter_mut().find(|(m, _)| *m == r.model) {
+            Some((_, n)) => *n = (*n).max(r.size),
+            None => sizes.push((r.model, r.size)),
+        }
+    }
+    let mut out: Vec<Matrix> = Vec::new();
+    for (id, part) in ids.iter().zip(parts) {
+        let (Some(r), false) = (id.rank, part.cells.is_empty()) else {
+            continue;
+        };
+        let at = match out.iter().position(|m| m.model == r.model) {
+            Some(i) => i,
+            None => {
+                let n = sizes.iter().find(|(m, _)| *m == r.model).map_or(0, |x| x.1);
+                out.push(Matrix {
+                    model: r.model.to_string(),
+                    ranks: n,
+                    ops: vec![vec![0; n]; n],
+                    bytes: vec![vec![0; n]; n],
+                    time_ns: vec![vec![0; n]; n],
+                });
+                out.len() - 1
             }
-            m
-        })
-        .collect();
+        };
+        let m = &mut out[at];
+        for &(to, ops, bytes, time) in &part.cells {
+            let to = to as usize;
+            if r.me < m.ranks && to < m.ranks {
+                m.ops[r.me][to] += ops;
+                m.bytes[r.me][to] += bytes;
+                m.time_ns[r.me][to] += time;
+            }
+        }
+    }
     out.sort_by(|a, b| a.model.cmp(&b.model));
     out
 }

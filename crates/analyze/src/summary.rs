@@ -1,0 +1,72 @@
+//! The report as a merge of per-stream parts.
+//!
+//! Each analysis is split in two: a *part* computed from one stream alone
+//! (and from what its own process tells: its MPI rank, its shared objects,
+//! its binaries' mappings), and a *merge* of the parts of every stream in
+//! stream order. A merge knows of the streams only their [`Identity`] and
+//! the trace's callsites, never their events: the parts can be made where
+//! the streams are read (by the ranks of `gaspard report --mpi`, or one
+//! stream after another with each dropped once summarized) and merged where
+//! the report is written.
+
+use serde::{Deserialize, Serialize};
+
+use gaspard_format::kinds;
+
+use crate::matrix::Rank;
+use crate::trace::Stream;
+
+/// What every merge may know of a stream besides its parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Identity {
+    /// `host-pid` of its process.
+    pub process: String,
+    /// Stream number within the process.
+    pub stream: u32,
+    /// Order of the thread within its process.
+    pub thread: u32,
+    /// `gasp_model_t`.
+    pub model: u32,
+    /// How findings name it ([`crate::findings::thread_name`]).
+    pub name: String,
+    /// Its process's rank or PE, from this stream's start-up event
+    /// ([`crate::matrix::rank`]).
+    pub rank: Option<Rank>,
+    /// Its working time ([`crate::findings::active_span`]).
+    pub active_span: u64,
+    /// Whether it holds coarray events (`GASP_CAF_*`).
+    pub caf: bool,
+    /// Its events.
+    pub events: u64,
+}
+
+impl Identity {
+    /// The identity of `s`.
+    pub fn of(s: &Stream) -> Identity {
+        let caf = caf_kinds()
+            .iter()
+            .any(|&k| crate::intervals::has_kind(s, k));
+        Identity {
+            process: s.process.clone(),
+            stream: s.stream,
+            thread: s.thread,
+            model: s.model,
+            name: crate::findings::thread_name(s),
+            rank: crate::matrix::rank(s),
+            active_span: crate::findings::active_span(s),
+            caf,
+            events: s.events.len() as u64,
+        }
+    }
+}
+
+/// The coarray kinds (`GASP_CAF_*`), by number.
+pub(crate) fn caf_kinds() -> &'static [u16] {
+    static CAF: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    CAF.get_or_init(|| {
+        kinds::all_kinds()
+            .filter(|k| k.name.starts_with("GASP_CAF_"))
+            .map(|k| k.id)
+            .collect()
+    })
+}
