@@ -6,12 +6,13 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::dump::event_name;
-use crate::findings::{barrier_groups, barriers, location, thread_name, Location};
+use crate::findings::{barrier_groups_of, location_in, BarrierSpan, Location, Part};
 use crate::intervals::{with_events, Which};
-use crate::trace::{Stream, Trace};
+use crate::summary::Identity;
+use crate::trace::{Callsite, Stream, Trace};
 
 /// One barrier epoch: the barrier that ends it.
 #[derive(Debug, Clone, Serialize)]
@@ -78,12 +79,19 @@ pub struct Balance {
 
 /// Computes the load balance of `t`.
 pub fn balance(t: &Trace) -> Balance {
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    let parts: Vec<Part> = t.streams.iter().map(|s| Part::of(t, s)).collect();
+    merge(&ids, &t.callsites, &parts.iter().collect::<Vec<_>>())
+}
+
+/// The load balance from every stream's part (`parts[i]`: stream `i`'s).
+pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
     let mut groups = Vec::new();
-    for members in barrier_groups(t) {
+    for members in barrier_groups_of(ids) {
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<_> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
+        let per: Vec<&[BarrierSpan]> = members.iter().map(|&i| &parts[i].barriers[..]).collect();
         let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
@@ -118,7 +126,7 @@ pub fn balance(t: &Trace) -> Balance {
         let total: u64 = all.iter().map(|e| e.1).sum();
         let max = all.iter().map(|e| e.1).max().unwrap_or(0);
         all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        let name = |m: usize| thread_name(&t.streams[members[m]]);
+        let name = |m: usize| ids[members[m]].name.clone();
         groups.push(BarrierGroup {
             threads: (0..n).map(name).collect(),
             epochs,
@@ -134,14 +142,14 @@ pub fn balance(t: &Trace) -> Balance {
                     spread_ns: spread,
                     last: name(last),
                     first: name(first),
-                    location: location(t, Some(per[last][k].callsite)),
+                    location: location_in(sites, Some(per[last][k].callsite)),
                 })
                 .collect(),
         });
     }
     Balance {
         barriers: groups,
-        regions: regions(t),
+        regions: regions(ids, sites, parts),
     }
 }
 
@@ -206,19 +214,41 @@ pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
     })
 }
 
+/// A thread's time in one construct or region, named.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NamedRegion {
+    /// (kind, user event, function, callsite).
+    key: RegionKey,
+    /// Its name ([`crate::dump::event_name`] of its first START).
+    name: String,
+    /// The thread's time in it, ns.
+    total: u64,
+}
+
+/// [`regions_of`] of `s` (one of the streams of `t`), named.
+pub(crate) fn named_regions(t: &Trace, s: &Stream) -> Vec<NamedRegion> {
+    regions_of(s)
+        .iter()
+        .map(|r| NamedRegion {
+            key: r.key,
+            name: event_name(t, &s.events[r.start_event as usize]),
+            total: r.total,
+        })
+        .collect()
+}
+
 /// Work-sharing constructs and user regions, per name and callsite: each
 /// thread's total time in them.
-fn regions(t: &Trace) -> Vec<Region> {
-    // (kind, user event, function, callsite) -> a START of theirs and the
-    // per stream totals (streams in order, each once), in the order first
-    // met.
-    type Group = ((usize, usize), u32, Vec<(usize, u64)>);
+fn regions(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Region> {
+    // (kind, user event, function, callsite) -> its name and the per stream
+    // totals (streams in order, each once), in the order first met.
+    type Group<'a> = (&'a str, u32, Vec<(usize, u64)>);
     let mut group_of: HashMap<RegionKey, usize> = HashMap::default();
     let mut groups: Vec<Group> = Vec::new();
-    for (si, s) in t.streams.iter().enumerate() {
-        for r in regions_of(s) {
+    for (si, part) in parts.iter().enumerate() {
+        for r in &part.regions {
             let g = *group_of.entry(r.key).or_insert_with(|| {
-                groups.push(((si, r.start_event as usize), r.key.3, Vec::new()));
+                groups.push((&r.name, r.key.3, Vec::new()));
                 groups.len() - 1
             });
             groups[g].2.push((si, r.total));
@@ -226,9 +256,8 @@ fn regions(t: &Trace) -> Vec<Region> {
     }
     // (name, callsite) -> per stream total
     let mut per: HashMap<(String, u32), HashMap<usize, u64>> = HashMap::default();
-    for ((si, ei), site, totals) in groups {
-        let name = event_name(t, &t.streams[si].events[ei]);
-        let m = per.entry((name, site)).or_default();
+    for (name, site, totals) in groups {
+        let m = per.entry((name.to_string(), site)).or_default();
         for (s, d) in totals {
             *m.entry(s).or_default() += d;
         }
@@ -244,11 +273,11 @@ fn regions(t: &Trace) -> Vec<Region> {
             let mean = m.values().sum::<u64>() as f64 / m.len() as f64;
             Region {
                 name,
-                location: location(t, Some(site)),
+                location: location_in(sites, Some(site)),
                 threads: m.len(),
                 mean_ns: mean,
                 max_ns: max,
-                slowest: thread_name(&t.streams[slow]),
+                slowest: ids[slow].name.clone(),
                 imbalance: if max == 0 {
                     0.0
                 } else {

@@ -6,13 +6,14 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::intervals::{intervals, with_events, Interval, Which};
-use crate::trace::{Stream, Trace};
+use crate::summary::Identity;
+use crate::trace::{Callsite, Stream, Trace};
 
 /// One thread's time, split.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Breakdown {
     /// `host-pid` of the process.
     pub process: String,
@@ -96,53 +97,121 @@ fn class_of(kind: u16) -> Option<Class> {
 /// Each thread's time: the outermost synchronization and communication
 /// intervals, the rest being computation.
 pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
-    t.streams
-        .iter()
-        .map(|s| {
-            let span = active_span(s);
-            let (mut sync, mut comm) = (0u64, 0u64);
-            let mut covered_until = 0u64;
-            for i in intervals(s) {
-                let Some(class) = class_of(i.kind) else {
-                    continue;
-                };
-                if !matches!(class, Class::Sync | Class::Comm) || i.start < covered_until {
-                    continue;
-                }
-                let d = i.end.saturating_sub(i.start);
-                if class == Class::Sync {
-                    sync += d;
-                } else {
-                    comm += d;
-                }
-                covered_until = i.end;
+    t.streams.iter().map(breakdown_of).collect()
+}
+
+/// One thread's time ([`breakdown`]).
+pub fn breakdown_of(s: &Stream) -> Breakdown {
+    let span = active_span(s);
+    let (mut sync, mut comm) = (0u64, 0u64);
+    let mut covered_until = 0u64;
+    for i in intervals(s) {
+        let Some(class) = class_of(i.kind) else {
+            continue;
+        };
+        if !matches!(class, Class::Sync | Class::Comm) || i.start < covered_until {
+            continue;
+        }
+        let d = i.end.saturating_sub(i.start);
+        if class == Class::Sync {
+            sync += d;
+        } else {
+            comm += d;
+        }
+        covered_until = i.end;
+    }
+    let parallel = if s.model == 5 {
+        let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
+        let mut until = 0u64;
+        let mut inside = 0u64;
+        for i in intervals(s).iter().filter(|i| Some(i.kind) == task) {
+            let from = i.start.max(until);
+            if i.end > from {
+                inside += i.end - from;
+                until = i.end;
             }
-            let parallel = if s.model == 5 {
-                let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
-                let mut until = 0u64;
-                let mut inside = 0u64;
-                for i in intervals(s).iter().filter(|i| Some(i.kind) == task) {
-                    let from = i.start.max(until);
-                    if i.end > from {
-                        inside += i.end - from;
-                        until = i.end;
-                    }
-                }
-                inside.min(span)
-            } else {
-                span
-            };
-            Breakdown {
-                process: s.process.clone(),
-                stream: s.stream,
-                parallel_ns: parallel,
-                span_ns: span,
-                compute_ns: span.saturating_sub(sync + comm),
-                sync_ns: sync,
-                comm_ns: comm,
+        }
+        inside.min(span)
+    } else {
+        span
+    };
+    Breakdown {
+        process: s.process.clone(),
+        stream: s.stream,
+        parallel_ns: parallel,
+        span_ns: span,
+        compute_ns: span.saturating_sub(sync + comm),
+        sync_ns: sync,
+        comm_ns: comm,
+    }
+}
+
+/// A barrier of a thread, as the merges need it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BarrierSpan {
+    /// Arrival, ns.
+    pub start: u64,
+    /// Departure, ns.
+    pub end: u64,
+    /// Its callsite.
+    pub callsite: u32,
+}
+
+/// What the breakdown, the barrier findings, the small transfers and the
+/// load balance need of one stream ([`crate::summary`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Part {
+    /// Its time, split.
+    pub breakdown: Breakdown,
+    /// Its barriers in order ([`barriers`]).
+    pub barriers: Vec<BarrierSpan>,
+    /// Its work between consecutive barriers ([`epoch_work`]).
+    pub epoch_work: Vec<f64>,
+    /// When its OpenMP implicit tasks start, in order (none for a thread
+    /// without them).
+    pub region_starts: Vec<u64>,
+    /// Its transfers per kind and callsite ([`transfers`]).
+    pub transfers: Vec<Transfers>,
+    /// Its time in constructs and regions ([`crate::balance::regions_of`]).
+    pub regions: Vec<crate::balance::NamedRegion>,
+}
+
+impl Part {
+    /// The part of `s`, one of the streams of `t` (whose user events and
+    /// texts name its regions).
+    pub fn of(t: &Trace, s: &Stream) -> Part {
+        let region_starts = match kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
+            .map(|k| k.id)
+            .filter(|&k| crate::intervals::has_kind(s, k))
+        {
+            None => Vec::new(),
+            Some(task) => {
+                let mut v: Vec<u64> = s
+                    .events
+                    .iter()
+                    .filter(|e| e.kind == task && e.phase == 0)
+                    .map(|e| e.t_ns)
+                    .collect();
+                v.sort_unstable();
+                v
             }
-        })
-        .collect()
+        };
+        Part {
+            breakdown: breakdown_of(s),
+            barriers: barriers(s)
+                .iter()
+                .map(|iv| BarrierSpan {
+                    start: iv.start,
+                    end: iv.end,
+                    callsite: iv.callsite,
+                })
+                .collect(),
+            epoch_work: epoch_work(s).to_vec(),
+            region_starts,
+            transfers: transfers(s).to_vec(),
+            regions: crate::balance::named_regions(t, s),
+        }
+    }
 }
 
 /// Barrier-like kinds: all threads of a group enter and leave together.
@@ -224,16 +293,6 @@ pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
     })
 }
 
-/// What the findings and the load balance ask of each stream, computed
-/// while its events and intervals are in the processor's caches (the
-/// report calls it stream by stream, with the stream's profile) rather
-/// than stream after stream by each analysis in turn.
-pub(crate) fn prepare(s: &Stream) {
-    epoch_work(s);
-    transfers(s);
-    crate::balance::regions_of(s);
-}
-
 /// A thread's outermost synchronization and communication intervals, to
 /// tell how much of a window it spent in them.
 struct Busy {
@@ -308,14 +367,23 @@ fn count_from<T>(v: &[T], at: usize, before: impl Fn(&T) -> bool) -> usize {
 /// Groups of threads that meet at the same barriers: the OpenMP threads of a
 /// process; otherwise all the processes of a model. Streams in order.
 pub fn barrier_groups(t: &Trace) -> Vec<Vec<usize>> {
+    groups_by(t.streams.iter().map(|s| (s.model, s.process.as_str())))
+}
+
+/// [`barrier_groups`] of the streams of `ids`.
+pub fn barrier_groups_of(ids: &[Identity]) -> Vec<Vec<usize>> {
+    groups_by(ids.iter().map(|id| (id.model, id.process.as_str())))
+}
+
+fn groups_by<'a>(streams: impl Iterator<Item = (u32, &'a str)>) -> Vec<Vec<usize>> {
     let mut groups: std::collections::BTreeMap<(u32, String), Vec<usize>> = Default::default();
-    for (i, s) in t.streams.iter().enumerate() {
-        let key = if s.model == 5 {
-            s.process.clone()
+    for (i, (model, process)) in streams.enumerate() {
+        let key = if model == 5 {
+            process.to_string()
         } else {
             String::new()
         };
-        groups.entry((s.model, key)).or_default().push(i);
+        groups.entry((model, key)).or_default().push(i);
     }
     groups.into_values().collect()
 }
@@ -335,15 +403,34 @@ pub(crate) fn findings_given(
     locks: &[crate::locks::LockStats],
     waits: &crate::waitstates::Analysis,
 ) -> Vec<Finding> {
-    let groups = barrier_groups(t);
-    // All threads' working time (as the breakdown gives it).
-    let total_time: u64 = t.streams.iter().map(active_span).sum::<u64>().max(1);
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    let parts: Vec<Part> = t.streams.iter().map(|s| Part::of(t, s)).collect();
+    let parts: Vec<&Part> = parts.iter().collect();
+    let total_time = total_time(&ids);
+    let mut out = merge(&ids, &t.callsites, &parts);
+    out.extend(crate::locks::contention_of(t, locks, total_time));
+    out.extend(crate::waitstates::findings_of(waits, t, total_time));
+    out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    out
+}
+
+/// All threads' working time (as the breakdown gives it), at least 1 ns.
+pub fn total_time(ids: &[Identity]) -> u64 {
+    ids.iter().map(|id| id.active_span).sum::<u64>().max(1)
+}
+
+/// The findings about barriers (`barrier_wait`, `load_imbalance`) and
+/// small transfers (`small_messages`) from every stream's part
+/// (`parts[i]`: stream `i`'s), in the order found.
+pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Finding> {
+    let groups = barrier_groups_of(ids);
+    let total_time = total_time(ids);
     let mut out = Vec::new();
     for members in &groups {
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<&[Interval]> = members.iter().map(|&i| barriers(&t.streams[i])).collect();
+        let per: Vec<&[BarrierSpan]> = members.iter().map(|&i| &parts[i].barriers[..]).collect();
         let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
@@ -368,13 +455,10 @@ pub(crate) fn findings_given(
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()
-            .map(|&i| active_span(&t.streams[i]))
+            .map(|&i| ids[i].active_span)
             .sum::<u64>()
             .max(1);
-        let names: Vec<String> = members
-            .iter()
-            .map(|&i| thread_name(&t.streams[i]))
-            .collect();
+        let names: Vec<String> = members.iter().map(|&i| ids[i].name.clone()).collect();
         let wait_share = waited as f64 / total_time as f64;
         if waited as f64 / group_time as f64 >= 0.05 {
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
@@ -388,7 +472,7 @@ pub(crate) fn findings_given(
                 kind: "barrier_wait".into(),
                 severity: wait_share,
                 threads: names.clone(),
-                location: location(t, site),
+                location: location_in(sites, site),
                 message: format!(
                     "{:.1}% of the time of these {n} threads is spent in {epochs} barriers; {} waits most ({:.3} ms). \
                      Fewer synchronizations (split-phase barriers, point-to-point or one-sided signalling) or more work between them would help.",
@@ -410,26 +494,6 @@ pub(crate) fn findings_given(
         // Work between barriers: from leaving one to arriving at the next, on
         // the same thread. An epoch that starts a new OpenMP parallel region on
         // some thread is left out: a worker idles between regions.
-        let region_starts: Vec<Vec<u64>> = members
-            .iter()
-            .map(|&i| {
-                // Only a stream with implicit tasks has its events read.
-                let Some(task) = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
-                    .map(|k| k.id)
-                    .filter(|&k| crate::intervals::has_kind(&t.streams[i], k))
-                else {
-                    return Vec::new();
-                };
-                let mut v: Vec<u64> = t.streams[i]
-                    .events
-                    .iter()
-                    .filter(|e| e.kind == task && e.phase == 0)
-                    .map(|e| e.t_ns)
-                    .collect();
-                v.sort_unstable();
-                v
-            })
-            .collect();
         // Thread by thread again: its work in each epoch `k` (between
         // barriers k - 1 and k; `work[m][k - 1]`, see `epoch_work`), the
         // epochs to leave out, and the sum of the threads' work per epoch
@@ -439,12 +503,14 @@ pub(crate) fn findings_given(
         let mut sum = vec![0f64; epochs - 1];
         for m in 0..n {
             let v = &per[m];
-            let mine = &epoch_work(&t.streams[members[m]])[..epochs - 1];
+            let part = parts[members[m]];
+            let mine = &part.epoch_work[..epochs - 1];
+            let region_starts = &part.region_starts;
             for (k, w) in mine.iter().enumerate() {
                 sum[k] += w;
                 let (from, to) = (v[k].end, v[k + 1].start);
-                let at = region_starts[m].partition_point(|&r| r < from);
-                new_region[k] |= region_starts[m].get(at).is_some_and(|&r| r <= to);
+                let at = region_starts.partition_point(|&r| r < from);
+                new_region[k] |= region_starts.get(at).is_some_and(|&r| r <= to);
             }
             work.push(mine);
         }
@@ -473,16 +539,19 @@ pub(crate) fn findings_given(
             && imbalance_share >= 0.05
         {
             // Where the late thread arrives from: its most frequent barrier callsite.
-            let mut sites: HashMap<u32, usize> = HashMap::default();
+            let mut sites_count: HashMap<u32, usize> = HashMap::default();
             for iv in per[culprit] {
-                *sites.entry(iv.callsite).or_default() += 1;
+                *sites_count.entry(iv.callsite).or_default() += 1;
             }
-            let site = sites.into_iter().max_by_key(|(_, c)| *c).map(|(s, _)| s);
+            let site = sites_count
+                .into_iter()
+                .max_by_key(|(_, c)| *c)
+                .map(|(s, _)| s);
             out.push(Finding {
                 kind: "load_imbalance".into(),
                 severity: spread_total as f64 / total_time as f64,
                 threads: vec![names[culprit].clone()],
-                location: location(t, site),
+                location: location_in(sites, site),
                 message: format!(
                     "{} works longer than the others between {} of {used} pairs of barriers, on average {:.3} ms more \
                      ({:.0}% of the time between barriers), and arrives last; the others wait {:.1}% of their time. \
@@ -496,10 +565,7 @@ pub(crate) fn findings_given(
             });
         }
     }
-    out.extend(small_messages(t, total_time));
-    out.extend(crate::locks::contention_of(t, locks, total_time));
-    out.extend(crate::waitstates::findings_of(waits, t, total_time));
-    out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
+    out.extend(small_messages(ids, sites, parts, total_time));
     out
 }
 
@@ -524,8 +590,8 @@ fn aggregate_advice(kind: &str) -> &'static str {
 }
 
 /// One thread's transfers of one kind from one callsite.
-#[derive(Debug, Clone)]
-pub(crate) struct Transfers {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Transfers {
     site: u32,
     kind: u16,
     count: u64,
@@ -578,12 +644,17 @@ pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
 }
 
 /// `small_messages`: one callsite sending many small transfers.
-fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
+fn small_messages(
+    ids: &[Identity],
+    sites: &[Callsite],
+    parts: &[&Part],
+    total_time: u64,
+) -> Vec<Finding> {
     // (callsite, kind) -> (count, bytes, time, threads' total span, threads)
     type Tally = (u64, u64, u64, Vec<usize>);
     let mut tally: HashMap<(u32, u16), Tally> = HashMap::default();
-    for (si, s) in t.streams.iter().enumerate() {
-        for x in transfers(s) {
+    for (si, part) in parts.iter().enumerate() {
+        for x in &part.transfers {
             let entry = tally.entry((x.site, x.kind)).or_default();
             entry.0 += x.count;
             entry.1 = entry.1.saturating_add(x.bytes);
@@ -591,7 +662,7 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
             entry.3.push(si);
         }
     }
-    let span = |i: usize| active_span(&t.streams[i]);
+    let span = |i: usize| ids[i].active_span;
     let mut out = Vec::new();
     for ((site, kind), (count, bytes, time, threads)) in tally {
         let mean = bytes as f64 / count.max(1) as f64;
@@ -604,8 +675,8 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
         out.push(Finding {
             kind: "small_messages".into(),
             severity: time as f64 / total_time as f64,
-            threads: threads.iter().map(|&i| thread_name(&t.streams[i])).collect(),
-            location: location(t, Some(site)),
+            threads: threads.iter().map(|&i| ids[i].name.clone()).collect(),
+            location: location_in(sites, Some(site)),
             message: format!(
                 "{count} {name} of {mean:.0} bytes on average take {:.1}% of the time of the {} thread(s) making them \
                  ({:.3} ms); {}.",
@@ -620,7 +691,12 @@ fn small_messages(t: &Trace, total_time: u64) -> Vec<Finding> {
 }
 
 pub(crate) fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
-    let c = t.callsites.get(callsite? as usize)?;
+    location_in(&t.callsites, callsite)
+}
+
+/// Where callsite `callsite` of `sites` is, when known.
+pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location> {
+    let c = sites.get(callsite? as usize)?;
     Some(Location {
         file: c.file.clone()?,
         line: c.line,

@@ -513,10 +513,14 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
                 Some(p) => p.localize(&numbers),
                 None => stream_profile(t, s),
             };
-            crate::findings::prepare(s);
-            p
+            (p, crate::summary::StreamSummary::of(t, s))
         })
         .collect();
+    let (per_stream, summaries): (Vec<_>, Vec<_>) = per_stream.into_iter().unzip();
+    let ids: Vec<crate::summary::Identity> = summaries.iter().map(|s| s.id.clone()).collect();
+    let finding_parts: Vec<&crate::findings::Part> =
+        summaries.iter().map(|s| &s.findings).collect();
+    let matrix_parts: Vec<&crate::matrix::Part> = summaries.iter().map(|s| &s.matrix).collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
@@ -583,31 +587,39 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
     });
     // The analyses are independent of one another: in parallel (the
     // findings use the locks and wait states, found once).
-    let (((breakdown, blocks), (communication, balance)), (waits, locks, mut findings)) =
-        rayon::join(
-            || {
-                rayon::join(
-                    || {
-                        rayon::join(
-                            || crate::findings::breakdown(t),
-                            || crate::blocks::analyse(t, block_size),
-                        )
-                    },
-                    || rayon::join(|| crate::matrix::matrices(t), || crate::balance::balance(t)),
-                )
-            },
-            || {
-                let (analysis, locks) = rayon::join(
-                    || crate::waitstates::Analysis::run(t),
-                    || crate::locks::locks(t),
-                );
-                let (waits, findings) = rayon::join(
-                    || crate::waitstates::waits_of(&analysis, t),
-                    || crate::findings::findings_given(t, &locks, &analysis),
-                );
-                (waits, locks, findings)
-            },
-        );
+    let breakdown: Vec<crate::findings::Breakdown> =
+        finding_parts.iter().map(|p| p.breakdown.clone()).collect();
+    let callsites = &t.callsites;
+    let ((blocks, (communication, balance)), (waits, locks, mut findings)) = rayon::join(
+        || {
+            rayon::join(
+                || crate::blocks::analyse(t, block_size),
+                || {
+                    (
+                        crate::matrix::merge(&ids, &matrix_parts),
+                        crate::balance::merge(&ids, callsites, &finding_parts),
+                    )
+                },
+            )
+        },
+        || {
+            let (analysis, locks) = rayon::join(
+                || crate::waitstates::Analysis::run(t),
+                || crate::locks::locks(t),
+            );
+            let (waits, findings) = rayon::join(
+                || crate::waitstates::waits_of(&analysis, t),
+                || {
+                    let total_time = crate::findings::total_time(&ids);
+                    let mut out = crate::findings::merge(&ids, callsites, &finding_parts);
+                    out.extend(crate::locks::contention_of(t, &locks, total_time));
+                    out.extend(crate::waitstates::findings_of(&analysis, t, total_time));
+                    out
+                },
+            );
+            (waits, locks, findings)
+        },
+    );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
     findings.extend(crate::blocks::findings(t, &blocks, total_time));
     findings.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));

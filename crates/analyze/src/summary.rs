@@ -70,3 +70,25 @@ pub(crate) fn caf_kinds() -> &'static [u16] {
             .collect()
     })
 }
+
+/// Everything the report needs of one stream, made from it alone.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StreamSummary {
+    /// Who it is.
+    pub id: Identity,
+    /// Its time split, its barriers, transfers and regions.
+    pub findings: crate::findings::Part,
+    /// Its row of the communication matrices.
+    pub matrix: crate::matrix::Part,
+}
+
+impl StreamSummary {
+    /// The summary of `s`, one of the streams of `t`.
+    pub fn of(t: &crate::trace::Trace, s: &Stream) -> StreamSummary {
+        StreamSummary {
+            id: Identity::of(s),
+            findings: crate::findings::Part::of(t, s),
+            matrix: crate::matrix::Part::of(s),
+        }
+    }
+}
