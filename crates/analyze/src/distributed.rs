@@ -32,10 +32,14 @@ pub trait Transport {
     fn rank(&self) -> usize;
     /// How many ranks.
     fn size(&self) -> usize;
-    /// Sends `bytes` to rank 0 (called once by every other rank).
-    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String>;
-    /// Receives what rank `from` sent (called by rank 0 once per other rank,
-    /// in rank order).
+    /// Sends `bytes` to rank `to` (received there by [`Transport::recv_from`]
+    /// this rank, in the order sent).
+    fn send_to(&self, to: usize, bytes: &[u8]) -> Result<(), String>;
+    /// Sends `bytes` to rank 0.
+    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String> {
+        self.send_to(0, bytes)
+    }
+    /// Receives the next message rank `from` sent to this rank.
     fn recv_from(&self, from: usize) -> Result<Vec<u8>, String>;
 }
 

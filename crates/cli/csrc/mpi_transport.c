@@ -1,5 +1,5 @@
 /* The MPI calls of `gaspard report --mpi`: start-up, rank and size, and
- * point-to-point transfers of byte buffers of any length to rank 0 (in
+ * point-to-point transfers of byte buffers of any length between ranks (in
  * pieces of at most 1 GiB, MPI counts being ints), each waited for without
  * spinning. Called from one thread. */
 #include <mpi.h>
@@ -27,14 +27,14 @@ int gaspard_mpi_init(int *rank, int *size) {
 
 static int wait_lazily(MPI_Request *req);
 
-int gaspard_mpi_send_to_root(const uint8_t *buf, uint64_t len) {
+int gaspard_mpi_send(int to, const uint8_t *buf, uint64_t len) {
   MPI_Request req;
-  if (MPI_Isend(&len, 1, MPI_UINT64_T, 0, TAG, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+  if (MPI_Isend(&len, 1, MPI_UINT64_T, to, TAG, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
       wait_lazily(&req) != 0)
     return -1;
   for (uint64_t off = 0; off < len; off += PIECE) {
     uint64_t n = len - off < PIECE ? len - off : PIECE;
-    if (MPI_Isend(buf + off, (int)n, MPI_BYTE, 0, TAG, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
+    if (MPI_Isend(buf + off, (int)n, MPI_BYTE, to, TAG, MPI_COMM_WORLD, &req) != MPI_SUCCESS ||
         wait_lazily(&req) != 0)
       return -1;
   }

@@ -8,7 +8,7 @@ use gaspard_analyze::distributed::Transport;
 mod ffi {
     extern "C" {
         pub fn gaspard_mpi_init(rank: *mut i32, size: *mut i32) -> i32;
-        pub fn gaspard_mpi_send_to_root(buf: *const u8, len: u64) -> i32;
+        pub fn gaspard_mpi_send(to: i32, buf: *const u8, len: u64) -> i32;
         pub fn gaspard_mpi_recv_len(from: i32, len: *mut u64) -> i32;
         pub fn gaspard_mpi_recv(from: i32, buf: *mut u8, len: u64) -> i32;
         pub fn gaspard_mpi_finalize();
@@ -77,11 +77,11 @@ impl Transport for Mpi {
         self.size
     }
     #[cfg(gaspard_mpi)]
-    fn send_to_root(&self, bytes: &[u8]) -> Result<(), String> {
+    fn send_to(&self, to: usize, bytes: &[u8]) -> Result<(), String> {
         // SAFETY: `bytes` is a live slice of `bytes.len()` bytes.
-        match unsafe { ffi::gaspard_mpi_send_to_root(bytes.as_ptr(), bytes.len() as u64) } {
+        match unsafe { ffi::gaspard_mpi_send(to as i32, bytes.as_ptr(), bytes.len() as u64) } {
             0 => Ok(()),
-            _ => Err(format!("rank {}: sending to rank 0 failed", self.rank)),
+            _ => Err(format!("rank {}: sending to rank {to} failed", self.rank)),
         }
     }
     #[cfg(gaspard_mpi)]
@@ -102,7 +102,7 @@ impl Transport for Mpi {
         Ok(buf)
     }
     #[cfg(not(gaspard_mpi))]
-    fn send_to_root(&self, _: &[u8]) -> Result<(), String> {
+    fn send_to(&self, _: usize, _: &[u8]) -> Result<(), String> {
         Err("built without MPI".into())
     }
     #[cfg(not(gaspard_mpi))]
