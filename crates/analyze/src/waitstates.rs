@@ -65,12 +65,13 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::findings::{active_span, location, thread_name, Finding, Location};
+use crate::findings::{Finding, Location};
 use crate::intervals::intervals;
-use crate::objects::args_by_name;
-use crate::trace::Trace;
+use crate::objects::{args_by_name, Objects};
+use crate::summary::Identity;
+use crate::trace::{Callsite, Stream, Trace};
 
 /// A line is a finding when its waiting takes at least this share of the
 /// working time of the threads waiting there (as barrier waiting and lock
@@ -114,14 +115,26 @@ pub fn findings(t: &Trace, total_time: u64) -> Vec<Finding> {
 
 /// [`findings`], from the analysis of `t` made once.
 pub(crate) fn findings_of(a: &Analysis, t: &Trace, total_time: u64) -> Vec<Finding> {
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    wait_findings(a, &ids, &t.callsites, total_time)
+}
+
+/// [`findings`], from an analysis, the identities of its streams and the
+/// trace's callsites.
+pub fn wait_findings(
+    a: &Analysis,
+    ids: &[Identity],
+    callsites: &[Callsite],
+    total_time: u64,
+) -> Vec<Finding> {
     let mut out = Vec::new();
     for site in &a.sites {
-        let Some(f) = a.finding(t, site, total_time) else {
+        let Some(f) = a.finding(ids, callsites, site, total_time) else {
             continue;
         };
         out.push(f);
     }
-    out.extend(a.fence_findings(t, total_time));
+    out.extend(a.fence_findings(ids, callsites, total_time));
     out
 }
 
@@ -132,7 +145,14 @@ pub fn waits(t: &Trace) -> Vec<WaitSite> {
 
 /// [`waits`], from the analysis of `t` made once.
 pub(crate) fn waits_of(a: &Analysis, t: &Trace) -> Vec<WaitSite> {
-    let mut out: Vec<WaitSite> = a.sites.iter().map(|s| a.site(t, s)).collect();
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    wait_sites(a, &ids, &t.callsites)
+}
+
+/// [`waits`], from an analysis, the identities of its streams and the
+/// trace's callsites.
+pub fn wait_sites(a: &Analysis, ids: &[Identity], callsites: &[Callsite]) -> Vec<WaitSite> {
+    let mut out: Vec<WaitSite> = a.sites.iter().map(|s| a.site(ids, callsites, s)).collect();
     out.sort_by(|a, b| {
         b.wait_ns
             .cmp(&a.wait_ns)
@@ -142,7 +162,64 @@ pub(crate) fn waits_of(a: &Analysis, t: &Trace) -> Vec<WaitSite> {
     out
 }
 
-/// A blocking call.
+/// The source position of a callsite.
+fn location(callsites: &[Callsite], callsite: Option<u32>) -> Option<Location> {
+    let c = callsites.get(callsite? as usize)?;
+    Some(Location {
+        file: c.file.clone()?,
+        line: c.line,
+    })
+}
+
+/// A blocking call of a stream.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Blocking {
+    kind: u16,
+    site: u32,
+    from: u64,
+    to: u64,
+}
+
+/// A message a stream sends (from its process's rank).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sent {
+    dst: i64,
+    tag: i64,
+    start: u64,
+    site: u32,
+    /// The stream's call ([`Part::calls`]) it blocks in until the message
+    /// is received, if any.
+    call: Option<u32>,
+}
+
+/// A receive a stream posts (to its process's rank).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Posted {
+    /// Negative: any source (-2: none, left out).
+    src: i64,
+    /// Negative: any tag.
+    tag: i64,
+    post: u64,
+    site: u32,
+    /// The stream's call ([`Part::calls`]) it blocks in until the message
+    /// is there, if known.
+    call: Option<u32>,
+}
+
+/// A stream's time in the one-sided synchronization calls of one kind at
+/// one callsite.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SyncTime {
+    kind: u16,
+    site: u32,
+    calls: u64,
+    /// Calls that took time.
+    waits: u64,
+    wait_ns: u64,
+    max_ns: u64,
+}
+
+/// A blocking call, in a trace's numbering of streams and calls.
 struct Call {
     stream: usize,
     kind: u16,
@@ -177,13 +254,14 @@ struct Recv {
     call: Option<usize>,
 }
 
-/// A request not yet completed.
+/// A request not yet completed: its send or receive in the stream's part.
 enum Pending {
     Send(usize, bool),
     Recv(usize),
 }
 
 /// One waiting source line, in the making.
+#[derive(Debug)]
 struct Site {
     pattern: &'static str,
     kind: u16,
@@ -201,20 +279,23 @@ struct Site {
 }
 
 /// One fence: from, to, callsite.
-type Fence = (u64, u64, u32);
+pub type Fence = (u64, u64, u32);
 
 /// One rank's fences on a window: its stream, then each fence in order.
 type Member = (usize, Vec<Fence>);
 
 /// A fence epoch group: one window's fences on each of its ranks.
+#[derive(Debug)]
 struct FenceGroup {
     members: Vec<Member>,
     window: String,
 }
 
 /// The blocking calls, messages and fences of a trace, matched.
-pub(crate) struct Analysis {
-    ranks: HashMap<String, i64>,
+#[derive(Debug)]
+pub struct Analysis {
+    /// Per stream, its process's rank in `MPI_COMM_WORLD`.
+    ranks: Vec<Option<i64>>,
     sites: Vec<Site>,
     fences: Vec<FenceGroup>,
 }
@@ -228,24 +309,52 @@ fn int(a: &HashMap<&'static str, u64>, name: &str) -> Option<i64> {
     a.get(name).map(|&v| v as i64)
 }
 
-/// Each MPI process's rank in `MPI_COMM_WORLD`, from its `MPI_Init` END.
-pub(crate) fn mpi_ranks(t: &Trace) -> HashMap<String, i64> {
-    let mut out = HashMap::default();
-    for s in t.streams.iter().filter(|s| s.model == 3) {
-        let init = s.events.iter().find(|e| {
-            e.phase == 1
-                && matches!(
-                    kinds::kind(e.kind).map(|k| k.name),
-                    Some("GASP_MPI_INIT" | "GASP_MPI_INIT_THREAD")
-                )
-        });
-        if let Some(rank) = init.and_then(|e| int(&args_by_name(s, e), "rank")) {
-            if rank >= 0 {
-                out.insert(s.process.clone(), rank);
-            }
+/// What a stream's part needs to know of its process: the process's rank
+/// in `MPI_COMM_WORLD`.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Process -> its rank.
+    ranks: HashMap<String, i64>,
+}
+
+impl Context {
+    /// The context of every process of `t`, found process by process
+    /// ([`mpi_rank`]).
+    pub fn of(t: &Trace) -> Context {
+        let mut by_process: HashMap<&str, Vec<&Stream>> = HashMap::default();
+        for s in &t.streams {
+            by_process.entry(&s.process).or_default().push(s);
         }
+        let ranks = by_process
+            .into_iter()
+            .filter_map(|(p, streams)| Some((p.to_string(), mpi_rank(streams)?)))
+            .collect();
+        Context { ranks }
     }
-    out
+
+    /// The rank of `process`, if it is an MPI process whose start was recorded.
+    pub fn rank(&self, process: &str) -> Option<i64> {
+        self.ranks.get(process).copied()
+    }
+}
+
+/// An MPI process's rank in `MPI_COMM_WORLD`, from its streams (in stream
+/// order; the last to record the END of `MPI_Init` gives it).
+pub fn mpi_rank<'a>(streams: impl IntoIterator<Item = &'a Stream>) -> Option<i64> {
+    streams
+        .into_iter()
+        .filter(|s| s.model == 3)
+        .filter_map(|s| {
+            let init = s.events.iter().find(|e| {
+                e.phase == 1
+                    && matches!(
+                        kinds::kind(e.kind).map(|k| k.name),
+                        Some("GASP_MPI_INIT" | "GASP_MPI_INIT_THREAD")
+                    )
+            })?;
+            int(&args_by_name(s, init), "rank").filter(|&r| r >= 0)
+        })
+        .last()
 }
 
 /// [`is_one_sided_sync`] by kind number, found once: every interval of
@@ -281,174 +390,278 @@ fn is_one_sided_sync(name: &str) -> bool {
     ) || (name.starts_with("GASP_SHMEM_") && name.ends_with("_WAIT_UNTIL"))
 }
 
-impl Analysis {
-    pub(crate) fn run(t: &Trace) -> Analysis {
-        let ranks = mpi_ranks(t);
-        let mut calls: Vec<Call> = Vec::new();
-        let mut msgs: Vec<Msg> = Vec::new();
-        let mut recvs: Vec<Recv> = Vec::new();
-        let mut sites: Vec<Site> = Vec::new();
-        let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::default();
-        // Fences per (window order, stream).
-        let mut fences: HashMap<usize, Vec<Member>> = HashMap::default();
-        let mut window_names: HashMap<usize, String> = HashMap::default();
-        for (si, s) in t.streams.iter().enumerate() {
-            let me = ranks.get(&s.process).copied();
-            let mut pending: Vec<(u64, Pending)> = Vec::new();
-            let mut windows: HashMap<u64, usize> = HashMap::default();
-            let mut created = 0usize;
-            let sync_kind = one_sided_sync_kinds();
-            for iv in intervals(s) {
-                if sync_kind[iv.kind as usize] {
-                    let i = *sync_sites.entry((iv.kind, iv.callsite)).or_insert_with(|| {
-                        sites.push(Site::new("synchronization", iv.kind, iv.callsite));
-                        sites.len() - 1
-                    });
-                    sites[i].add(si, iv.end.saturating_sub(iv.start));
-                    continue;
-                }
-                let Some(me) = me else { continue };
-                let name = kind_name(iv.kind);
-                let sa = args_by_name(s, &s.events[iv.start_event as usize]);
-                let ea = args_by_name(s, &s.events[iv.end_event as usize]);
-                let mut call = || {
-                    calls.push(Call {
-                        stream: si,
+/// One stream's part of the wait states: its time in one-sided
+/// synchronization calls, its blocking calls, messages and receives (with
+/// their completions already found: requests are the stream's own), its
+/// fences per window and the names of the windows it creates.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Its process's rank in `MPI_COMM_WORLD` ([`Context`]); without it,
+    /// only the one-sided synchronization time is kept.
+    pub rank: Option<i64>,
+    /// Its one-sided synchronization time per (kind, callsite), first met first.
+    pub sync: Vec<SyncTime>,
+    /// Its blocking calls, in order.
+    pub calls: Vec<Blocking>,
+    /// Its messages, in order.
+    pub msgs: Vec<Sent>,
+    /// Its receives, in order.
+    pub recvs: Vec<Posted>,
+    /// Its fences on each window (numbered in the order its process
+    /// creates them), the windows first fenced first.
+    pub fences: Vec<(u32, Vec<Fence>)>,
+    /// The names of the windows it creates, in the order it creates them.
+    pub windows: Vec<String>,
+}
+
+impl Part {
+    /// The part of `s`, whose process is in `ctx` and whose windows are in
+    /// `objects`.
+    pub fn of(s: &Stream, ctx: &Context, objects: &Objects) -> Part {
+        let rank = ctx.rank(&s.process);
+        let mut part = Part {
+            rank,
+            ..Part::default()
+        };
+        let Part {
+            sync,
+            calls,
+            msgs,
+            recvs,
+            fences,
+            windows: window_names,
+            ..
+        } = &mut part;
+        let mut sync_at: HashMap<(u16, u32), usize> = HashMap::default();
+        let mut pending: Vec<(u64, Pending)> = Vec::new();
+        let mut windows: HashMap<u64, usize> = HashMap::default();
+        let sync_kind = one_sided_sync_kinds();
+        for iv in intervals(s) {
+            if sync_kind[iv.kind as usize] {
+                let i = *sync_at.entry((iv.kind, iv.callsite)).or_insert_with(|| {
+                    sync.push(SyncTime {
                         kind: iv.kind,
                         site: iv.callsite,
-                        from: iv.start,
-                        to: iv.end,
+                        calls: 0,
+                        waits: 0,
+                        wait_ns: 0,
+                        max_ns: 0,
                     });
-                    calls.len() - 1
-                };
-                let msg = |call: Option<usize>| Msg {
-                    src: me,
-                    dst: int(&sa, "peer").unwrap_or(-1),
-                    tag: int(&sa, "tag").unwrap_or(-1),
-                    start: iv.start,
-                    stream: si,
+                    sync.len() - 1
+                });
+                let w = iv.end.saturating_sub(iv.start);
+                let st = &mut sync[i];
+                st.calls += 1;
+                st.waits += u64::from(w > 0);
+                st.wait_ns += w;
+                st.max_ns = st.max_ns.max(w);
+                continue;
+            }
+            if rank.is_none() {
+                continue;
+            }
+            let name = kind_name(iv.kind);
+            let sa = args_by_name(s, &s.events[iv.start_event as usize]);
+            let ea = args_by_name(s, &s.events[iv.end_event as usize]);
+            let mut call = || {
+                calls.push(Blocking {
+                    kind: iv.kind,
                     site: iv.callsite,
-                    call,
-                };
-                let recv = |src: i64, tag: i64, call: Option<usize>| Recv {
-                    dst: me,
-                    src,
-                    tag,
-                    post: iv.start,
-                    stream: si,
-                    site: iv.callsite,
-                    call,
-                };
-                match name {
-                    "GASP_MPI_SEND" | "GASP_MPI_SSEND" => {
+                    from: iv.start,
+                    to: iv.end,
+                });
+                calls.len() as u32 - 1
+            };
+            let msg = |call: Option<u32>| Sent {
+                dst: int(&sa, "peer").unwrap_or(-1),
+                tag: int(&sa, "tag").unwrap_or(-1),
+                start: iv.start,
+                site: iv.callsite,
+                call,
+            };
+            let recv = |src: i64, tag: i64, call: Option<u32>| Posted {
+                src,
+                tag,
+                post: iv.start,
+                site: iv.callsite,
+                call,
+            };
+            match name {
+                "GASP_MPI_SEND" | "GASP_MPI_SSEND" => {
+                    let c = call();
+                    msgs.push(msg(Some(c)));
+                }
+                "GASP_MPI_BSEND" | "GASP_MPI_RSEND" => msgs.push(msg(None)),
+                "GASP_MPI_ISEND" | "GASP_MPI_ISSEND" | "GASP_MPI_IBSEND" | "GASP_MPI_IRSEND" => {
+                    msgs.push(msg(None));
+                    let may_block = matches!(name, "GASP_MPI_ISEND" | "GASP_MPI_ISSEND");
+                    if let Some(&req) = ea.get("request") {
+                        pending.push((req, Pending::Send(msgs.len() - 1, may_block)));
+                    }
+                }
+                "GASP_MPI_RECV" => {
+                    // The END carries the actual source and tag.
+                    let src = int(&ea, "peer").unwrap_or(-2);
+                    if src >= 0 {
                         let c = call();
-                        msgs.push(msg(Some(c)));
+                        recvs.push(recv(src, int(&ea, "tag").unwrap_or(-1), Some(c)));
                     }
-                    "GASP_MPI_BSEND" | "GASP_MPI_RSEND" => msgs.push(msg(None)),
-                    "GASP_MPI_ISEND" | "GASP_MPI_ISSEND" | "GASP_MPI_IBSEND"
-                    | "GASP_MPI_IRSEND" => {
-                        msgs.push(msg(None));
-                        let may_block = matches!(name, "GASP_MPI_ISEND" | "GASP_MPI_ISSEND");
-                        if let Some(&req) = ea.get("request") {
-                            pending.push((req, Pending::Send(msgs.len() - 1, may_block)));
-                        }
+                }
+                "GASP_MPI_IRECV" => {
+                    let src = int(&sa, "peer").unwrap_or(-2);
+                    recvs.push(recv(src, int(&sa, "tag").unwrap_or(-1), None));
+                    if let Some(&req) = ea.get("request") {
+                        pending.push((req, Pending::Recv(recvs.len() - 1)));
                     }
-                    "GASP_MPI_RECV" => {
-                        // The END carries the actual source and tag.
-                        let src = int(&ea, "peer").unwrap_or(-2);
-                        if src >= 0 {
-                            let c = call();
-                            recvs.push(recv(src, int(&ea, "tag").unwrap_or(-1), Some(c)));
-                        }
-                    }
-                    "GASP_MPI_IRECV" => {
-                        let src = int(&sa, "peer").unwrap_or(-2);
-                        recvs.push(recv(src, int(&sa, "tag").unwrap_or(-1), None));
-                        if let Some(&req) = ea.get("request") {
-                            pending.push((req, Pending::Recv(recvs.len() - 1)));
-                        }
-                    }
-                    "GASP_MPI_SENDRECV" => {
+                }
+                "GASP_MPI_SENDRECV" => {
+                    let c = call();
+                    msgs.push(msg(None));
+                    recvs.push(recv(int(&sa, "source").unwrap_or(-2), -1, Some(c)));
+                }
+                "GASP_MPI_WAIT" => {
+                    let Some(&req) = sa.get("request") else {
+                        continue;
+                    };
+                    if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
+                        let (_, p) = pending.remove(i);
                         let c = call();
-                        msgs.push(msg(None));
-                        recvs.push(recv(int(&sa, "source").unwrap_or(-2), -1, Some(c)));
+                        let status = (int(&ea, "source"), int(&ea, "tag"));
+                        complete(msgs, recvs, p, Some(c), status);
                     }
-                    "GASP_MPI_WAIT" => {
-                        let Some(&req) = sa.get("request") else {
-                            continue;
-                        };
+                }
+                "GASP_MPI_WAITALL" | "GASP_MPI_TESTALL" => {
+                    let done = name == "GASP_MPI_WAITALL" || int(&ea, "flag") == Some(1);
+                    let n = int(&sa, "count").unwrap_or(0).max(0) as usize;
+                    if done && n > 0 {
+                        let c = (name == "GASP_MPI_WAITALL").then(&mut call);
+                        let from = pending.len().saturating_sub(n);
+                        for (_, p) in pending.drain(from..) {
+                            complete(msgs, recvs, p, c, (None, None));
+                        }
+                    }
+                }
+                "GASP_MPI_TEST" if int(&ea, "flag") == Some(1) => {
+                    if let Some(&req) = sa.get("request") {
                         if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
                             let (_, p) = pending.remove(i);
-                            let c = call();
-                            let status = (int(&ea, "source"), int(&ea, "tag"));
-                            complete(&mut msgs, &mut recvs, p, Some(c), status);
+                            complete(msgs, recvs, p, None, (None, None));
                         }
                     }
-                    "GASP_MPI_WAITALL" | "GASP_MPI_TESTALL" => {
-                        let done = name == "GASP_MPI_WAITALL" || int(&ea, "flag") == Some(1);
-                        let n = int(&sa, "count").unwrap_or(0).max(0) as usize;
-                        if done && n > 0 {
-                            let c = (name == "GASP_MPI_WAITALL").then(&mut call);
-                            let from = pending.len().saturating_sub(n);
-                            for (_, p) in pending.drain(from..) {
-                                complete(&mut msgs, &mut recvs, p, c, (None, None));
-                            }
-                        }
-                    }
-                    "GASP_MPI_TEST" if int(&ea, "flag") == Some(1) => {
-                        if let Some(&req) = sa.get("request") {
-                            if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
-                                let (_, p) = pending.remove(i);
-                                complete(&mut msgs, &mut recvs, p, None, (None, None));
-                            }
-                        }
-                    }
-                    "GASP_MPI_WIN_CREATE"
-                    | "GASP_MPI_WIN_ALLOCATE"
-                    | "GASP_MPI_WIN_CREATE_DYNAMIC" => {
-                        if let Some(&w) = ea.get("win") {
-                            windows.insert(w, created);
-                            window_names.entry(created).or_insert_with(|| {
-                                t.objects
-                                    .window(&s.process, w)
-                                    .map_or(format!("window {}", created + 1), |w| w.name.clone())
-                            });
-                            created += 1;
-                        }
-                    }
-                    "GASP_MPI_WIN_FENCE" => {
-                        let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
-                            continue;
-                        };
-                        let group = fences.entry(w).or_default();
-                        let fence = (iv.start, iv.end, iv.callsite);
-                        match group.iter_mut().find(|m| m.0 == si) {
-                            Some(m) => m.1.push(fence),
-                            None => group.push((si, vec![fence])),
-                        }
-                    }
-                    _ => {}
                 }
+                "GASP_MPI_WIN_CREATE" | "GASP_MPI_WIN_ALLOCATE" | "GASP_MPI_WIN_CREATE_DYNAMIC" => {
+                    if let Some(&w) = ea.get("win") {
+                        let created = window_names.len();
+                        windows.insert(w, created);
+                        window_names.push(
+                            objects
+                                .window(&s.process, w)
+                                .map_or(format!("window {}", created + 1), |w| w.name.clone()),
+                        );
+                    }
+                }
+                "GASP_MPI_WIN_FENCE" => {
+                    let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
+                        continue;
+                    };
+                    let fence = (iv.start, iv.end, iv.callsite);
+                    match fences.iter_mut().find(|f| f.0 as usize == w) {
+                        Some(f) => f.1.push(fence),
+                        None => fences.push((w as u32, vec![fence])),
+                    }
+                }
+                _ => {}
             }
         }
-        let mut a = Analysis {
-            ranks,
-            sites,
-            fences: Vec::new(),
-        };
-        a.two_sided(&calls, &msgs, &recvs);
-        let mut groups: Vec<(usize, Vec<Member>)> = fences.into_iter().collect();
-        groups.sort_by_key(|g| g.0);
-        for (w, members) in groups {
-            a.fence_group(FenceGroup {
-                members,
-                window: window_names
-                    .get(&w)
-                    .cloned()
-                    .unwrap_or_else(|| format!("window {}", w + 1)),
+        part
+    }
+}
+
+/// The wait states from every stream's part (`parts[i]`: stream `i`'s).
+pub fn merge(parts: &[&Part]) -> Analysis {
+    let mut calls: Vec<Call> = Vec::new();
+    let mut msgs: Vec<Msg> = Vec::new();
+    let mut recvs: Vec<Recv> = Vec::new();
+    let mut sites: Vec<Site> = Vec::new();
+    let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::default();
+    // Fences per window order: each stream's, in stream order.
+    let mut fences: HashMap<usize, Vec<Member>> = HashMap::default();
+    // A window's name: the first stream's to create it.
+    let mut window_names: HashMap<usize, String> = HashMap::default();
+    for (si, p) in parts.iter().enumerate() {
+        for st in &p.sync {
+            let i = *sync_sites.entry((st.kind, st.site)).or_insert_with(|| {
+                sites.push(Site::new("synchronization", st.kind, st.site));
+                sites.len() - 1
             });
+            sites[i].add_many(si, st);
         }
-        a
+        // The stream's calls, messages and receives follow the earlier
+        // streams': numbered in the trace as met stream after stream.
+        let at = calls.len();
+        calls.extend(p.calls.iter().map(|c| Call {
+            stream: si,
+            kind: c.kind,
+            site: c.site,
+            from: c.from,
+            to: c.to,
+        }));
+        let me = p.rank.unwrap_or(-1);
+        msgs.extend(p.msgs.iter().map(|m| Msg {
+            src: me,
+            dst: m.dst,
+            tag: m.tag,
+            start: m.start,
+            stream: si,
+            site: m.site,
+            call: m.call.map(|c| at + c as usize),
+        }));
+        recvs.extend(p.recvs.iter().map(|r| Recv {
+            dst: me,
+            src: r.src,
+            tag: r.tag,
+            post: r.post,
+            stream: si,
+            site: r.site,
+            call: r.call.map(|c| at + c as usize),
+        }));
+        for (w, f) in &p.fences {
+            fences.entry(*w as usize).or_default().push((si, f.clone()));
+        }
+        for (w, name) in p.windows.iter().enumerate() {
+            window_names.entry(w).or_insert_with(|| name.clone());
+        }
+    }
+    let mut a = Analysis {
+        ranks: parts.iter().map(|p| p.rank).collect(),
+        sites,
+        fences: Vec::new(),
+    };
+    a.two_sided(&calls, &msgs, &recvs);
+    let mut groups: Vec<(usize, Vec<Member>)> = fences.into_iter().collect();
+    groups.sort_by_key(|g| g.0);
+    for (w, members) in groups {
+        a.fence_group(FenceGroup {
+            members,
+            window: window_names
+                .get(&w)
+                .cloned()
+                .unwrap_or_else(|| format!("window {}", w + 1)),
+        });
+    }
+    a
+}
+
+impl Analysis {
+    /// The wait states of `t`: the merge of its streams' parts.
+    pub(crate) fn run(t: &Trace) -> Analysis {
+        let ctx = Context::of(t);
+        let parts: Vec<Part> = t
+            .streams
+            .iter()
+            .map(|s| Part::of(s, &ctx, &t.objects))
+            .collect();
+        merge(&parts.iter().collect::<Vec<_>>())
     }
 
     /// Matches sends to receives and measures the waits of both sides.
@@ -575,20 +788,19 @@ impl Analysis {
         self.fences.push(g);
     }
 
-    fn rank_name(&self, t: &Trace, stream: usize) -> String {
-        let s = &t.streams[stream];
-        let name = thread_name(s);
-        match self.ranks.get(&s.process) {
+    fn rank_name(&self, ids: &[Identity], stream: usize) -> String {
+        let name = &ids[stream].name;
+        match self.ranks.get(stream).copied().flatten() {
             Some(r) if !name.starts_with("rank ") => format!("rank {r} ({name})"),
-            _ => name,
+            _ => name.clone(),
         }
     }
 
-    fn site(&self, t: &Trace, s: &Site) -> WaitSite {
+    fn site(&self, ids: &[Identity], callsites: &[Callsite], s: &Site) -> WaitSite {
         let their_time: u64 = s
             .threads
             .iter()
-            .map(|&i| active_span(&t.streams[i]))
+            .map(|&i| ids[i].active_span)
             .sum::<u64>()
             .max(1);
         let mut partners: Vec<(usize, u64)> = s.partners.iter().map(|(&k, &v)| (k, v)).collect();
@@ -596,37 +808,39 @@ impl Analysis {
         WaitSite {
             pattern: s.pattern.to_string(),
             call: kind_name(s.kind).to_string(),
-            location: location(t, Some(s.site)),
+            location: location(callsites, Some(s.site)),
             calls: s.calls,
             waits: s.waits,
             wait_ns: s.wait_ns,
             max_ns: s.max_ns,
-            threads: s
-                .threads
-                .iter()
-                .map(|&i| thread_name(&t.streams[i]))
-                .collect(),
+            threads: s.threads.iter().map(|&i| ids[i].name.clone()).collect(),
             share: s.wait_ns as f64 / their_time as f64,
             partners: partners
                 .iter()
-                .map(|&(p, _)| self.rank_name(t, p))
+                .map(|&(p, _)| self.rank_name(ids, p))
                 .collect(),
         }
     }
 
     /// A `late_sender` or `late_receiver` finding for a line, when its waiting is worth it.
-    fn finding(&self, t: &Trace, s: &Site, total_time: u64) -> Option<Finding> {
+    fn finding(
+        &self,
+        ids: &[Identity],
+        callsites: &[Callsite],
+        s: &Site,
+        total_time: u64,
+    ) -> Option<Finding> {
         if !matches!(s.pattern, "late_sender" | "late_receiver") {
             return None;
         }
-        let w = self.site(t, s);
+        let w = self.site(ids, callsites, s);
         if w.share < WAIT_SHARE || w.wait_ns == 0 {
             return None;
         }
         let waiting = match s.threads.as_slice() {
             [one] => format!(
                 "{} waits {:.1}% of its time",
-                self.rank_name(t, *one),
+                self.rank_name(ids, *one),
                 100.0 * w.share
             ),
             many => format!(
@@ -644,7 +858,7 @@ impl Analysis {
             .partner_sites
             .iter()
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .and_then(|(&site, _)| location(t, Some(site)))
+            .and_then(|(&site, _)| location(callsites, Some(site)))
             .map(|l| format!(" at {}:{}", l.file, l.line))
             .unwrap_or_default();
         let call = w.call.trim_start_matches("GASP_");
@@ -679,7 +893,12 @@ impl Analysis {
     }
 
     /// `barrier_wait` findings for fence groups whose waiting is worth it.
-    fn fence_findings(&self, t: &Trace, total_time: u64) -> Vec<Finding> {
+    fn fence_findings(
+        &self,
+        ids: &[Identity],
+        callsites: &[Callsite],
+        total_time: u64,
+    ) -> Vec<Finding> {
         let mut out = Vec::new();
         for g in &self.fences {
             let n = g.members.len();
@@ -705,7 +924,7 @@ impl Analysis {
             let their_time: u64 = g
                 .members
                 .iter()
-                .map(|m| active_span(&t.streams[m.0]))
+                .map(|m| ids[m.0].active_span)
                 .sum::<u64>()
                 .max(1);
             let share = waited as f64 / their_time as f64;
@@ -722,8 +941,8 @@ impl Analysis {
             out.push(Finding {
                 kind: "barrier_wait".into(),
                 severity: waited as f64 / total_time.max(1) as f64,
-                threads: g.members.iter().map(|m| thread_name(&t.streams[m.0])).collect(),
-                location: location(t, line),
+                threads: g.members.iter().map(|m| ids[m.0].name.clone()).collect(),
+                location: location(callsites, line),
                 message: format!(
                     "{:.1}% of the time of these {n} ranks is spent in {epochs} MPI_Win_fence of window {} waiting \
                      for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
@@ -732,10 +951,10 @@ impl Analysis {
                      complete/wait, or passive target: MPI_Win_lock_all and MPI_Win_flush).",
                     100.0 * share,
                     g.window,
-                    self.rank_name(t, g.members[late].0),
+                    self.rank_name(ids, g.members[late].0),
                     last_count[late],
                     caused[late] as f64 / 1e6,
-                    self.rank_name(t, g.members[worst].0),
+                    self.rank_name(ids, g.members[worst].0),
                     wait[worst] as f64 / 1e6
                 ),
             });
@@ -770,10 +989,10 @@ fn call_name(upper: &str) -> String {
 /// Completes a request: a receive learns its actual source and tag from the
 /// status, when there is one; the waiting call becomes the blocking call.
 fn complete(
-    msgs: &mut [Msg],
-    recvs: &mut [Recv],
+    msgs: &mut [Sent],
+    recvs: &mut [Posted],
     p: Pending,
-    call: Option<usize>,
+    call: Option<u32>,
     status: (Option<i64>, Option<i64>),
 ) {
     match p {
@@ -828,11 +1047,195 @@ impl Site {
         }
     }
 
+    /// A stream's time in synchronization calls at this line.
+    fn add_many(&mut self, thread: usize, st: &SyncTime) {
+        self.calls += st.calls;
+        self.waits += st.waits;
+        self.wait_ns += st.wait_ns;
+        self.max_ns = self.max_ns.max(st.max_ns);
+        if st.waits > 0 && !self.threads.contains(&thread) {
+            self.threads.push(thread);
+        }
+    }
+
     fn add_call(&mut self, thread: usize, wait: u64, partner: usize, partner_site: u32) {
         self.add(thread, wait);
         if wait > 0 {
             *self.partners.entry(partner).or_default() += wait;
             *self.partner_sites.entry(partner_site).or_default() += wait;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Event, NO_TEXT, NO_USER};
+
+    /// A START/END pair: kind, START and END times, callsite, arguments by name.
+    type Call<'a> = (&'a str, u64, u64, u32, &'a [(&'a str, i64)]);
+
+    /// A stream of `process` made of `calls`, each argument given to both
+    /// phases that have it.
+    fn stream(process: &str, stream: u32, model: u32, calls: &[Call]) -> Stream {
+        let mut s = Stream {
+            process: process.to_string(),
+            pid: 1,
+            stream,
+            tid: 1,
+            thread: stream,
+            model,
+            pts_bytes: 8,
+            path: Default::default(),
+            events: Vec::new(),
+            arg_words: Vec::new(),
+            chunks: 1,
+            damaged: false,
+            intervals: Default::default(),
+        };
+        for &(name, from, to, callsite, args) in calls {
+            let kind = kinds::kind_by_name(name).unwrap().id;
+            for (phase, t_ns) in [(0u8, from), (1, to)] {
+                let mut words = Vec::new();
+                for (n, _, w) in gaspard_format::codec::arg_layout(kind, phase, 1, 0) {
+                    let v = args.iter().find(|a| a.0 == n).map_or(0, |a| a.1 as u64);
+                    words.extend(std::iter::repeat_n(v, w));
+                }
+                let (args_at, nargs) = s.keep_args(&words);
+                s.events.push(Event {
+                    t_ns,
+                    kind,
+                    phase,
+                    flags: 0,
+                    callsite,
+                    args_at,
+                    nargs,
+                    text: NO_TEXT,
+                    user: NO_USER,
+                });
+            }
+        }
+        s
+    }
+
+    /// Two ranks: a late send, a late receive of an `MPI_Isend`, a fence
+    /// the first rank waits at, and `MPI_Win_flush` on three threads.
+    fn trace() -> Trace {
+        let init = |rank| ("GASP_MPI_INIT", 0, 10, 0, [("rank", rank), ("size", 2)]);
+        let (i0, i1) = (init(0), init(1));
+        let r0: &[Call] = &[
+            (i0.0, i0.1, i0.2, i0.3, &i0.4),
+            ("GASP_MPI_WIN_CREATE", 20, 30, 0, &[("win", 7)]),
+            ("GASP_MPI_SEND", 500, 510, 1, &[("peer", 1), ("tag", 5)]),
+            ("GASP_MPI_WIN_FENCE", 1000, 1900, 3, &[("win", 7)]),
+            ("GASP_MPI_WIN_FLUSH", 2000, 2100, 4, &[]),
+            (
+                "GASP_MPI_ISEND",
+                2200,
+                2210,
+                0,
+                &[("peer", 1), ("tag", 6), ("request", 42)],
+            ),
+            ("GASP_MPI_WAIT", 2300, 2900, 5, &[("request", 42)]),
+            ("GASP_MPI_FINALIZE", 3000, 3010, 0, &[]),
+        ];
+        let r1: &[Call] = &[
+            (i1.0, i1.1, i1.2, i1.3, &i1.4),
+            ("GASP_MPI_WIN_CREATE", 20, 30, 0, &[("win", 9)]),
+            ("GASP_MPI_RECV", 100, 600, 2, &[("peer", 0), ("tag", 5)]),
+            ("GASP_MPI_WIN_FENCE", 1800, 1900, 3, &[("win", 9)]),
+            (
+                "GASP_MPI_IRECV",
+                2600,
+                2605,
+                0,
+                &[("peer", 0), ("tag", 6), ("request", 43)],
+            ),
+            ("GASP_MPI_WAIT", 2610, 2620, 6, &[("request", 43)]),
+            ("GASP_MPI_FINALIZE", 3000, 3010, 0, &[]),
+        ];
+        let helper: &[Call] = &[
+            ("GASP_MPI_WIN_FLUSH", 100, 150, 4, &[]),
+            ("GASP_MPI_WIN_FLUSH", 200, 200, 4, &[]),
+        ];
+        let mut t = Trace {
+            streams: vec![
+                stream("h-1", 0, 3, r0),
+                stream("h-2", 0, 3, r1),
+                stream("h-2", 1, 2, helper),
+            ],
+            ..Trace::default()
+        };
+        t.callsites = (0..7)
+            .map(|line| Callsite {
+                file: Some("a.c".into()),
+                line,
+                col: 0,
+            })
+            .collect();
+        t
+    }
+
+    #[test]
+    fn parts_made_apart_merge_into_the_analysis() {
+        let t = trace();
+        let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+        let a = Analysis::run(&t);
+        let waits = wait_sites(&a, &ids, &t.callsites);
+        let got: Vec<(&str, u32, u64, u64)> = waits
+            .iter()
+            .map(|w| {
+                (
+                    w.pattern.as_str(),
+                    w.location.as_ref().unwrap().line,
+                    w.calls,
+                    w.wait_ns,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("fence", 3, 2, 800),
+                ("late_sender", 2, 1, 400),
+                ("late_receiver", 5, 1, 300),
+                ("synchronization", 4, 3, 150),
+                ("late_receiver", 1, 1, 0),
+                ("late_sender", 6, 1, 0),
+            ]
+        );
+        assert_eq!(waits[1].partners, ["rank 0 (h-1 stream 0)"]);
+        assert_eq!(waits[3].threads, ["rank 0 (h-1 stream 0)", "h-2 stream 1"]);
+        assert_eq!(waits[3].max_ns, 100);
+
+        // Each process's streams apart, from a trace of that process alone,
+        // through serde.
+        let mut parts: Vec<Part> = Vec::new();
+        for p in ["h-1", "h-2"] {
+            let alone = Trace {
+                streams: t
+                    .streams
+                    .iter()
+                    .filter(|s| s.process == p)
+                    .cloned()
+                    .collect(),
+                ..Trace::default()
+            };
+            let ctx = Context::of(&alone);
+            for s in &alone.streams {
+                let part = Part::of(s, &ctx, &alone.objects);
+                let text = serde_json::to_string(&part).unwrap();
+                parts.push(serde_json::from_str(&text).unwrap());
+            }
+        }
+        let b = merge(&parts.iter().collect::<Vec<_>>());
+        let json = |w: &[WaitSite]| serde_json::to_string(w).unwrap();
+        assert_eq!(json(&wait_sites(&b, &ids, &t.callsites)), json(&waits));
+        let findings = |a: &Analysis| {
+            serde_json::to_string(&wait_findings(a, &ids, &t.callsites, 10_000)).unwrap()
+        };
+        assert_eq!(findings(&b), findings(&a));
+        assert!(findings(&a).contains("late_sender"));
+        assert!(findings(&a).contains("barrier_wait"));
     }
 }
