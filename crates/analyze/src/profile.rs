@@ -504,6 +504,7 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
     // Each stream on its own (in parallel), then merged in stream order;
     // what the findings ask of each stream is computed with its profile,
     // while its events and intervals are in the processor's caches.
+    let cx = crate::summary::Context::of(t);
     let per_stream: Vec<_> = t
         .streams
         .par_iter()
@@ -513,7 +514,7 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
                 Some(p) => p.localize(&numbers),
                 None => stream_profile(t, s),
             };
-            (p, crate::summary::StreamSummary::of(t, s))
+            (p, crate::summary::StreamSummary::of(t, &cx, s))
         })
         .collect();
     let (per_stream, summaries): (Vec<_>, Vec<_>) = per_stream.into_iter().unzip();
@@ -521,6 +522,7 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
     let finding_parts: Vec<&crate::findings::Part> =
         summaries.iter().map(|s| &s.findings).collect();
     let matrix_parts: Vec<&crate::matrix::Part> = summaries.iter().map(|s| &s.matrix).collect();
+    let wait_parts: Vec<&crate::waitstates::Part> = summaries.iter().map(|s| &s.waits).collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
@@ -604,16 +606,18 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
         },
         || {
             let (analysis, locks) = rayon::join(
-                || crate::waitstates::Analysis::run(t),
+                || crate::waitstates::merge(&wait_parts),
                 || crate::locks::locks(t),
             );
             let (waits, findings) = rayon::join(
-                || crate::waitstates::waits_of(&analysis, t),
+                || crate::waitstates::wait_sites(&analysis, &ids, callsites),
                 || {
                     let total_time = crate::findings::total_time(&ids);
                     let mut out = crate::findings::merge(&ids, callsites, &finding_parts);
                     out.extend(crate::locks::contention_of(t, &locks, total_time));
-                    out.extend(crate::waitstates::findings_of(&analysis, t, total_time));
+                    out.extend(crate::waitstates::wait_findings(
+                        &analysis, &ids, callsites, total_time,
+                    ));
                     out
                 },
             );

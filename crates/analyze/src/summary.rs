@@ -80,15 +80,36 @@ pub struct StreamSummary {
     pub findings: crate::findings::Part,
     /// Its row of the communication matrices.
     pub matrix: crate::matrix::Part,
+    /// Its two-sided messages, fences and one-sided synchronization.
+    pub waits: crate::waitstates::Part,
+}
+
+/// What the parts of a stream need to know of its process, found once for
+/// every process of a trace (process by process: a trace holding only some
+/// processes gives the same for them).
+#[derive(Debug)]
+pub struct Context {
+    /// Each process's MPI rank.
+    pub waits: crate::waitstates::Context,
+}
+
+impl Context {
+    /// The context of every process of `t`.
+    pub fn of(t: &crate::trace::Trace) -> Context {
+        Context {
+            waits: crate::waitstates::Context::of(t),
+        }
+    }
 }
 
 impl StreamSummary {
-    /// The summary of `s`, one of the streams of `t`.
-    pub fn of(t: &crate::trace::Trace, s: &Stream) -> StreamSummary {
+    /// The summary of `s`, one of the streams of `t`, whose context is `cx`.
+    pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
         StreamSummary {
             id: Identity::of(s),
             findings: crate::findings::Part::of(t, s),
             matrix: crate::matrix::Part::of(s),
+            waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
         }
     }
 }
