@@ -24,12 +24,13 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::findings::{active_span, location, thread_name, Finding, Location};
+use crate::findings::{Finding, Location};
 use crate::intervals::intervals;
-use crate::objects::arg;
-use crate::trace::Trace;
+use crate::objects::{arg, Objects};
+use crate::summary::Identity;
+use crate::trace::{Callsite, Stream, Trace};
 
 /// One lock's numbers.
 #[derive(Debug, Clone, Serialize)]
@@ -60,14 +61,24 @@ const LOCK_SHARE: f64 = 0.05;
 /// global lock) may lie.
 pub const IMAGE_SPAN: u64 = 256 << 20;
 
-/// Each process's binaries: (base address, first executable mapping's start, name).
-type Images = HashMap<String, Vec<(u64, u64, String)>>;
+/// What a stream's process tells about its locks: the process's binaries
+/// (from `<process>.maps`), which name its global locks.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Context {
+    /// (base address, first executable mapping's start, name), one per
+    /// binary in the order first mapped.
+    pub images: Vec<(u64, u64, String)>,
+}
 
-fn images(t: &Trace) -> Images {
-    let mut out: Images = HashMap::default();
-    for p in &t.processes {
-        let Ok(text) = std::fs::read_to_string(t.dir.join(format!("{}.maps", p.name))) else {
-            continue;
+impl Context {
+    /// The context of `process`, one of the trace's processes (none when it
+    /// is not one of them or its maps cannot be read).
+    pub fn of(t: &Trace, process: &str) -> Context {
+        if !t.processes.iter().any(|p| p.name == process) {
+            return Context::default();
+        }
+        let Ok(text) = std::fs::read_to_string(t.dir.join(format!("{process}.maps"))) else {
+            return Context::default();
         };
         let mut v: Vec<(u64, u64, String)> = Vec::new();
         for l in text.lines() {
@@ -93,27 +104,73 @@ fn images(t: &Trace) -> Images {
                 None => v.push((base, start, name)),
             }
         }
-        out.insert(p.name.clone(), v);
+        Context { images: v }
     }
-    out
+
+    /// The context of every process of the trace, by process name.
+    pub fn all(t: &Trace) -> HashMap<String, Context> {
+        let mut out: HashMap<String, Context> = HashMap::default();
+        for p in &t.processes {
+            if !out.contains_key(&p.name) {
+                out.insert(p.name.clone(), Context::of(t, &p.name));
+            }
+        }
+        out
+    }
 }
 
 /// A shared lock's key: (object, offset) for an address in a symmetric
 /// allocation, (binary, offset) for an address in a binary's image, else
 /// ("", address).
-fn shared_lock(t: &Trace, images: &Images, process: &str, addr: u64, time: u64) -> (String, u64) {
-    if let Some((object, offset)) = t.objects.find(process, addr, time) {
+fn shared_lock(
+    objects: &Objects,
+    cx: &Context,
+    process: &str,
+    addr: u64,
+    time: u64,
+) -> (String, u64) {
+    if let Some((object, offset)) = objects.find(process, addr, time) {
         return (object.to_string(), offset);
     }
-    let image = images.get(process).and_then(|v| {
-        v.iter()
-            .filter(|i| i.1 <= addr && addr - i.0 < IMAGE_SPAN)
-            .max_by_key(|i| i.1)
-    });
+    let image = cx
+        .images
+        .iter()
+        .filter(|i| i.1 <= addr && addr - i.0 < IMAGE_SPAN)
+        .max_by_key(|i| i.1);
     match image {
         Some((base, _, name)) => (name.clone(), addr - base),
         None => (String::new(), addr),
     }
+}
+
+/// One lock as one stream takes and releases it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PartLock {
+    /// The lock: (process, wait id) for an OpenMP lock, (process, address)
+    /// for a coarray lock, else [`shared_lock`]'s key.
+    pub key: (String, u64),
+    /// Its name and the callsite of the stream's first acquisition of it
+    /// (`None` when the stream only releases it).
+    pub first: Option<(String, u32)>,
+    /// Acquisitions: (acquiring from, acquired at), in order.
+    pub acquires: Vec<(u64, u64)>,
+    /// Holds: (from, to), in the order of their releases.
+    pub holds: Vec<(u64, u64)>,
+    /// How many of `holds`, the first ones, are released before the stream's
+    /// first acquisition of the lock: they count only when an earlier stream took
+    /// it.
+    pub early: u32,
+    /// Whether its releases are recorded, as the stream's OpenMP
+    /// acquisitions or its holds after `early` tell.
+    pub releases_known: bool,
+}
+
+/// One stream's part of the locks: the locks it takes, in the order it
+/// first takes them, then those it only releases.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// Its locks.
+    pub locks: Vec<PartLock>,
 }
 
 /// One acquisition: thread, acquiring from, acquired at.
@@ -146,82 +203,145 @@ fn ids(names: &[&str]) -> Vec<u16> {
         .collect()
 }
 
-/// The lock of `key`, named `name` when first met.
-fn lock_of(
-    locks: &mut HashMap<(String, u64), Lock>,
-    key: (String, u64),
-    name: String,
-    site: u32,
-) -> &mut Lock {
-    locks.entry(key).or_insert_with(|| Lock {
-        name,
-        site,
-        ..Lock::default()
+/// The kinds of lock events, by number.
+struct Kinds {
+    acquired: Option<u16>,
+    omp_mutex: Vec<u16>,
+    acquiring: Vec<u16>,
+    attempt: Option<u16>,
+    releasing: Vec<u16>,
+    /// Whether a kind takes part, by number: most events do not.
+    involved: Vec<bool>,
+    /// The kinds that take part.
+    lock_kinds: Vec<u16>,
+}
+
+fn lock_kinds() -> &'static Kinds {
+    static KINDS: std::sync::OnceLock<Kinds> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let acquired = kinds::kind_by_name("GASP_OMP_MUTEX_ACQUIRED").map(|k| k.id);
+        let omp_mutex = ids(&[
+            "GASP_OMP_LOCK",
+            "GASP_OMP_NEST_LOCK",
+            "GASP_OMP_CRITICAL",
+            "GASP_OMP_ORDERED",
+        ]);
+        let acquiring = ids(&["GASP_UPC_LOCK", "GASP_SHMEM_SET_LOCK", "GASP_CAF_LOCK"]);
+        let attempt = kinds::kind_by_name("GASP_UPC_LOCK_ATTEMPT").map(|k| k.id);
+        let releasing = ids(&["GASP_UPC_UNLOCK", "GASP_SHMEM_CLEAR_LOCK"]);
+        let mut involved = vec![false; 1 << 16];
+        for &k in omp_mutex
+            .iter()
+            .chain(&acquiring)
+            .chain(&releasing)
+            .chain(&acquired)
+            .chain(&attempt)
+        {
+            involved[k as usize] = true;
+        }
+        let lock_kinds = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
+        Kinds {
+            acquired,
+            omp_mutex,
+            acquiring,
+            attempt,
+            releasing,
+            involved,
+            lock_kinds,
+        }
     })
 }
 
-/// Every lock's acquisitions and holds.
-fn collect(t: &Trace) -> Vec<Lock> {
-    let acquired = kinds::kind_by_name("GASP_OMP_MUTEX_ACQUIRED").map(|k| k.id);
-    let omp_mutex = ids(&[
-        "GASP_OMP_LOCK",
-        "GASP_OMP_NEST_LOCK",
-        "GASP_OMP_CRITICAL",
-        "GASP_OMP_ORDERED",
-    ]);
-    let acquiring = ids(&["GASP_UPC_LOCK", "GASP_SHMEM_SET_LOCK", "GASP_CAF_LOCK"]);
-    let attempt = kinds::kind_by_name("GASP_UPC_LOCK_ATTEMPT").map(|k| k.id);
-    let releasing = ids(&["GASP_UPC_UNLOCK", "GASP_SHMEM_CLEAR_LOCK"]);
-    // Whether a kind takes part, by number: most events do not.
-    let mut involved = vec![false; 1 << 16];
-    for &k in omp_mutex
-        .iter()
-        .chain(&acquiring)
-        .chain(&releasing)
-        .chain(&acquired)
-        .chain(&attempt)
-    {
-        involved[k as usize] = true;
-    }
-    let mut locks: HashMap<(String, u64), Lock> = HashMap::default();
-    let images = images(t);
-    let lock_kinds: Vec<u16> = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
-    for (si, s) in t.streams.iter().enumerate() {
-        if !lock_kinds.iter().any(|&k| crate::intervals::has_kind(s, k)) {
-            continue;
+/// A stream's locks as it meets them, by key.
+#[derive(Default)]
+struct Met {
+    locks: Vec<PartLock>,
+    by_key: HashMap<(String, u64), usize>,
+    /// The locks taken, in the order first taken.
+    taken: Vec<usize>,
+}
+
+impl Met {
+    /// The lock of `key`, taken by an acquisition at `site` under `name`:
+    /// named when first taken.
+    fn take(&mut self, key: (String, u64), name: String, site: u32) -> &mut PartLock {
+        let i = self.at(key);
+        if self.locks[i].first.is_none() {
+            self.locks[i].first = Some((name, site));
+            self.taken.push(i);
         }
+        &mut self.locks[i]
+    }
+
+    /// A hold of the lock of `key`, released at `to`.
+    fn hold(&mut self, key: (String, u64), from: u64, to: u64) {
+        let i = self.at(key);
+        let l = &mut self.locks[i];
+        l.holds.push((from, to));
+        if l.first.is_none() {
+            l.early += 1;
+        } else {
+            l.releases_known = true;
+        }
+    }
+
+    fn at(&mut self, key: (String, u64)) -> usize {
+        if let Some(&i) = self.by_key.get(&key) {
+            return i;
+        }
+        let i = self.locks.len();
+        self.locks.push(PartLock {
+            key: key.clone(),
+            ..PartLock::default()
+        });
+        self.by_key.insert(key, i);
+        i
+    }
+
+    fn part(self) -> Part {
+        let mut slots: Vec<Option<PartLock>> = self.locks.into_iter().map(Some).collect();
+        let mut locks: Vec<PartLock> = self.taken.iter().filter_map(|&i| slots[i].take()).collect();
+        locks.extend(slots.into_iter().flatten());
+        Part { locks }
+    }
+}
+
+impl Part {
+    /// The part of `s`, whose process's shared objects are among `objects`
+    /// and whose process's context is `cx`.
+    pub fn of(s: &Stream, objects: &Objects, cx: &Context) -> Part {
+        let k = lock_kinds();
+        if !k
+            .lock_kinds
+            .iter()
+            .any(|&k| crate::intervals::has_kind(s, k))
+        {
+            return Part::default();
+        }
+        let mut met = Met::default();
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
         let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
         let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)
-        for e in s.events.iter().filter(|e| involved[e.kind as usize]) {
+        for e in s.events.iter().filter(|e| k.involved[e.kind as usize]) {
             let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
-            if omp_mutex.contains(&e.kind) && e.phase == 0 {
+            if k.omp_mutex.contains(&e.kind) && e.phase == 0 {
                 acquiring_omp.push((wait_id(), e.t_ns, e.callsite));
-            } else if Some(e.kind) == acquired {
+            } else if Some(e.kind) == k.acquired {
                 let id = wait_id();
                 if let Some(i) = acquiring_omp.iter().rposition(|p| p.0 == id) {
                     let (_, start, site) = acquiring_omp.remove(i);
                     let key = (s.process.clone(), id);
-                    let l = lock_of(&mut locks, key, format!("{id:#x}"), site);
+                    let l = met.take(key, format!("{id:#x}"), site);
                     l.releases_known = true;
-                    l.acquires.push(Acquire {
-                        thread: si,
-                        from: start,
-                        to: e.t_ns,
-                    });
+                    l.acquires.push((start, e.t_ns));
                     held_omp.push((id, e.t_ns));
                 }
-            } else if omp_mutex.contains(&e.kind) && e.phase == 1 {
+            } else if k.omp_mutex.contains(&e.kind) && e.phase == 1 {
                 let id = wait_id();
                 if let Some(i) = held_omp.iter().rposition(|p| p.0 == id) {
                     let (_, from) = held_omp.remove(i);
-                    if let Some(l) = locks.get_mut(&(s.process.clone(), id)) {
-                        l.holds.push(Hold {
-                            thread: si,
-                            from,
-                            to: e.t_ns,
-                        });
-                    }
+                    // Taken above by this stream: never early.
+                    met.hold((s.process.clone(), id), from, e.t_ns);
                 }
             }
         }
@@ -231,7 +351,7 @@ fn collect(t: &Trace) -> Vec<Lock> {
             if s.model == 5 {
                 (s.process.clone(), id)
             } else {
-                shared_lock(t, &images, &s.process, id, time)
+                shared_lock(objects, cx, &s.process, id, time)
             }
         };
         let lock_arg = |ev: usize| {
@@ -242,16 +362,19 @@ fn collect(t: &Trace) -> Vec<Lock> {
                 .unwrap_or(0)
         };
         let mut held: Vec<(u64, u64)> = Vec::new(); // (lock, since)
-        for iv in intervals(s).iter().filter(|iv| involved[iv.kind as usize]) {
-            if !acquiring.contains(&iv.kind)
-                && Some(iv.kind) != attempt
-                && !releasing.contains(&iv.kind)
+        for iv in intervals(s)
+            .iter()
+            .filter(|iv| k.involved[iv.kind as usize])
+        {
+            if !k.acquiring.contains(&iv.kind)
+                && Some(iv.kind) != k.attempt
+                && !k.releasing.contains(&iv.kind)
             {
                 continue;
             }
             let id = lock_arg(iv.start_event as usize);
-            let taken = acquiring.contains(&iv.kind)
-                || (Some(iv.kind) == attempt
+            let taken = k.acquiring.contains(&iv.kind)
+                || (Some(iv.kind) == k.attempt
                     && arg(s, &s.events[iv.end_event as usize], "result") == Some(1));
             if taken {
                 let (object, off) = key(id, iv.start);
@@ -260,39 +383,86 @@ fn collect(t: &Trace) -> Vec<Lock> {
                 } else {
                     format!("{object}+{off:#x}")
                 };
-                let l = lock_of(&mut locks, (object, off), name, iv.callsite);
-                l.acquires.push(Acquire {
-                    thread: si,
-                    from: iv.start,
-                    to: iv.end,
-                });
+                let l = met.take((object, off), name, iv.callsite);
+                l.acquires.push((iv.start, iv.end));
                 held.push((id, iv.end));
-            } else if releasing.contains(&iv.kind) {
+            } else if k.releasing.contains(&iv.kind) {
                 if let Some(i) = held.iter().rposition(|h| h.0 == id) {
                     let (_, from) = held.remove(i);
-                    if let Some(l) = locks.get_mut(&key(id, iv.start)) {
-                        l.releases_known = true;
-                        l.holds.push(Hold {
-                            thread: si,
-                            from,
-                            to: iv.start,
-                        });
-                    }
+                    // The release may name another lock than the acquisition
+                    // did (another allocation at its time).
+                    met.hold(key(id, iv.start), from, iv.start);
                 }
             }
         }
+        met.part()
     }
-    locks.into_values().collect()
 }
 
 /// Every lock's numbers, most waiting first.
 pub fn locks(t: &Trace) -> Vec<LockStats> {
-    let mut out: Vec<LockStats> = collect(t).into_iter().map(|l| stats(t, l)).collect();
+    let contexts = Context::all(t);
+    let none = Context::default();
+    let parts: Vec<Part> = t
+        .streams
+        .iter()
+        .map(|s| Part::of(s, &t.objects, contexts.get(&s.process).unwrap_or(&none)))
+        .collect();
+    if parts.iter().all(|p| p.locks.is_empty()) {
+        return Vec::new();
+    }
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    merge(&ids, &t.callsites, &parts.iter().collect::<Vec<_>>())
+}
+
+/// Every lock's numbers, most waiting first, from every stream's part
+/// (`parts[i]`: stream `i`'s).
+pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockStats> {
+    // The locks in the order first taken (streams in order), kept in a map
+    // as the whole trace's: locks of equal waiting and name come out in the
+    // map's order.
+    let mut locks: HashMap<(String, u64), Lock> = HashMap::default();
+    for (si, part) in parts.iter().enumerate() {
+        for pl in &part.locks {
+            // Holds before the stream's first acquisition count when an
+            // earlier stream took the lock.
+            let (l, holds) = match locks.get_mut(&pl.key) {
+                Some(l) => {
+                    l.releases_known |= pl.early > 0;
+                    (l, &pl.holds[..])
+                }
+                None => {
+                    let Some((name, site)) = &pl.first else {
+                        continue;
+                    };
+                    let l = locks.entry(pl.key.clone()).or_insert_with(|| Lock {
+                        name: name.clone(),
+                        site: *site,
+                        ..Lock::default()
+                    });
+                    (l, &pl.holds[pl.early as usize..])
+                }
+            };
+            l.releases_known |= pl.releases_known;
+            l.acquires
+                .extend(pl.acquires.iter().map(|&(from, to)| Acquire {
+                    thread: si,
+                    from,
+                    to,
+                }));
+            l.holds.extend(holds.iter().map(|&(from, to)| Hold {
+                thread: si,
+                from,
+                to,
+            }));
+        }
+    }
+    let mut out: Vec<LockStats> = locks.into_values().map(|l| stats(ids, sites, l)).collect();
     out.sort_by(|a, b| b.wait_ns.cmp(&a.wait_ns).then(a.lock.cmp(&b.lock)));
     out
 }
 
-fn stats(t: &Trace, mut l: Lock) -> LockStats {
+fn stats(ids: &[Identity], sites: &[Callsite], mut l: Lock) -> LockStats {
     l.holds.sort_by_key(|h| h.from);
     let mut contended = 0;
     let mut waiters: Vec<usize> = Vec::new();
@@ -317,19 +487,25 @@ fn stats(t: &Trace, mut l: Lock) -> LockStats {
     threads.dedup();
     LockStats {
         lock: l.name,
-        location: location(t, Some(l.site)),
+        location: location_in(sites, l.site),
         acquisitions: l.acquires.len() as u64,
         contended,
         wait_ns: l.acquires.iter().map(|a| a.to.saturating_sub(a.from)).sum(),
         hold_ns: l
             .releases_known
             .then(|| l.holds.iter().map(|h| h.to.saturating_sub(h.from)).sum()),
-        threads: threads
-            .iter()
-            .map(|&i| thread_name(&t.streams[i]))
-            .collect(),
+        threads: threads.iter().map(|&i| ids[i].name.clone()).collect(),
         waiters: waiters.len(),
     }
+}
+
+/// The source line of callsite `site`.
+fn location_in(sites: &[Callsite], site: u32) -> Option<Location> {
+    let c = sites.get(site as usize)?;
+    Some(Location {
+        file: c.file.clone()?,
+        line: c.line,
+    })
 }
 
 /// `lock_contention`: a lock whose waiting takes at least `LOCK_SHARE` (5%) of
@@ -341,13 +517,21 @@ pub fn contention(t: &Trace, total_time: u64) -> Vec<Finding> {
 
 /// [`contention`], from the trace's [`locks`].
 pub(crate) fn contention_of(t: &Trace, locks: &[LockStats], total_time: u64) -> Vec<Finding> {
+    if locks.is_empty() {
+        return Vec::new();
+    }
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    contention_in(&ids, locks, total_time)
+}
+
+/// [`contention`], from the [`locks`] of the streams of `ids`.
+pub fn contention_in(ids: &[Identity], locks: &[LockStats], total_time: u64) -> Vec<Finding> {
     let mut out = Vec::new();
     for l in locks {
-        let their_time: u64 = t
-            .streams
+        let their_time: u64 = ids
             .iter()
-            .filter(|s| l.threads.contains(&thread_name(s)))
-            .map(active_span)
+            .filter(|id| l.threads.contains(&id.name))
+            .map(|id| id.active_span)
             .sum::<u64>()
             .max(1);
         let share = l.wait_ns as f64 / their_time as f64;
@@ -382,4 +566,208 @@ pub(crate) fn contention_of(t: &Trace, locks: &[LockStats], total_time: u64) -> 
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Event, Process, NO_TEXT, NO_USER};
+
+    /// The number of the kind named `name`.
+    fn kind(name: &str) -> u16 {
+        kinds::kind_by_name(name).unwrap().id
+    }
+
+    fn stream(
+        process: &str,
+        stream: u32,
+        model: u32,
+        events: &[(u64, u16, u8, Vec<u64>)],
+    ) -> Stream {
+        let mut s = Stream {
+            process: process.into(),
+            pid: 1,
+            stream,
+            tid: stream as u64,
+            thread: stream,
+            model,
+            pts_bytes: 8,
+            path: Default::default(),
+            events: Vec::new(),
+            arg_words: Vec::new(),
+            chunks: 1,
+            damaged: false,
+            intervals: Default::default(),
+        };
+        for (t_ns, kind, phase, args) in events {
+            let (args_at, nargs) = s.keep_args(args);
+            s.events.push(Event {
+                t_ns: *t_ns,
+                kind: *kind,
+                phase: *phase,
+                flags: 0,
+                callsite: (*t_ns % 3) as u32,
+                args_at,
+                nargs,
+                text: NO_TEXT,
+                user: NO_USER,
+            });
+        }
+        s
+    }
+
+    /// A trace of two OpenSHMEM PEs taking a lock in turn, one of them with
+    /// two more threads taking an OpenMP critical section, and a lock
+    /// released after its allocation was freed.
+    fn trace() -> Trace {
+        let (set, clear) = (kind("GASP_SHMEM_SET_LOCK"), kind("GASP_SHMEM_CLEAR_LOCK"));
+        let (critical, acquired) = (kind("GASP_OMP_CRITICAL"), kind("GASP_OMP_MUTEX_ACQUIRED"));
+        let (malloc, free) = (kind("GASP_SHMEM_MALLOC"), kind("GASP_SHMEM_FREE"));
+        let call = |k: u16, from: u64, to: u64, lock: u64| {
+            [(from, k, 0, vec![lock, 0]), (to, k, 1, vec![lock, 0])]
+        };
+        let mut a: Vec<(u64, u16, u8, Vec<u64>)> = vec![
+            (0, malloc, 0, vec![8, 0]),
+            (1, malloc, 1, vec![8, 0x1000, 0]),
+        ];
+        a.extend(call(set, 10, 20, 0x1000));
+        a.extend(call(clear, 50, 51, 0x1000));
+        // Freed while held: the release names the lock by its address.
+        a.extend(call(set, 60, 61, 0x1000));
+        a.extend([
+            (70, free, 0, vec![0x1000, 0]),
+            (71, free, 1, vec![0x1000, 0]),
+        ]);
+        a.extend(call(clear, 80, 81, 0x1000));
+        a.extend(call(set, 90, 91, 0x1000));
+        a.extend(call(clear, 95, 96, 0x1000));
+        let mut b: Vec<(u64, u16, u8, Vec<u64>)> = vec![
+            (0, malloc, 0, vec![8, 0]),
+            (1, malloc, 1, vec![8, 0x2000, 0]),
+        ];
+        b.extend(call(set, 15, 55, 0x2000));
+        b.extend(call(clear, 57, 58, 0x2000));
+        let omp = |from: u64, got: u64, to: u64| {
+            [
+                (from, critical, 0, vec![7, 0]),
+                (got, acquired, 2, vec![3, 7, 0]),
+                (to, critical, 1, vec![7, 0]),
+            ]
+        };
+        let mut c: Vec<(u64, u16, u8, Vec<u64>)> = Vec::new();
+        c.extend(omp(5, 30, 40));
+        c.extend(omp(45, 46, 47));
+        let mut d: Vec<(u64, u16, u8, Vec<u64>)> = Vec::new();
+        d.extend(omp(6, 6, 31));
+        // Not in an allocation of its process: the lock of address 0x1000.
+        let mut e: Vec<(u64, u16, u8, Vec<u64>)> = Vec::new();
+        e.extend(call(set, 100, 101, 0x1000));
+        e.extend(call(clear, 102, 103, 0x1000));
+        let mut t = Trace {
+            streams: vec![
+                stream("b", 1, 4, &e),
+                stream("a", 0, 4, &a),
+                stream("b", 0, 4, &b),
+                stream("a", 1, 4, &c),
+                stream("a", 2, 4, &d),
+            ],
+            processes: ["a", "b"]
+                .map(|n| Process {
+                    name: n.into(),
+                    manifest: None,
+                })
+                .into(),
+            callsites: vec![
+                Callsite {
+                    file: Some("app.c".into()),
+                    line: 12,
+                    col: 0,
+                },
+                Callsite {
+                    file: Some("app.c".into()),
+                    line: 20,
+                    col: 0,
+                },
+                Callsite {
+                    file: None,
+                    line: 0,
+                    col: 0,
+                },
+            ],
+            ..Trace::default()
+        };
+        t.objects = Objects::build(&t.streams, &t.callsites);
+        t
+    }
+
+    #[test]
+    fn locks_of_a_small_trace() {
+        let t = trace();
+        let l = locks(&t);
+        let got: Vec<_> = l
+            .iter()
+            .map(|l| {
+                (
+                    l.lock.as_str(),
+                    l.acquisitions,
+                    l.contended,
+                    l.wait_ns,
+                    l.hold_ns,
+                    l.threads.len(),
+                    l.waiters,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("app.c:12+0x0", 3, 1, 51, Some(32), 2, 1),
+                ("0x7", 3, 1, 26, Some(36), 2, 1),
+                ("0x1000", 2, 0, 2, Some(24), 2, 0),
+            ]
+        );
+        let f = contention_in(
+            &t.streams.iter().map(Identity::of).collect::<Vec<_>>(),
+            &l,
+            100,
+        );
+        assert_eq!(f.len(), 2);
+    }
+
+    #[test]
+    fn parts_are_of_their_stream_alone() {
+        let t = trace();
+        let contexts = Context::all(&t);
+        let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+        let parts: Vec<Part> = t
+            .streams
+            .iter()
+            .map(|s| Part::of(s, &t.objects, &contexts[&s.process]))
+            .collect();
+        // Made in two halves, read back from JSON: the same merge.
+        let halves: Vec<Part> = [&t.streams[..2], &t.streams[2..]]
+            .iter()
+            .flat_map(|h| {
+                h.iter()
+                    .map(|s| Part::of(s, &t.objects, &contexts[&s.process]))
+                    .collect::<Vec<_>>()
+            })
+            .map(|p| serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap())
+            .collect();
+        assert_eq!(parts, halves);
+        let merged = merge(&ids, &t.callsites, &halves.iter().collect::<Vec<_>>());
+        assert_eq!(format!("{merged:?}"), format!("{:?}", locks(&t)));
+        // The release after the free names another lock than its acquisition,
+        // which the stream takes only later: it counts when an earlier stream
+        // took that lock.
+        assert_eq!(parts[1].locks.len(), 2);
+        assert_eq!(parts[1].locks[1].first.as_ref().unwrap().0, "0x1000");
+        assert_eq!(parts[1].locks[1].early, 1);
+        let later = merge(
+            &ids[1..],
+            &t.callsites,
+            &parts[1..].iter().collect::<Vec<_>>(),
+        );
+        assert_eq!((later[2].acquisitions, later[2].hold_ns), (1, Some(4)));
+    }
 }
