@@ -690,10 +690,6 @@ fn small_messages(
     out
 }
 
-pub(crate) fn location(t: &Trace, callsite: Option<u32>) -> Option<Location> {
-    location_in(&t.callsites, callsite)
-}
-
 /// Where callsite `callsite` of `sites` is, when known.
 pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location> {
     let c = sites.get(callsite? as usize)?;

@@ -523,6 +523,7 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
         summaries.iter().map(|s| &s.findings).collect();
     let matrix_parts: Vec<&crate::matrix::Part> = summaries.iter().map(|s| &s.matrix).collect();
     let wait_parts: Vec<&crate::waitstates::Part> = summaries.iter().map(|s| &s.waits).collect();
+    let lock_parts: Vec<&crate::locks::Part> = summaries.iter().map(|s| &s.locks).collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
@@ -607,14 +608,14 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
         || {
             let (analysis, locks) = rayon::join(
                 || crate::waitstates::merge(&wait_parts),
-                || crate::locks::locks(t),
+                || crate::locks::merge(&ids, callsites, &lock_parts),
             );
             let (waits, findings) = rayon::join(
                 || crate::waitstates::wait_sites(&analysis, &ids, callsites),
                 || {
                     let total_time = crate::findings::total_time(&ids);
                     let mut out = crate::findings::merge(&ids, callsites, &finding_parts);
-                    out.extend(crate::locks::contention_of(t, &locks, total_time));
+                    out.extend(crate::locks::contention_in(&ids, &locks, total_time));
                     out.extend(crate::waitstates::wait_findings(
                         &analysis, &ids, callsites, total_time,
                     ));

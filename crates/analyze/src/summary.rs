@@ -82,6 +82,8 @@ pub struct StreamSummary {
     pub matrix: crate::matrix::Part,
     /// Its two-sided messages, fences and one-sided synchronization.
     pub waits: crate::waitstates::Part,
+    /// Its lock acquisitions and holds.
+    pub locks: crate::locks::Part,
 }
 
 /// What the parts of a stream need to know of its process, found once for
@@ -91,6 +93,8 @@ pub struct StreamSummary {
 pub struct Context {
     /// Each process's MPI rank.
     pub waits: crate::waitstates::Context,
+    /// Each process's binaries (where its global locks are).
+    pub locks: rustc_hash::FxHashMap<String, crate::locks::Context>,
 }
 
 impl Context {
@@ -98,6 +102,7 @@ impl Context {
     pub fn of(t: &crate::trace::Trace) -> Context {
         Context {
             waits: crate::waitstates::Context::of(t),
+            locks: crate::locks::Context::all(t),
         }
     }
 }
@@ -110,6 +115,10 @@ impl StreamSummary {
             findings: crate::findings::Part::of(t, s),
             matrix: crate::matrix::Part::of(s),
             waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
+            locks: match cx.locks.get(&s.process) {
+                Some(l) => crate::locks::Part::of(s, &t.objects, l),
+                None => crate::locks::Part::of(s, &t.objects, &crate::locks::Context::default()),
+            },
         }
     }
 }
