@@ -28,7 +28,7 @@ use gaspard_format::kinds::{self, kind_by_name};
 
 use crate::intervals::{with_events, Which};
 use crate::objects::args_by_name;
-use crate::trace::{Callsite, Event, Stream};
+use crate::trace::{Event, Stream};
 
 /// OpenCoarrays' tag for `sync images`.
 const SYNC_IMAGES_TAG: u64 = 424_242;
@@ -71,30 +71,27 @@ fn is_caf(dir: &Path, s: &Stream) -> bool {
     gfortran && s.events.iter().any(|e| Some(e.kind) == dynamic)
 }
 
-/// Adds the coarray events of every CAF process's streams.
-pub fn recognise(dir: &Path, streams: &mut [Stream], sites: &mut HashMap<Callsite, u32>) {
-    let n = sites.len() as u32;
-    let nowhere = *sites.entry(Callsite::default()).or_insert(n);
-    for s in streams.iter_mut() {
-        if !is_caf(dir, s) {
-            continue;
-        }
-        let added = coarray_events(s, nowhere);
-        // A stream holds at most MAX_STREAM_EVENTS events.
-        if added.is_empty() || s.events.len() + added.len() > crate::trace::MAX_STREAM_EVENTS {
-            continue;
-        }
-        // Merge by time; at equal times a coarray START comes before the MPI calls
-        // it stands for and a coarray END after them.
-        let mut all: Vec<(u64, u8, Event)> = s.events.drain(..).map(|e| (e.t_ns, 1, e)).collect();
-        for (mut e, args) in added {
-            (e.args_at, e.nargs) = s.keep_args(&args);
-            all.push((e.t_ns, if e.phase == 1 { 2 } else { 0 }, e));
-        }
-        all.sort_by_key(|(t, order, _)| (*t, *order));
-        s.events = all.into_iter().map(|(_, _, e)| e).collect();
-        s.events_changed();
+/// Adds the coarray events of `s` when it is a stream of a CAF process
+/// (`nowhere`: the callsite they are given).
+pub fn recognise(dir: &Path, s: &mut Stream, nowhere: u32) {
+    if !is_caf(dir, s) {
+        return;
     }
+    let added = coarray_events(s, nowhere);
+    // A stream holds at most MAX_STREAM_EVENTS events.
+    if added.is_empty() || s.events.len() + added.len() > crate::trace::MAX_STREAM_EVENTS {
+        return;
+    }
+    // Merge by time; at equal times a coarray START comes before the MPI calls
+    // it stands for and a coarray END after them.
+    let mut all: Vec<(u64, u8, Event)> = s.events.drain(..).map(|e| (e.t_ns, 1, e)).collect();
+    for (mut e, args) in added {
+        (e.args_at, e.nargs) = s.keep_args(&args);
+        all.push((e.t_ns, if e.phase == 1 { 2 } else { 0 }, e));
+    }
+    all.sort_by_key(|(t, order, _)| (*t, *order));
+    s.events = all.into_iter().map(|(_, _, e)| e).collect();
+    s.events_changed();
 }
 
 /// An event to add, and its argument words (kept in its stream when added).

@@ -432,26 +432,218 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
 /// Reads a trace directory as [`read`] does, with the stream files read by
 /// `stream_parts`: given every stream file (sorted by name) and the clock
 /// references of each process's manifest, it returns what [`read_streams`]
-/// would, in the same order (as [`crate::distributed`] does by sharing the
-/// files among MPI ranks).
+/// would, in the same order.
 pub fn read_with<F>(dir: &Path, stream_parts: F) -> Result<Trace, TraceError>
 where
     F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
 {
+    let listing = list(dir)?;
+    let parts = stream_parts(&listing.streams, &listing.refs).map_err(TraceError::Parts)?;
+    let (heads, bodies) = split_parts(dir, parts);
     let Listing {
         trace: mut t,
-        refs,
         streams,
         profiles,
-    } = list(dir)?;
-    let mut converted: Vec<(Stream, Local)> = Vec::new();
-    // The clock of each converted stream whose events are still in ticks.
-    let mut in_ticks: Vec<Option<Clock>> = Vec::new();
-    let parts = stream_parts(&streams, &refs).map_err(TraceError::Parts)?;
+        ..
+    } = listing;
+    let numbering = place(&mut t, &streams, &profiles, &heads);
+    let mut bodies = finish_bodies(dir, bodies, &numbering);
+    t.clock_sync = crate::clocksync::apply(&mut bodies);
+    let firsts: Vec<(&str, u64)> = bodies
+        .iter()
+        .filter_map(|s| Some((s.process.as_str(), s.events.first()?.t_ns)))
+        .collect();
+    let base = trace_start(&t, &firsts);
+    let late = shift(&mut bodies, base);
+    for (s, &late) in bodies.iter().zip(&late) {
+        late_problem(&mut t, &s.process, s.stream, late);
+    }
+    bodies.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    for st in &bodies {
+        let last = st.events.last().map(|e| (e.t_ns, e.kind, e.phase));
+        stop_problem(&mut t, &st.process, st.stream, st.damaged, last);
+    }
+    let recorded: Vec<&str> = bodies.iter().map(|s| s.process.as_str()).collect();
+    killed_problems(&mut t, &recorded);
+    for s in &mut bodies {
+        s.events_changed();
+    }
+    t.streams = bodies;
+    t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
+    Ok(t)
+}
+
+/// What placing a stream in the trace needs to know of it, its events
+/// left out: what was wrong with its file, and (when it could be read) who
+/// it is and how its file numbers callsites, user events and texts.
+#[derive(Debug, Clone)]
+pub(crate) struct Head {
+    /// What was wrong, in the order found.
+    pub(crate) problems: Vec<String>,
+    /// The stream, if its file could be read.
+    pub(crate) stream: Option<StreamHead>,
+}
+
+/// A stream read, without its events ([`Head`]).
+#[derive(Debug, Clone)]
+pub(crate) struct StreamHead {
+    pub(crate) process: String,
+    pub(crate) path: PathBuf,
+    pub(crate) damaged: bool,
+    /// Its events as read.
+    pub(crate) events: u64,
+    /// Its file's callsites.
+    pub(crate) sites: Vec<Callsite>,
+    /// The callsites its events' return addresses gave (events without a
+    /// source position of their own), first met first: numbered after
+    /// `sites` by its events.
+    pub(crate) found: Vec<Callsite>,
+    /// Its file's user events.
+    pub(crate) users: Vec<UserDef>,
+    /// Its file's string arguments.
+    pub(crate) texts: Vec<String>,
+}
+
+/// A stream read, its events numbered by its file, with its process's clock
+/// while their times are still in ticks.
+pub(crate) type Body = (Stream, Option<Clock>);
+
+/// The streams' heads (one per stream file, in order) and bodies (one per
+/// stream read, in order), their events given the source positions of
+/// their return addresses where they have none.
+pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec<Body>) {
+    let codeptr = codeptr_kinds();
+    // Streams with events that have a return address and no source position.
+    let unplaced = |s: &Stream, local: &Local| {
+        s.events.iter().any(|e| {
+            codeptr[e.kind as usize]
+                && local
+                    .sites
+                    .get(e.callsite as usize)
+                    .is_some_and(|c| c.file.is_none())
+        })
+    };
+    let wanted = parts
+        .iter()
+        .filter_map(|p| p.stream.as_ref())
+        .any(|(s, l)| unplaced(s, l));
+    let mut sym = wanted
+        .then(|| crate::symbolize::Symbolizer::new(dir))
+        .filter(|s| !s.is_empty());
+    let mut heads = Vec::with_capacity(parts.len());
+    let mut bodies = Vec::with_capacity(parts.len());
+    for part in parts {
+        let Some((mut s, local)) = part.stream else {
+            heads.push(Head {
+                problems: part.problems,
+                stream: None,
+            });
+            continue;
+        };
+        let mut found = Vec::new();
+        if let Some(sym) = sym.as_mut().filter(|_| unplaced(&s, &local)) {
+            found = find_sources(sym, &mut s, &local.sites);
+        }
+        heads.push(Head {
+            problems: part.problems,
+            stream: Some(StreamHead {
+                process: s.process.clone(),
+                path: s.path.clone(),
+                damaged: s.damaged,
+                events: s.events.len() as u64,
+                sites: local.sites,
+                found,
+                users: local.users,
+                texts: local.texts,
+            }),
+        });
+        bodies.push((s, part.clock));
+    }
+    (heads, bodies)
+}
+
+/// Gives the events of `s` that carry a code address (`codeptr`) and no
+/// source position (in `sites`, its file's callsites) the source line of
+/// that address, from the binaries' debug information: the callsites found,
+/// first met first, numbered by the events after `sites`.
+fn find_sources(
+    sym: &mut crate::symbolize::Symbolizer,
+    s: &mut Stream,
+    sites: &[Callsite],
+) -> Vec<Callsite> {
+    let known = sites.len();
+    let mut found: HashMap<Callsite, u32> = HashMap::default();
+    let mut list: Vec<Callsite> = Vec::new();
+    let mut slot: HashMap<(u16, u8, u8), Option<usize>> = HashMap::default();
+    let pts_words = (s.pts_bytes as usize).div_ceil(8);
+    let words = &s.arg_words;
+    for e in &mut s.events {
+        if (e.callsite as usize) >= known
+            || sites
+                .get(e.callsite as usize)
+                .is_none_or(|c| c.file.is_some())
+        {
+            continue;
+        }
+        let at = *slot.entry((e.kind, e.phase, e.flags)).or_insert_with(|| {
+            let mut off = 0;
+            for (name, _, n) in
+                gaspard_format::codec::arg_layout(e.kind, e.phase, pts_words, e.flags)
+            {
+                if name == "codeptr" {
+                    return Some(off);
+                }
+                off += n;
+            }
+            None
+        });
+        let args = words
+            .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
+            .unwrap_or(&[]);
+        let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
+            continue;
+        };
+        if let Some((file, line)) = sym.source_of_return_address(&s.process, addr) {
+            let c = Callsite {
+                file: Some(file),
+                line,
+                col: 0,
+            };
+            let n = (known + list.len()) as u32;
+            e.callsite = *found.entry(c.clone()).or_insert_with(|| {
+                list.push(c);
+                n
+            });
+        }
+    }
+    list
+}
+
+/// The trace's numbers of each stream's callsites, user events and texts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Numbering {
+    /// Per stream read (in file order): the trace's number of each of its
+    /// callsites, user events and texts.
+    pub(crate) ids: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)>,
+    /// The callsite of events made by the reader (coarray events).
+    pub(crate) nowhere: u32,
+}
+
+/// Places the streams of `heads` (one per file of `streams`, in order) in
+/// `t`: what was wrong with their files, the processes without a manifest,
+/// what the manifests say is missing, and the trace's callsites, user
+/// events and texts, numbered in stream order.
+pub(crate) fn place(
+    t: &mut Trace,
+    streams: &[PathBuf],
+    profiles: &[PathBuf],
+    heads: &[Head],
+) -> Numbering {
     let mut skipped = Vec::new();
-    for (part, path) in parts.into_iter().zip(&streams) {
-        t.problems.extend(part.problems);
-        let Some((s, local)) = part.stream else {
+    let mut read: Vec<&StreamHead> = Vec::new();
+    for (h, path) in heads.iter().zip(streams) {
+        t.problems.extend(h.problems.iter().cloned());
+        let Some(s) = &h.stream else {
             skipped.push(path.clone());
             continue;
         };
@@ -465,32 +657,27 @@ where
                 manifest: None,
             });
         }
-        converted.push((s, local));
-        in_ticks.push(part.clock);
+        read.push(s);
     }
-    check_manifests(&mut t, &streams, &skipped, &profiles, &converted);
+    check_manifests(t, streams, &skipped, profiles, &read);
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut texts: HashMap<String, u32> = HashMap::default();
-    // The trace's numbers of each stream's callsites, user events and
-    // texts, given in stream order; then every stream's events renumbered
-    // (and given their times in ns), in parallel.
-    let mut numbered = Vec::new();
-    for ((s, local), clock) in converted.into_iter().zip(in_ticks) {
-        let site_ids: Vec<u32> = local
-            .sites
-            .into_iter()
-            .map(|key| {
-                let n = sites.len() as u32;
-                *sites.entry(key).or_insert(n)
-            })
-            .collect();
-        let user_ids: Vec<u32> = local
+    let mut numbering = Numbering::default();
+    // A file's own callsites first, every file's; then those found from
+    // return addresses, file by file.
+    let mut number = |c: &Callsite| {
+        let n = sites.len() as u32;
+        *sites.entry(c.clone()).or_insert(n)
+    };
+    for h in &read {
+        let site_ids: Vec<u32> = h.sites.iter().map(&mut number).collect();
+        let user_ids: Vec<u32> = h
             .users
-            .into_iter()
+            .iter()
             .map(|def| {
                 let n = t.user_events.len() as u32;
-                let idx = *users.entry((s.process.clone(), def.id)).or_insert(n);
+                let idx = *users.entry((h.process.clone(), def.id)).or_insert(n);
                 if idx == n {
                     if let Some(why) = &def.unreadable {
                         t.problems.push(format!(
@@ -498,42 +685,52 @@ where
                             def.name
                         ));
                     }
-                    t.user_events.push(def);
+                    t.user_events.push(def.clone());
                 }
                 idx
             })
             .collect();
-        let text_ids: Vec<u32> = local
+        let text_ids: Vec<u32> = h
             .texts
-            .into_iter()
+            .iter()
             .map(|text| {
                 let n = t.texts.len() as u32;
                 let idx = *texts.entry(text.clone()).or_insert(n);
                 if idx == n {
-                    t.texts.push(text);
+                    t.texts.push(text.clone());
                 }
                 idx
             })
             .collect();
-        numbered.push((s, clock, site_ids, user_ids, text_ids));
+        numbering.ids.push((site_ids, user_ids, text_ids));
     }
-    // Callsites without a file, and kinds with a return address to find
-    // one: a stream with events of both is looked at by `attach_sources`.
-    let mut unknown = vec![false; sites.len()];
-    for (c, &i) in &sites {
-        unknown[i as usize] = c.file.is_none();
+    for (h, ids) in read.iter().zip(&mut numbering.ids) {
+        ids.0.extend(h.found.iter().map(&mut number));
     }
-    let codeptr = codeptr_kinds();
-    let (mut decoded, unplaced): (Vec<Stream>, Vec<bool>) = numbered
+    numbering.nowhere = number(&Callsite::default());
+    let mut site_list = vec![Callsite::default(); sites.len()];
+    for (c, i) in sites {
+        site_list[i as usize] = c;
+    }
+    t.callsites = site_list;
+    numbering
+}
+
+/// Gives the streams read the trace's numbers (and their times in ns),
+/// and adds the coarray events of CAF processes.
+pub(crate) fn finish_bodies(dir: &Path, bodies: Vec<Body>, numbering: &Numbering) -> Vec<Stream> {
+    let mut streams: Vec<Stream> = bodies
         .into_par_iter()
-        .map(|(mut s, clock, site_ids, user_ids, text_ids)| {
-            let mut unplaced = false;
+        .zip(numbering.ids.par_iter())
+        .map(|((mut s, clock), (site_ids, user_ids, text_ids))| {
             for e in &mut s.events {
                 if let Some(c) = &clock {
                     e.t_ns = c.ns_u64(e.t_ns);
                 }
-                e.callsite = site_ids[e.callsite as usize];
-                unplaced |= unknown[e.callsite as usize] && codeptr[e.kind as usize];
+                e.callsite = site_ids
+                    .get(e.callsite as usize)
+                    .copied()
+                    .unwrap_or(numbering.nowhere);
                 if e.user != NO_USER {
                     e.user = user_ids[e.user as usize];
                 }
@@ -541,20 +738,20 @@ where
                     e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
                 }
             }
-            (s, unplaced)
+            s
         })
-        .unzip();
-    attach_sources(dir, &mut decoded, &unplaced, &unknown, &mut sites);
-    crate::caf::recognise(dir, &mut decoded, &mut sites);
-    t.clock_sync = crate::clocksync::apply(&mut decoded);
-    let firsts: Vec<(&str, u64)> = decoded
-        .iter()
-        .filter_map(|s| Some((s.process.as_str(), s.events.first()?.t_ns)))
         .collect();
-    let base = trace_start(&t, &firsts);
-    // Events were stored with absolute monotonic ns; make them relative to
-    // the start (stream by stream, in parallel).
-    let late: Vec<u64> = decoded
+    for s in &mut streams {
+        crate::caf::recognise(dir, s, numbering.nowhere);
+    }
+    streams
+}
+
+/// Makes the streams' times relative to `base` (stream by stream, in
+/// parallel): how many events of each lie too far after it (put at the
+/// latest time kept).
+pub(crate) fn shift(streams: &mut [Stream], base: i128) -> Vec<u64> {
+    streams
         .par_iter_mut()
         .map(|s| {
             let mut late = 0u64;
@@ -567,69 +764,69 @@ where
             }
             late
         })
-        .collect();
-    for (s, &late) in decoded.iter().zip(&late) {
-        if late > 0 {
+        .collect()
+}
+
+/// The problem of a stream with `late` events too far after the trace's start.
+pub(crate) fn late_problem(t: &mut Trace, process: &str, stream: u32, late: u64) {
+    if late > 0 {
+        t.problems.push(format!(
+            "process {process} stream {stream}: {late} events are stamped more than {} days after the trace's start \
+             (damaged clock data); they are put at that time",
+            MAX_T_NS / 86_400_000_000_000
+        ));
+    }
+}
+
+/// Where the record of a stream stops, when its process did not end
+/// normally or the stream is damaged (`last`: its last event's time, kind
+/// and phase).
+pub(crate) fn stop_problem(
+    t: &mut Trace,
+    process: &str,
+    stream: u32,
+    damaged: bool,
+    last: Option<(u64, u16, u8)>,
+) {
+    let ended = t
+        .processes
+        .iter()
+        .find(|p| p.name == process)
+        .and_then(|p| p.manifest.as_ref())
+        .is_some_and(|m| m.status == "complete");
+    if ended && !damaged {
+        return;
+    }
+    match last {
+        Some((t_ns, kind, phase)) => {
             t.problems.push(format!(
-                "process {} stream {}: {late} events are stamped more than {} days after the trace's start \
-                 (damaged clock data); they are put at that time",
-                s.process,
-                s.stream,
-                MAX_T_NS / 86_400_000_000_000
-            ));
+            "process {process} stream {stream}: the record stops at {:.3} ms (last event: {} {})",
+            t_ns as f64 / 1e6,
+            gaspard_format::kinds::kind(kind).map_or("user event", |k| k.name),
+            ["START", "END", "ATOMIC"].get(phase as usize).unwrap_or(&"?")
+        ))
         }
+        None => t.problems.push(format!(
+            "process {process} stream {stream}: nothing recorded"
+        )),
     }
-    let mut site_list = vec![Callsite::default(); sites.len()];
-    for (c, i) in sites {
-        site_list[i as usize] = c;
-    }
-    t.callsites = site_list;
-    decoded.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
-    // Where the record of a process that did not end normally, or of a
-    // damaged stream, stops.
-    for st in &decoded {
-        let ended = t
-            .processes
-            .iter()
-            .find(|p| p.name == st.process)
-            .and_then(|p| p.manifest.as_ref())
-            .is_some_and(|m| m.status == "complete");
-        if ended && !st.damaged {
-            continue;
-        }
-        match st.events.last() {
-            Some(e) => t.problems.push(format!(
-                "process {} stream {}: the record stops at {:.3} ms (last event: {} {})",
-                st.process,
-                st.stream,
-                e.t_ns as f64 / 1e6,
-                gaspard_format::kinds::kind(e.kind).map_or("user event", |k| k.name),
-                ["START", "END", "ATOMIC"]
-                    .get(e.phase as usize)
-                    .unwrap_or(&"?")
-            )),
-            None => t.problems.push(format!(
-                "process {} stream {}: nothing recorded",
-                st.process, st.stream
-            )),
-        }
-    }
+}
+
+/// The processes killed before any of their events reached the disk
+/// (`recorded`: the process of each stream read).
+pub(crate) fn killed_problems(t: &mut Trace, recorded: &[&str]) {
+    let mut out = Vec::new();
     for p in &t.processes {
         let killed = p.manifest.as_ref().is_some_and(|m| m.status == "running");
-        if killed && !decoded.iter().any(|st| st.process == p.name) {
-            t.problems.push(format!(
+        if killed && !recorded.contains(&p.name.as_str()) {
+            out.push(format!(
                 "process {}: nothing it recorded reached the disk (a process killed outright, by SIGKILL, \
                  cannot write the events it still held in memory)",
                 p.name
             ));
         }
     }
-    for s in &mut decoded {
-        s.events_changed();
-    }
-    t.streams = decoded;
-    t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
-    Ok(t)
+    t.problems.extend(out);
 }
 
 /// Where the trace starts, in absolute nanoseconds (clock corrections
@@ -677,7 +874,7 @@ fn check_manifests(
     streams: &[PathBuf],
     skipped: &[PathBuf],
     profiles: &[PathBuf],
-    read: &[(Stream, Local)],
+    read: &[&StreamHead],
 ) {
     let file_name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
     let present: std::collections::HashSet<String> =
@@ -686,9 +883,9 @@ fn check_manifests(
         .iter()
         .filter_map(|f| f.file_stem().map(|s| s.to_string_lossy().into_owned()))
         .collect();
-    let mut by_process: HashMap<&str, Vec<&(Stream, Local)>> = HashMap::default();
+    let mut by_process: HashMap<&str, Vec<&StreamHead>> = HashMap::default();
     for r in read {
-        by_process.entry(r.0.process.as_str()).or_default().push(r);
+        by_process.entry(r.process.as_str()).or_default().push(r);
     }
     for p in &t.processes {
         let Some(m) = &p.manifest else { continue };
@@ -698,7 +895,7 @@ fn check_manifests(
         let mine = by_process.remove(p.name.as_str()).unwrap_or_default();
         let listed: std::collections::HashSet<&str> =
             m.streams.iter().map(|e| e.file.as_str()).collect();
-        for (s, _) in &mine {
+        for s in &mine {
             let f = file_name(&s.path).unwrap_or_default();
             if !listed.contains(f.as_str()) {
                 t.problems.push(format!(
@@ -707,7 +904,7 @@ fn check_manifests(
                 ));
             }
         }
-        let n: u64 = mine.iter().map(|(s, _)| s.events.len() as u64).sum();
+        let n: u64 = mine.iter().map(|s| s.events).sum();
         if n >= m.events {
             continue;
         }
@@ -727,7 +924,7 @@ fn check_manifests(
             ));
         }
         let reported = !gone.is_empty()
-            || mine.iter().any(|(s, _)| s.damaged)
+            || mine.iter().any(|s| s.damaged)
             || skipped
                 .iter()
                 .filter_map(|p| file_name(p))
@@ -764,62 +961,6 @@ fn codeptr_kinds() -> &'static [bool] {
 /// `unplaced[i]`: whether stream `i` has events with a return address and
 /// no known callsite (the others are not looked at); `unknown[c]`: whether
 /// callsite `c` has no file.
-fn attach_sources(
-    dir: &Path,
-    streams: &mut [Stream],
-    unplaced: &[bool],
-    unknown: &[bool],
-    sites: &mut HashMap<Callsite, u32>,
-) {
-    if !unplaced.contains(&true) {
-        return;
-    }
-    let mut sym = crate::symbolize::Symbolizer::new(dir);
-    if sym.is_empty() {
-        return;
-    }
-    let mut slot: HashMap<(u16, u8, u8, u32), Option<usize>> = HashMap::default();
-    for (s, _) in streams.iter_mut().zip(unplaced).filter(|(_, &u)| u) {
-        let pts_words = (s.pts_bytes as usize).div_ceil(8);
-        let words = &s.arg_words;
-        for e in &mut s.events {
-            if !unknown.get(e.callsite as usize).copied().unwrap_or(false) {
-                continue;
-            }
-            let at = *slot
-                .entry((e.kind, e.phase, e.flags, s.pts_bytes))
-                .or_insert_with(|| {
-                    let mut off = 0;
-                    for (name, _, n) in
-                        gaspard_format::codec::arg_layout(e.kind, e.phase, pts_words, e.flags)
-                    {
-                        if name == "codeptr" {
-                            return Some(off);
-                        }
-                        off += n;
-                    }
-                    None
-                });
-            let args = words
-                .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
-                .unwrap_or(&[]);
-            let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
-                continue;
-            };
-            if let Some((file, line)) = sym.source_of_return_address(&s.process, addr) {
-                let n = sites.len() as u32;
-                e.callsite = *sites
-                    .entry(Callsite {
-                        file: Some(file),
-                        line,
-                        col: 0,
-                    })
-                    .or_insert(n);
-            }
-        }
-    }
-}
-
 /// A progress bar on stderr for reading big traces (at least
 /// [`PROGRESS_BYTES`] of stream files), when stderr is a terminal.
 /// Each process's clock references (ticks, ns) from its manifest.
