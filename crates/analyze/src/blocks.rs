@@ -26,30 +26,65 @@ use std::collections::BTreeMap;
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::findings::{barriers, Finding, Location};
 use crate::intervals::{intervals, with_events, Which};
 use crate::matrix::rank;
-use crate::objects::args_by_name;
-use crate::trace::{Stream, Trace};
+use crate::objects::{args_by_name, Objects};
+use crate::summary::Identity;
+use crate::trace::{Callsite, Stream, Trace};
 
 /// Default block size: a page.
 pub const DEFAULT_BLOCK_SIZE: u64 = 4096;
 
-/// One access to a shared object.
-#[derive(Debug, Clone)]
-struct Access {
-    thread: usize,
-    object: u32,
-    home: u32,
-    offset: u64,
-    len: u64,
-    write: bool,
-    read: bool,
-    epoch: u32,
-    time_ns: u64,
-    callsite: u32,
+/// One stream's part of the block analysis: its one-sided accesses to shared
+/// objects, in the order it made them, in its process's model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    /// The objects it accesses, first met first.
+    pub objects: Vec<Object>,
+    /// Its accesses, first made first. An access made again (same object,
+    /// home, bytes, direction, epoch and callsite) is counted in the first.
+    pub accesses: Vec<Access>,
+}
+
+/// A shared object as one stream sees it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Object {
+    /// `SHMEM`, `MPI` or `CAF`.
+    pub model: String,
+    /// Order among its process's shared objects (the same on every process).
+    pub ordinal: u32,
+    /// The name its first access gives.
+    pub name: String,
+    /// Bytes of its largest part the stream's accesses give.
+    pub size: u64,
+}
+
+/// Accesses of one stream to the same bytes of a shared object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Access {
+    /// Object index in [`Part::objects`].
+    pub object: u32,
+    /// The rank, PE or image (from 0) holding the bytes.
+    pub home: u32,
+    /// First byte in the home's part.
+    pub offset: u64,
+    /// Bytes, at least one.
+    pub len: u64,
+    /// Whether it writes.
+    pub write: bool,
+    /// Whether it reads.
+    pub read: bool,
+    /// Epoch (the stream's barriers and fences passed before it).
+    pub epoch: u32,
+    /// Callsite of its first one.
+    pub callsite: u32,
+    /// How many times it was made.
+    pub count: u64,
+    /// Time in them, ns.
+    pub time_ns: u64,
 }
 
 /// A shared object, named by the line that allocated it, with its traffic.
@@ -196,118 +231,127 @@ fn access_kind(name: &str) -> Option<(bool, bool, Target)> {
     }
 }
 
-/// The accesses of one stream, with their objects registered in `objects`.
-fn stream_accesses(
-    t: &Trace,
-    si: usize,
-    objects: &mut Vec<ObjectInfo>,
-    ids: &mut HashMap<(&'static str, u32), u32>,
-) -> Vec<Access> {
-    let s: &Stream = &t.streams[si];
-    let caf = s
-        .events
-        .iter()
-        .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
-    let model: &'static str = if caf {
-        "CAF"
-    } else {
-        match rank(s) {
-            Some(r) => r.model,
-            None => return Vec::new(),
-        }
-    };
-    // Epochs end at barriers and at MPI fences.
-    let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id);
-    let mut ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
-    if !caf {
-        ends.extend(
-            intervals(s)
-                .iter()
-                .filter(|i| Some(i.kind) == fence)
-                .map(|i| i.end),
-        );
-        ends.sort_unstable();
-    }
-    let mut out = Vec::new();
-    for (iv, start) in with_events(s, Which::Start, true) {
-        let Some(k) = kinds::kind(iv.kind) else {
-            continue;
-        };
-        if k.class != Class::Comm || (caf != k.name.starts_with("GASP_CAF_")) {
-            continue;
-        }
-        let Some((write, read, target)) = access_kind(k.name) else {
-            continue;
-        };
-        let a = args_by_name(s, start);
-        let len = a.get("nbytes").copied().unwrap_or(0);
-        let (home, ordinal, name, size, offset) = match target {
-            Target::Addr(arg) => {
-                let (Some(&pe), Some(&addr)) = (a.get("pe"), a.get(arg)) else {
-                    continue;
-                };
-                let Some((alloc, off)) = t.objects.find_allocation(&s.process, addr, iv.start)
-                else {
-                    continue;
-                };
-                (pe, alloc.ordinal, &alloc.name, alloc.size, off)
-            }
-            Target::Window | Target::Coarray => {
-                let (home, win, disp) = if caf {
-                    let image = a.get("image").copied().unwrap_or(0);
-                    (
-                        image.wrapping_sub(1),
-                        a.get("coarray").copied().unwrap_or(0),
-                        a.get("offset").copied().unwrap_or(0),
-                    )
-                } else {
-                    (
-                        a.get("target").copied().unwrap_or(u64::MAX),
-                        a.get("win").copied().unwrap_or(0),
-                        a.get("disp").copied().unwrap_or(0),
-                    )
-                };
-                let Some(w) = t.objects.window(&s.process, win) else {
-                    continue;
-                };
-                let unit = if caf { 1 } else { w.disp_unit };
-                (home, w.ordinal, &w.name, w.size, disp.saturating_mul(unit))
+impl Part {
+    /// The part of `s`, whose process's shared objects are in `objects`.
+    pub fn of(s: &Stream, objects: &Objects) -> Part {
+        let caf = s
+            .events
+            .iter()
+            .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
+        let model: &'static str = if caf {
+            "CAF"
+        } else {
+            match rank(s) {
+                Some(r) => r.model,
+                None => return Part::default(),
             }
         };
-        if home > u32::MAX as u64 {
-            continue;
+        // Epochs end at barriers and at MPI fences.
+        let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id);
+        let mut ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+        if !caf {
+            ends.extend(
+                intervals(s)
+                    .iter()
+                    .filter(|i| Some(i.kind) == fence)
+                    .map(|i| i.end),
+            );
+            ends.sort_unstable();
         }
-        let next = objects.len() as u32;
-        let object = *ids.entry((model, ordinal)).or_insert_with(|| {
-            objects.push(ObjectInfo {
-                name: name.clone(),
-                model: model.to_string(),
-                size,
-                ranks: 0,
-                ops: Vec::new(),
-                bytes: Vec::new(),
-                time_ns: Vec::new(),
-                local_ops: 0,
-                remote_ops: 0,
+        let mut part = Part::default();
+        let mut ids: HashMap<u32, u32> = HashMap::default();
+        // The accesses met, by what they are: where each is in `part.accesses`.
+        type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
+        let mut seen: HashMap<Same, usize> = HashMap::default();
+        for (iv, start) in with_events(s, Which::Start, true) {
+            let Some(k) = kinds::kind(iv.kind) else {
+                continue;
+            };
+            if k.class != Class::Comm || (caf != k.name.starts_with("GASP_CAF_")) {
+                continue;
+            }
+            let Some((write, read, target)) = access_kind(k.name) else {
+                continue;
+            };
+            let a = args_by_name(s, start);
+            let len = a.get("nbytes").copied().unwrap_or(0);
+            let (home, ordinal, name, size, offset) = match target {
+                Target::Addr(arg) => {
+                    let (Some(&pe), Some(&addr)) = (a.get("pe"), a.get(arg)) else {
+                        continue;
+                    };
+                    let Some((alloc, off)) = objects.find_allocation(&s.process, addr, iv.start)
+                    else {
+                        continue;
+                    };
+                    (pe, alloc.ordinal, &alloc.name, alloc.size, off)
+                }
+                Target::Window | Target::Coarray => {
+                    let (home, win, disp) = if caf {
+                        let image = a.get("image").copied().unwrap_or(0);
+                        (
+                            image.wrapping_sub(1),
+                            a.get("coarray").copied().unwrap_or(0),
+                            a.get("offset").copied().unwrap_or(0),
+                        )
+                    } else {
+                        (
+                            a.get("target").copied().unwrap_or(u64::MAX),
+                            a.get("win").copied().unwrap_or(0),
+                            a.get("disp").copied().unwrap_or(0),
+                        )
+                    };
+                    let Some(w) = objects.window(&s.process, win) else {
+                        continue;
+                    };
+                    let unit = if caf { 1 } else { w.disp_unit };
+                    (home, w.ordinal, &w.name, w.size, disp.saturating_mul(unit))
+                }
+            };
+            if home > u32::MAX as u64 {
+                continue;
+            }
+            let next = part.objects.len() as u32;
+            let object = *ids.entry(ordinal).or_insert_with(|| {
+                part.objects.push(Object {
+                    model: model.to_string(),
+                    ordinal,
+                    name: name.clone(),
+                    size,
+                });
+                next
             });
-            next
-        });
-        let o = &mut objects[object as usize];
-        o.size = o.size.max(size);
-        out.push(Access {
-            thread: si,
-            object,
-            home: home as u32,
-            offset,
-            len: len.max(1),
-            write,
-            read,
-            epoch: ends.partition_point(|&e| e <= iv.start) as u32,
-            time_ns: iv.end.saturating_sub(iv.start),
-            callsite: iv.callsite,
-        });
+            let o = &mut part.objects[object as usize];
+            o.size = o.size.max(size);
+            let (home, len) = (home as u32, len.max(1));
+            let epoch = ends.partition_point(|&e| e <= iv.start) as u32;
+            let time_ns = iv.end.saturating_sub(iv.start);
+            let same = (object, home, offset, len, write, read, epoch, iv.callsite);
+            match seen.get(&same) {
+                Some(&at) => {
+                    let a = &mut part.accesses[at];
+                    a.count += 1;
+                    a.time_ns += time_ns;
+                }
+                None => {
+                    seen.insert(same, part.accesses.len());
+                    part.accesses.push(Access {
+                        object,
+                        home,
+                        offset,
+                        len,
+                        write,
+                        read,
+                        epoch,
+                        callsite: iv.callsite,
+                        count: 1,
+                        time_ns,
+                    });
+                }
+            }
+        }
+        part
     }
-    out
 }
 
 /// How many of the other threads must read a produced block for it to count
@@ -318,59 +362,121 @@ fn many(readers: usize, threads: usize) -> bool {
 
 /// Analyses the shared objects of `t` in blocks of `block_size` bytes.
 pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    let parts: Vec<Part> = t.streams.iter().map(|s| Part::of(s, &t.objects)).collect();
+    merge(
+        &ids,
+        &t.callsites,
+        &parts.iter().collect::<Vec<_>>(),
+        block_size,
+    )
+}
+
+/// One access of [`merge`]: stream `thread`'s access `a`, to object `object`
+/// of [`Blocks::objects`].
+struct Made<'a> {
+    thread: usize,
+    object: u32,
+    a: &'a Access,
+}
+
+/// The block analysis, in blocks of `block_size` bytes, from every stream's
+/// part (`parts[i]`: stream `i`'s); `sites` are the trace's callsites.
+pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part], block_size: u64) -> Blocks {
     let block_size = block_size.max(1);
-    let mut objects = Vec::new();
-    let mut ids = HashMap::default();
-    let mut accesses = Vec::new();
-    for si in 0..t.streams.len() {
-        accesses.extend(stream_accesses(t, si, &mut objects, &mut ids));
+    // Objects numbered as first met, stream after stream.
+    let mut objects: Vec<ObjectInfo> = Vec::new();
+    let mut numbers: HashMap<(&str, u32), u32> = HashMap::default();
+    let mut accesses: Vec<Made> = Vec::new();
+    let mut count = 0u64;
+    for (si, p) in parts.iter().enumerate().take(ids.len()) {
+        let global: Vec<u32> = p
+            .objects
+            .iter()
+            .map(|o| {
+                let next = objects.len() as u32;
+                let object = *numbers
+                    .entry((o.model.as_str(), o.ordinal))
+                    .or_insert_with(|| {
+                        objects.push(ObjectInfo {
+                            name: o.name.clone(),
+                            model: o.model.clone(),
+                            size: o.size,
+                            ranks: 0,
+                            ops: Vec::new(),
+                            bytes: Vec::new(),
+                            time_ns: Vec::new(),
+                            local_ops: 0,
+                            remote_ops: 0,
+                        });
+                        next
+                    });
+                let g = &mut objects[object as usize];
+                g.size = g.size.max(o.size);
+                object
+            })
+            .collect();
+        for a in &p.accesses {
+            let Some(&object) = global.get(a.object as usize) else {
+                continue;
+            };
+            count += a.count;
+            accesses.push(Made {
+                thread: si,
+                object,
+                a,
+            });
+        }
     }
-    let threads: Vec<String> = t.streams.iter().map(crate::findings::thread_name).collect();
+    let threads: Vec<String> = ids.iter().map(|id| id.name.clone()).collect();
     // Each object's accesses, in order (found once: objects times accesses
     // would be too many).
     let mut of_object: Vec<Vec<usize>> = vec![Vec::new(); objects.len()];
-    for (i, a) in accesses.iter().enumerate() {
-        if let Some(v) = of_object.get_mut(a.object as usize) {
+    for (i, m) in accesses.iter().enumerate() {
+        if let Some(v) = of_object.get_mut(m.object as usize) {
             v.push(i);
         }
     }
     // Each object's rank x rank traffic.
-    let ranks: Vec<Option<crate::matrix::Rank>> = t.streams.iter().map(rank).collect();
+    let ranks: Vec<Option<crate::matrix::Rank>> = ids.iter().map(|id| id.rank).collect();
     for (oi, o) in objects.iter_mut().enumerate() {
         let mine = || of_object[oi].iter().map(|&i| &accesses[i]);
         let n = mine()
-            .filter_map(|a| ranks[a.thread].map(|r| r.size))
+            .filter_map(|m| ranks.get(m.thread).copied().flatten().map(|r| r.size))
             .max()
             .unwrap_or(0);
         o.ranks = n;
         o.ops = vec![vec![0; n]; n];
         o.bytes = vec![vec![0; n]; n];
         o.time_ns = vec![vec![0; n]; n];
-        for a in mine() {
-            let Some(r) = ranks[a.thread] else { continue };
-            let (from, to) = (r.me, a.home as usize);
+        for m in mine() {
+            let Some(r) = ranks.get(m.thread).copied().flatten() else {
+                continue;
+            };
+            let (from, to) = (r.me, m.a.home as usize);
             if to >= n {
                 continue;
             }
-            o.ops[from][to] += 1;
-            o.bytes[from][to] += a.len;
-            o.time_ns[from][to] += a.time_ns;
+            o.ops[from][to] += m.a.count;
+            o.bytes[from][to] += m.a.len * m.a.count;
+            o.time_ns[from][to] += m.a.time_ns;
             if from == to {
-                o.local_ops += 1;
+                o.local_ops += m.a.count;
             } else {
-                o.remote_ops += 1;
+                o.remote_ops += m.a.count;
             }
         }
     }
     // Per (object, home, block), per epoch, the accesses touching it.
     type Key = (u32, u32, u64);
     let mut by_block: BTreeMap<Key, BTreeMap<u32, Vec<usize>>> = BTreeMap::new();
-    for (i, a) in accesses.iter().enumerate() {
+    for (i, m) in accesses.iter().enumerate() {
+        let a = m.a;
         let first = a.offset / block_size;
         let last = (a.offset + a.len - 1) / block_size;
         for b in first..=last.min(first + (1 << 20)) {
             by_block
-                .entry((a.object, a.home, b))
+                .entry((m.object, a.home, b))
                 .or_default()
                 .entry(a.epoch)
                 .or_default()
@@ -380,11 +486,11 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
     // The model's thread count, for "many readers": the threads accessing
     // objects of each model, found in one walk of the accesses.
     let mut threads_of: HashMap<&str, Vec<usize>> = HashMap::default();
-    for a in &accesses {
+    for m in &accesses {
         threads_of
-            .entry(objects[a.object as usize].model.as_str())
+            .entry(objects[m.object as usize].model.as_str())
             .or_default()
-            .push(a.thread);
+            .push(m.thread);
     }
     for v in threads_of.values_mut() {
         v.sort_unstable();
@@ -396,19 +502,14 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         .collect();
     // The thread holding each rank's part, per model.
     let mut home_thread: HashMap<(&str, u32), usize> = HashMap::default();
-    let caf_kinds: Vec<u16> = kinds::all_kinds()
-        .filter(|k| k.name.starts_with("GASP_CAF_"))
-        .map(|k| k.id)
-        .collect();
-    for (i, s) in t.streams.iter().enumerate() {
-        if let Some(r) = rank(s) {
-            let caf = caf_kinds.iter().any(|&k| crate::intervals::has_kind(s, k));
-            let model = if caf { "CAF" } else { r.model };
+    for (i, id) in ids.iter().enumerate() {
+        if let Some(r) = id.rank {
+            let model = if id.caf { "CAF" } else { r.model };
             home_thread.entry((model, r.me as u32)).or_insert(i);
         }
     }
     let loc = |site: u32| -> Option<Location> {
-        let c = t.callsites.get(site as usize)?;
+        let c = sites.get(site as usize)?;
         Some(Location {
             file: c.file.clone()?,
             line: c.line,
@@ -425,7 +526,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
             home,
             block,
             epochs: 0,
-            writes: vec![0; t.streams.len()],
+            writes: vec![0; ids.len()],
             time_ns: 0,
             locations: Vec::new(),
         };
@@ -448,7 +549,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         let owner = home_thread
             .get(&(objects[object as usize].model.as_str(), home))
             .copied();
-        let unwritten = per_epoch.values().flatten().all(|&i| !accesses[i].write);
+        let unwritten = per_epoch.values().flatten().all(|&i| !accesses[i].a.write);
         let mut owner_hot: Vec<(u32, Vec<usize>, &Vec<usize>)> = Vec::new();
         for (&epoch, list) in per_epoch {
             let mut readers: Vec<usize> = Vec::new();
@@ -456,16 +557,16 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
             // Per writer, the byte ranges it wrote in this block.
             let mut ranges: BTreeMap<usize, Vec<(u64, u64)>> = BTreeMap::new();
             for &i in list {
-                let a = &accesses[i];
-                if a.read && !readers.contains(&a.thread) {
-                    readers.push(a.thread);
+                let (thread, a) = (accesses[i].thread, accesses[i].a);
+                if a.read && !readers.contains(&thread) {
+                    readers.push(thread);
                 }
                 if a.write {
-                    if !writers.contains(&a.thread) {
-                        writers.push(a.thread);
+                    if !writers.contains(&thread) {
+                        writers.push(thread);
                     }
                     let r = (a.offset.max(lo), (a.offset + a.len).min(hi));
-                    ranges.entry(a.thread).or_default().push(r);
+                    ranges.entry(thread).or_default().push(r);
                 }
             }
             readers.sort_unstable();
@@ -485,9 +586,9 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
             if disjoint.len() >= 2 {
                 shared.epochs += 1;
                 for &i in list {
-                    let a = &accesses[i];
-                    if a.write && disjoint.contains(&a.thread) {
-                        shared.writes[a.thread] += 1;
+                    let (thread, a) = (accesses[i].thread, accesses[i].a);
+                    if a.write && disjoint.contains(&thread) {
+                        shared.writes[thread] += a.count;
                         shared.time_ns += a.time_ns;
                         if let Some(l) = loc(a.callsite) {
                             if !shared.locations.contains(&l) {
@@ -508,8 +609,8 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
                     produced.times += 1;
                     produced.readers = produced.readers.max(consumers.len());
                     for &i in list {
-                        let a = &accesses[i];
-                        if a.read && consumers.contains(&a.thread) {
+                        let (thread, a) = (accesses[i].thread, accesses[i].a);
+                        if a.read && consumers.contains(&thread) {
                             produced.time_ns += a.time_ns;
                             if let Some(l) = loc(a.callsite) {
                                 if !produced.locations.contains(&l) {
@@ -552,8 +653,8 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
                 produced.by_owner = true;
                 produced.readers = produced.readers.max(consumers.len());
                 for &i in list.iter() {
-                    let a = &accesses[i];
-                    if a.read && consumers.contains(&a.thread) {
+                    let (thread, a) = (accesses[i].thread, accesses[i].a);
+                    if a.read && consumers.contains(&thread) {
                         produced.time_ns += a.time_ns;
                         if let Some(l) = loc(a.callsite) {
                             if !produced.locations.contains(&l) {
@@ -577,7 +678,7 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
         block_size,
         threads,
         objects,
-        accesses: accesses.len() as u64,
+        accesses: count,
         epochs: epochs_out,
         false_sharing,
         producer_consumer,
@@ -600,7 +701,7 @@ const HOT_SHARE: f64 = 0.05;
 
 /// `remote_hotspot`: one home of an object serving most of its remote
 /// accesses, from several threads.
-fn hotspot(t: &Trace, o: &ObjectInfo, total_time: u64) -> Option<Finding> {
+fn hotspot(ids: &[Identity], o: &ObjectInfo, total_time: u64) -> Option<Finding> {
     let n = o.ranks;
     if n < 3 {
         return None;
@@ -610,16 +711,15 @@ fn hotspot(t: &Trace, o: &ObjectInfo, total_time: u64) -> Option<Finding> {
     let hot = (0..n).max_by_key(|&c| cols[c])?;
     let others = (cols.iter().sum::<u64>() - cols[hot]) as f64 / (n - 1) as f64;
     let initiators: Vec<usize> = (0..n).filter(|&r| r != hot && o.ops[r][hot] > 0).collect();
-    let streams: Vec<usize> = t
-        .streams
+    let streams: Vec<usize> = ids
         .iter()
         .enumerate()
-        .filter(|(_, s)| rank(s).is_some_and(|r| initiators.contains(&r.me)))
+        .filter(|(_, id)| id.rank.is_some_and(|r| initiators.contains(&r.me)))
         .map(|(i, _)| i)
         .collect();
     let their_time: u64 = streams
         .iter()
-        .map(|&i| crate::findings::active_span(&t.streams[i]))
+        .map(|&i| ids[i].active_span)
         .sum::<u64>()
         .max(1);
     let share = cols[hot] as f64 / their_time as f64;
@@ -633,10 +733,7 @@ fn hotspot(t: &Trace, o: &ObjectInfo, total_time: u64) -> Option<Finding> {
     Some(Finding {
         kind: "remote_hotspot".into(),
         severity: cols[hot] as f64 / total_time.max(1) as f64,
-        threads: streams
-            .iter()
-            .map(|&i| crate::findings::thread_name(&t.streams[i]))
-            .collect(),
+        threads: streams.iter().map(|&i| ids[i].name.clone()).collect(),
         location: None,
         message: format!(
             "{} threads access the part of {} held by {} {hot} remotely {ops} times, {:.1}% of their time ({:.3} ms), \
@@ -661,18 +758,22 @@ fn broadcast_advice(model: &str) -> &'static str {
     }
 }
 
-/// The `false_sharing` and `producer_consumer` findings, one per object.
+/// The `remote_hotspot`, `false_sharing` and `producer_consumer` findings of
+/// `t`, one per object.
 pub fn findings(t: &Trace, b: &Blocks, total_time: u64) -> Vec<Finding> {
+    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+    findings_of(&ids, b, total_time)
+}
+
+/// The `remote_hotspot`, `false_sharing` and `producer_consumer` findings,
+/// one per object, of the streams `ids` whose block analysis is `b`.
+pub fn findings_of(ids: &[Identity], b: &Blocks, total_time: u64) -> Vec<Finding> {
     let total_time = total_time.max(1);
     let mut out = Vec::new();
-    let thread_time = |ts: &[usize]| -> u64 {
-        ts.iter()
-            .map(|&i| crate::findings::active_span(&t.streams[i]))
-            .sum::<u64>()
-            .max(1)
-    };
+    let thread_time =
+        |ts: &[usize]| -> u64 { ts.iter().map(|&i| ids[i].active_span).sum::<u64>().max(1) };
     for (oi, o) in b.objects.iter().enumerate() {
-        out.extend(hotspot(t, o, total_time));
+        out.extend(hotspot(ids, o, total_time));
         let oi = oi as u32;
         // False sharing.
         let fs: Vec<&SharedBlock> = b.false_sharing.iter().filter(|s| s.object == oi).collect();
@@ -684,7 +785,7 @@ pub fn findings(t: &Trace, b: &Blocks, total_time: u64) -> Vec<Finding> {
             .count()
             .max(1);
         if fs_epochs >= FS_MIN && fs_epochs as f64 / written as f64 >= FS_SHARE {
-            let mut writers: Vec<usize> = (0..t.streams.len())
+            let mut writers: Vec<usize> = (0..ids.len())
                 .filter(|&w| fs.iter().any(|s| s.writes[w] > 0))
                 .collect();
             writers.sort_unstable();
@@ -876,4 +977,194 @@ pub fn epochs_to_text(b: &Blocks, out: &mut dyn std::io::Write) -> std::io::Resu
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::{Event, NO_TEXT, NO_USER};
+    use gaspard_format::codec::arg_layout;
+
+    /// A call: time, kind, callsite, arguments.
+    type Call<'a> = (u64, &'a str, u32, Vec<(&'a str, u64)>);
+
+    /// The stream of OpenSHMEM PE `pe` (one process each) making `calls`,
+    /// each a START and an END 5 ns later.
+    fn stream(pe: u64, calls: &[Call]) -> Stream {
+        let mut s = Stream {
+            process: format!("host-{pe}"),
+            pid: pe as u32,
+            stream: 0,
+            tid: pe,
+            thread: 0,
+            model: 4,
+            pts_bytes: 16,
+            path: Default::default(),
+            events: Vec::new(),
+            arg_words: Vec::new(),
+            chunks: 1,
+            damaged: false,
+            intervals: std::sync::OnceLock::new(),
+        };
+        for (t, name, callsite, args) in calls {
+            let kind = kinds::kind_by_name(name).unwrap().id;
+            for phase in [0u8, 1] {
+                let words: Vec<u64> = arg_layout(kind, phase, 2, 0)
+                    .iter()
+                    .flat_map(|&(n, _, w)| {
+                        let v = args.iter().find(|a| a.0 == n).map_or(0, |a| a.1);
+                        std::iter::repeat_n(v, w)
+                    })
+                    .collect();
+                let (args_at, nargs) = s.keep_args(&words);
+                s.events.push(Event {
+                    t_ns: t + 5 * phase as u64,
+                    kind,
+                    phase,
+                    flags: 0,
+                    callsite: *callsite,
+                    args_at,
+                    nargs,
+                    text: NO_TEXT,
+                    user: NO_USER,
+                });
+            }
+        }
+        s
+    }
+
+    /// Four PEs: in epoch 0 each writes its own 8 bytes of block 0 on PE 0,
+    /// twice (false sharing); in epoch 1 PE 0 writes block 1 of its part,
+    /// which the three others read in epoch 2 (producer-consumer).
+    fn trace() -> Trace {
+        const BASE: u64 = 0x10000;
+        let streams: Vec<Stream> = (0..4)
+            .map(|pe| {
+                let mut calls = vec![
+                    (10, "GASP_SHMEM_INIT", 0, vec![("pe", pe), ("npes", 4)]),
+                    (
+                        20,
+                        "GASP_SHMEM_MALLOC",
+                        1,
+                        vec![("size", 8192), ("ptr", BASE)],
+                    ),
+                ];
+                for t in [100, 110] {
+                    calls.push((
+                        t,
+                        "GASP_SHMEM_PUTMEM",
+                        2,
+                        vec![("pe", 0), ("dest", BASE + 8 * pe), ("nbytes", 8)],
+                    ));
+                }
+                calls.push((200, "GASP_SHMEM_BARRIER_ALL", 0, vec![]));
+                if pe == 0 {
+                    calls.push((
+                        300,
+                        "GASP_SHMEM_PUTMEM",
+                        4,
+                        vec![("pe", 0), ("dest", BASE + 4096), ("nbytes", 64)],
+                    ));
+                }
+                calls.push((400, "GASP_SHMEM_BARRIER_ALL", 0, vec![]));
+                if pe != 0 {
+                    calls.push((
+                        500,
+                        "GASP_SHMEM_GETMEM",
+                        3,
+                        vec![("pe", 0), ("source", BASE + 4096), ("nbytes", 64)],
+                    ));
+                }
+                calls.push((600, "GASP_SHMEM_BARRIER_ALL", 0, vec![]));
+                stream(pe, &calls)
+            })
+            .collect();
+        let callsites: Vec<Callsite> = (0..5)
+            .map(|i| Callsite {
+                file: (i > 0).then(|| "a.c".to_string()),
+                line: 10 * i,
+                col: 0,
+            })
+            .collect();
+        let objects = Objects::build(&streams, &callsites);
+        Trace {
+            streams,
+            callsites,
+            objects,
+            ..Default::default()
+        }
+    }
+
+    fn json(b: &Blocks) -> String {
+        to_json(b).to_string()
+    }
+
+    #[test]
+    fn false_sharing_and_producer_consumer() {
+        let t = trace();
+        let b = analyse(&t, DEFAULT_BLOCK_SIZE);
+        assert_eq!(b.accesses, 12);
+        assert_eq!(b.objects.len(), 1);
+        assert_eq!(b.objects[0].name, "a.c:10");
+        assert_eq!(b.objects[0].ops[1][0], 3);
+        assert_eq!(b.objects[0].local_ops, 3);
+        assert_eq!(b.objects[0].remote_ops, 9);
+        assert_eq!(b.false_sharing.len(), 1);
+        let fs = &b.false_sharing[0];
+        assert_eq!((fs.home, fs.block, fs.epochs), (0, 0, 1));
+        assert_eq!(fs.writes, vec![2, 2, 2, 2]);
+        assert_eq!(fs.time_ns, 40);
+        assert_eq!(b.producer_consumer.len(), 1);
+        let pc = &b.producer_consumer[0];
+        assert_eq!(
+            (pc.block, pc.times, pc.readers, pc.by_owner),
+            (1, 1, 3, false)
+        );
+        assert_eq!(pc.locations.len(), 1);
+        assert_eq!(pc.locations[0].line, 30);
+    }
+
+    #[test]
+    fn parts_are_the_streams_own() {
+        let t = trace();
+        let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+        let parts: Vec<Part> = t.streams.iter().map(|s| Part::of(s, &t.objects)).collect();
+        // A repeated access is counted once, where first made.
+        assert_eq!(parts[1].accesses.len(), 2);
+        assert_eq!(parts[1].accesses[0].count, 2);
+        assert_eq!(parts[1].accesses[0].time_ns, 10);
+        // Each part is made from its stream and its process's objects alone,
+        // and read back from JSON the same.
+        for (i, s) in t.streams.iter().enumerate() {
+            let own = Objects::build(std::slice::from_ref(s), &t.callsites);
+            assert_eq!(Part::of(s, &own), parts[i]);
+            let read: Part =
+                serde_json::from_str(&serde_json::to_string(&parts[i]).unwrap()).unwrap();
+            assert_eq!(read, parts[i]);
+        }
+        // Counting repeated accesses changes nothing: the same as every
+        // access on its own.
+        let single: Vec<Part> = parts
+            .iter()
+            .map(|p| Part {
+                objects: p.objects.clone(),
+                accesses: p
+                    .accesses
+                    .iter()
+                    .flat_map(|a| {
+                        (0..a.count).map(move |k| Access {
+                            count: 1,
+                            time_ns: if k == 0 { a.time_ns } else { 0 },
+                            ..a.clone()
+                        })
+                    })
+                    .collect(),
+            })
+            .collect();
+        for bs in [1, 8, 64, DEFAULT_BLOCK_SIZE] {
+            let whole = merge(&ids, &t.callsites, &parts.iter().collect::<Vec<_>>(), bs);
+            let one = merge(&ids, &t.callsites, &single.iter().collect::<Vec<_>>(), bs);
+            assert_eq!(json(&whole), json(&one));
+        }
+    }
 }
