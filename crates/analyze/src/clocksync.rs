@@ -21,7 +21,7 @@ use gaspard_format::kinds;
 use crate::trace::Stream;
 
 /// One measurement: the process's offset from the reference at a local time.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Sample {
     /// Local time (middle of the round trip), absolute nanoseconds of the process's clock.
     pub local_ns: u64,
@@ -34,7 +34,7 @@ pub struct Sample {
 }
 
 /// The correction applied to one process's times.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Correction {
     /// `host-pid` of the process.
     pub process: String,

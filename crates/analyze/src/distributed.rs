@@ -1,29 +1,47 @@
-//! Reading a trace with several processes (MPI ranks) sharing its stream
-//! files.
+//! Reading and analysing a trace with several processes (MPI ranks)
+//! sharing its stream files.
 //!
-//! Every rank lists the trace directory and reads the manifests (small), then
-//! reads, checks, decodes and converts the stream files of its share of the
+//! Every rank lists the trace directory and reads the manifests (small),
+//! then reads, checks and decodes the stream files of its share of the
 //! recorded processes (all the streams of a process go to one rank: its
-//! clock is fitted to all of them; processes are shared so that every rank
-//! gets about as many bytes). The ranks other than the first send what they
-//! read to the first, which puts the parts back in file order and goes on as
-//! [`crate::trace::read`] does: the trace, and so the report, is the same
-//! as read by one process.
+//! clock is fitted to all of them, and what the analyses ask of a process,
+//! its MPI rank, its shared objects, its locks, is found from its own
+//! streams; processes are shared so that every rank gets about as many
+//! bytes). The ranks then meet four times, each time sending rank 0 what
+//! it needs of their streams, never the events themselves:
 //!
-//! The transport is given by the caller ([`Transport`]): the `gaspard`
-//! command implements it over MPI.
+//! 1. each stream file's head ([`trace::Head`]: what was wrong with it, who
+//!    it is, its callsites, user events and texts); rank 0 places them in
+//!    the trace and numbers callsites, user events and texts as one process
+//!    reading every file would, and sends each rank its numbers and the
+//!    trace's tables;
+//! 2. each rank renumbers its streams, adds their coarray events and
+//!    corrects their clocks: the corrections and each stream's first event
+//!    go to rank 0, which finds the trace's start and sends it;
+//! 3. each rank makes its times relative to the start and summarizes every
+//!    stream ([`crate::summary::StreamSummary`]: its profile and its part of
+//!    every analysis), which goes to rank 0 with what the problems of a
+//!    stream need;
+//! 4. rank 0 merges the summaries into the report.
+//!
+//! The report is the same as one process computes from the whole trace
+//! (the same code makes the parts and merges them, in the same order). The
+//! transport is given by the caller ([`Transport`]): the `gaspard` command
+//! implements it over MPI.
 
 use std::path::{Path, PathBuf};
 
 use gaspard_format::codec::UserDef;
-use gaspard_format::varint::{self, Reader};
+use serde::{Deserialize, Serialize};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::profile::{PortableProfile, Report, Stats, ThreadStats};
+use crate::clocksync::Correction;
+use crate::profile::Report;
+use crate::summary::{Context, StreamSummary};
 use crate::trace::{
-    self, Callsite, ClockRefs, Event, Local, Stream, StreamPart, TraceError, NO_TEXT, NO_USER,
+    self, Callsite, Head, Numbering, Stream, StreamHead, StreamIds, Trace, TraceError,
 };
 
 /// How the ranks reach each other.
@@ -42,7 +60,6 @@ pub trait Transport {
     /// Receives the next message rank `from` sent to this rank.
     fn recv_from(&self, from: usize) -> Result<Vec<u8>, String>;
 }
-
 /// The process a stream file belongs to: its name without `-STREAM.gst`.
 fn process_of(path: &Path) -> String {
     let stem = path
@@ -98,439 +115,341 @@ fn my_share(paths: &[PathBuf], tr: &dyn Transport) -> (Vec<usize>, Vec<usize>, V
     (owner, mine, my_paths)
 }
 
+/// The summaries of `streams`, the streams of some processes of `t` (all
+/// the streams of each), given the trace's numbers and times.
+fn summarize(t: &mut Trace, mut streams: Vec<Stream>) -> Vec<StreamSummary> {
+    // A process without a manifest is one of the trace's all the same.
+    for s in &streams {
+        if !t.processes.iter().any(|p| p.name == s.process) {
+            t.processes.push(trace::Process {
+                name: s.process.clone(),
+                manifest: None,
+            });
+        }
+    }
+    for s in &mut streams {
+        s.events_changed();
+    }
+    t.streams = streams;
+    t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
+    let cx = Context::of(t);
+    let out = t
+        .streams
+        .par_iter()
+        .map(|s| StreamSummary::of(t, &cx, s))
+        .collect();
+    t.streams = Vec::new();
+    t.objects = Default::default();
+    out
+}
+
+/// A user event as sent.
+#[derive(Clone, Serialize, Deserialize)]
+struct User {
+    id: u64,
+    name: String,
+    desc: Option<String>,
+    unreadable: Option<String>,
+}
+
+impl From<&UserDef> for User {
+    fn from(u: &UserDef) -> User {
+        User {
+            id: u.id,
+            name: u.name.clone(),
+            desc: u.desc.clone(),
+            unreadable: u.unreadable.clone(),
+        }
+    }
+}
+
+impl From<User> for UserDef {
+    fn from(u: User) -> UserDef {
+        UserDef {
+            id: u.id,
+            name: u.name,
+            desc: u.desc,
+            unreadable: u.unreadable,
+        }
+    }
+}
+
+/// A stream file's head as sent ([`trace::Head`]).
+#[derive(Serialize, Deserialize)]
+struct SentHead {
+    problems: Vec<String>,
+    stream: Option<SentStream>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct SentStream {
+    process: String,
+    path: String,
+    damaged: bool,
+    events: u64,
+    sites: Vec<Callsite>,
+    found: Vec<Callsite>,
+    users: Vec<User>,
+    texts: Vec<String>,
+}
+
+impl From<&Head> for SentHead {
+    fn from(h: &Head) -> SentHead {
+        SentHead {
+            problems: h.problems.clone(),
+            stream: h.stream.as_ref().map(|s| SentStream {
+                process: s.process.clone(),
+                path: s.path.to_string_lossy().into_owned(),
+                damaged: s.damaged,
+                events: s.events,
+                sites: s.sites.clone(),
+                found: s.found.clone(),
+                users: s.users.iter().map(User::from).collect(),
+                texts: s.texts.clone(),
+            }),
+        }
+    }
+}
+
+impl From<SentHead> for Head {
+    fn from(h: SentHead) -> Head {
+        Head {
+            problems: h.problems,
+            stream: h.stream.map(|s| StreamHead {
+                process: s.process,
+                path: PathBuf::from(s.path),
+                damaged: s.damaged,
+                events: s.events,
+                sites: s.sites,
+                found: s.found,
+                users: s.users.into_iter().map(UserDef::from).collect(),
+                texts: s.texts,
+            }),
+        }
+    }
+}
+
+/// What rank 0 sends each rank once the heads are placed: the trace's
+/// numbers of the rank's streams (in its order) and the trace's tables.
+#[derive(Serialize, Deserialize)]
+struct Numbers {
+    ids: Vec<StreamIds>,
+    nowhere: u32,
+    callsites: Vec<Callsite>,
+    users: Vec<User>,
+    texts: Vec<String>,
+}
+
+/// What placing a stream among the others needs once summarized.
+#[derive(Serialize, Deserialize)]
+struct Placed {
+    /// Its stream file's index.
+    file: usize,
+    process: String,
+    stream: u32,
+    damaged: bool,
+    /// Its last event's time, kind and phase.
+    last: Option<(u64, u16, u8)>,
+    /// Its events stamped too far after the trace's start.
+    late: u64,
+}
+
+fn encode<T: Serialize>(what: &T) -> Result<Vec<u8>, String> {
+    postcard::to_stdvec(what).map_err(|e| format!("encoding: {e}"))
+}
+
+fn decode<T: for<'a> Deserialize<'a>>(bytes: &[u8], what: &str, from: usize) -> Result<T, String> {
+    postcard::from_bytes(bytes).map_err(|e| format!("the {what} rank {from} sent: {e}"))
+}
+
+/// Sends `what` to rank 0 (on rank 0: nothing to send, `what` is kept).
+fn to_root<T: Serialize>(tr: &dyn Transport, what: &T) -> Result<(), String> {
+    tr.send_to_root(&encode(what)?)
+}
+
+/// On rank 0: what every other rank sent, in rank order.
+fn from_ranks<T: for<'a> Deserialize<'a>>(
+    tr: &dyn Transport,
+    what: &str,
+) -> Result<Vec<T>, String> {
+    (1..tr.size())
+        .map(|from| decode(&tr.recv_from(from)?, what, from))
+        .collect()
+}
+
 /// The report on the trace in `dir`, computed with the ranks of `tr`:
 /// `Some(report)` on rank 0, equal to [`crate::profile::report_with`] on
 /// [`trace::read`]'s trace; `None` on the other ranks once their share is
 /// sent.
-///
-/// Besides its streams, each rank sends the profile of each (computed on the
-/// trace of its own processes: a profile depends on no other stream), which
-/// rank 0 takes instead of computing it again: the streams first, then the
-/// profiles, so that rank 0 decodes the one while the other is computed.
 pub fn report(
     dir: &Path,
     block_size: u64,
     tr: &dyn Transport,
 ) -> Result<Option<Report>, TraceError> {
-    if tr.rank() != 0 {
-        // The streams go first, so that rank 0 decodes them while this rank
-        // computes their profiles; the profiles follow.
-        let mine = trace::read_with(dir, |paths, refs| {
-            let (_, index, my_paths) = my_share(paths, tr);
-            // Sent with their times in ns.
-            let parts: Vec<_> = trace::read_streams(&my_paths, refs)
-                .into_par_iter()
-                .map(trace::StreamPart::in_ns)
-                .collect();
-            let mut out = Vec::new();
-            encode(&index, &parts, &mut out);
-            tr.send_to_root(&out)?;
-            Ok(parts)
-        })?;
-        let profiles: Vec<PortableProfile> = mine
-            .streams
-            .par_iter()
-            .map(|s| PortableProfile::of(&mine, s))
-            .collect();
-        drop(mine);
-        let mut out = Vec::new();
-        encode_profiles(&profiles, &mut out);
-        tr.send_to_root(&out).map_err(TraceError::Parts)?;
-        return Ok(None);
-    }
-    let t = trace::read_with(dir, |paths, refs| gather(paths, refs, tr))?;
-    let mut profiles: HashMap<(String, u32), PortableProfile> = HashMap::default();
-    for from in 1..tr.size() {
-        let bytes = tr.recv_from(from).map_err(TraceError::Parts)?;
-        let mut r = In(Reader::new(&bytes), bytes.len());
-        let bad = |e: String| TraceError::Parts(format!("the profiles rank {from} sent: {e}"));
-        for p in decode_profiles(&mut r).map_err(bad)? {
-            profiles.insert((p.thread.process.clone(), p.thread.stream), p);
-        }
-        if r.remaining() != 0 {
-            return Err(bad(format!("{} bytes left over", r.remaining())));
-        }
-    }
-    let given = t
-        .streams
+    let parts = |e: String| TraceError::Parts(e);
+    let listing = trace::list(dir)?;
+    let (owner, mine, my_paths) = my_share(&listing.streams, tr);
+    let read = trace::read_streams(&my_paths, &listing.refs);
+    let (heads, bodies) = trace::split_parts(dir, read);
+    // The file of each stream read.
+    let read_files: Vec<usize> = mine
         .iter()
-        .map(|s| profiles.remove(&(s.process.clone(), s.stream)))
+        .zip(&heads)
+        .filter(|(_, h)| h.stream.is_some())
+        .map(|(&i, _)| i)
         .collect();
-    Ok(Some(crate::profile::report_given(&t, block_size, given)))
-}
+    let root = tr.rank() == 0;
 
-fn gather(
-    paths: &[PathBuf],
-    refs: &ClockRefs,
-    tr: &dyn Transport,
-) -> Result<Vec<StreamPart>, String> {
-    let (owner, mine, my_paths) = my_share(paths, tr);
-    let parts = trace::read_streams(&my_paths, refs);
-    let mut slots: Vec<Option<StreamPart>> = (0..paths.len()).map(|_| None).collect();
-    for (i, p) in mine.into_iter().zip(parts) {
-        slots[i] = Some(p);
-    }
-    for from in 1..tr.size() {
-        let bytes = tr.recv_from(from)?;
-        let bad = |e: String| format!("the streams rank {from} sent: {e}");
-        let mut r = In(Reader::new(&bytes), bytes.len());
-        for (i, p) in decode(&mut r).map_err(bad)? {
-            match slots.get_mut(i) {
-                Some(s) if owner[i] == from => *s = Some(p),
-                _ => {
-                    return Err(format!(
-                        "rank {from} sent stream file {i}, not one of its share"
-                    ))
+    // 1. The heads to rank 0, which numbers callsites, user events and
+    // texts and sends each rank its numbers.
+    let mut t = listing.trace;
+    let my_numbers: Numbers = if root {
+        let mut all: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
+        for (&i, h) in mine.iter().zip(heads) {
+            all[i] = Some(h);
+        }
+        for (r, sent) in from_ranks::<Vec<(usize, SentHead)>>(tr, "stream heads")
+            .map_err(parts)?
+            .into_iter()
+            .enumerate()
+        {
+            for (i, h) in sent {
+                match all.get_mut(i) {
+                    Some(slot) if owner[i] == r + 1 && slot.is_none() => *slot = Some(h.into()),
+                    _ => {
+                        return Err(parts(format!(
+                            "rank {} sent the head of stream file {i}, not one of its share",
+                            r + 1
+                        )))
+                    }
                 }
             }
         }
-        if r.remaining() != 0 {
-            return Err(bad(format!("{} bytes left over", r.remaining())));
+        let all: Vec<Head> = all
+            .into_iter()
+            .enumerate()
+            .map(|(i, h)| h.ok_or_else(|| format!("no rank read {}", listing.streams[i].display())))
+            .collect::<Result<_, _>>()
+            .map_err(parts)?;
+        let numbering = trace::place(&mut t, &listing.streams, &listing.profiles, &all);
+        // Each rank's numbers: its streams read, in file order.
+        let mut per_rank: Vec<Vec<StreamIds>> = vec![Vec::new(); tr.size()];
+        let read_files = (0..all.len()).filter(|&i| all[i].stream.is_some());
+        for (i, ids) in read_files.zip(numbering.ids) {
+            per_rank[owner[i]].push(ids);
         }
-    }
-    slots
-        .into_iter()
-        .enumerate()
-        .map(|(i, p)| p.ok_or_else(|| format!("no rank read {}", paths[i].display())))
-        .collect()
-}
-
-fn put_stats(out: &mut Vec<u8>, st: &Stats) {
-    put_str(out, &st.name);
-    for v in [
-        st.count,
-        st.total_ns,
-        st.min_ns,
-        st.max_ns,
-        st.bytes,
-        st.intervals,
-    ] {
-        varint::put_u64(out, v);
-    }
-}
-
-fn encode_profiles(profiles: &[PortableProfile], out: &mut Vec<u8>) {
-    varint::put_u64(out, profiles.len() as u64);
-    for p in profiles {
-        let th = &p.thread;
-        put_str(out, &th.process);
-        for v in [th.stream as u64, th.thread as u64, th.events, th.span_ns] {
-            varint::put_u64(out, v);
-        }
-        varint::put_u64(out, th.by_event.len() as u64);
-        for st in &th.by_event {
-            put_stats(out, st);
-        }
-        varint::put_u64(out, p.sites.len() as u64);
-        for (name, c, st) in &p.sites {
-            put_str(out, name);
-            put_opt(out, &c.file);
-            varint::put_u64(out, c.line as u64);
-            varint::put_u64(out, c.col as u64);
-            put_stats(out, st);
-        }
-    }
-}
-
-fn get_stats(r: &mut In<'_>) -> Result<Stats, String> {
-    let name = r.str()?;
-    let (count, total_ns, min_ns, max_ns, bytes, intervals) =
-        (r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?, r.u64()?);
-    Ok(Stats {
-        name,
-        count,
-        total_ns,
-        // As computed where the intervals were added.
-        mean_ns: if intervals > 0 {
-            total_ns as f64 / intervals as f64
-        } else {
-            0.0
-        },
-        min_ns,
-        max_ns,
-        bytes,
-        intervals,
-    })
-}
-
-fn decode_profiles(r: &mut In<'_>) -> Result<Vec<PortableProfile>, String> {
-    let n = r.count()?;
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        let process = r.str()?;
-        let (stream, thread, events, span_ns) = (r.u32()?, r.u32()?, r.u64()?, r.u64()?);
-        let by_event = (0..r.count()?)
-            .map(|_| get_stats(r))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut sites = Vec::new();
-        for _ in 0..r.count()? {
-            let name = r.str()?;
-            let c = Callsite {
-                file: r.opt()?,
-                line: r.u32()?,
-                col: r.u32()?,
+        let users: Vec<User> = t.user_events.iter().map(User::from).collect();
+        let mut per_rank = per_rank.into_iter();
+        let mine = per_rank.next().unwrap_or_default();
+        for (r, ids) in per_rank.enumerate() {
+            let n = Numbers {
+                ids,
+                nowhere: numbering.nowhere,
+                callsites: t.callsites.clone(),
+                users: users.clone(),
+                texts: t.texts.clone(),
             };
-            sites.push((name, c, get_stats(r)?));
+            tr.send_to(r + 1, &encode(&n).map_err(parts)?)
+                .map_err(parts)?;
         }
-        v.push(PortableProfile {
-            thread: ThreadStats {
-                process,
-                stream,
-                thread,
-                events,
-                span_ns,
-                by_event,
-            },
-            sites,
-        });
+        Numbers {
+            ids: mine,
+            nowhere: numbering.nowhere,
+            callsites: Vec::new(),
+            users: Vec::new(),
+            texts: Vec::new(),
+        }
+    } else {
+        let sent: Vec<(usize, SentHead)> = mine
+            .iter()
+            .copied()
+            .zip(heads.iter().map(SentHead::from))
+            .collect();
+        to_root(tr, &sent).map_err(parts)?;
+        decode(&tr.recv_from(0).map_err(parts)?, "numbers", 0).map_err(parts)?
+    };
+    let numbering = Numbering {
+        ids: my_numbers.ids,
+        nowhere: my_numbers.nowhere,
+    };
+    if !root {
+        t.callsites = my_numbers.callsites;
+        t.user_events = my_numbers.users.into_iter().map(UserDef::from).collect();
+        t.texts = my_numbers.texts;
     }
-    Ok(v)
-}
+    let mut streams = trace::finish_bodies(dir, bodies, &numbering);
 
-fn put_str(out: &mut Vec<u8>, s: &str) {
-    varint::put_u64(out, s.len() as u64);
-    out.extend_from_slice(s.as_bytes());
-}
+    // 2. Clock corrections and first events to rank 0, which finds the
+    // trace's start.
+    let corrections = crate::clocksync::apply(&mut streams);
+    let firsts: Vec<(String, u64)> = streams
+        .iter()
+        .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+        .collect();
+    let base: i128 = if root {
+        let mut all_corrections = corrections;
+        let mut all_firsts = firsts;
+        for (c, f) in from_ranks::<(Vec<Correction>, Vec<(String, u64)>)>(tr, "clock corrections")
+            .map_err(parts)?
+        {
+            all_corrections.extend(c);
+            all_firsts.extend(f);
+        }
+        all_corrections.sort_by(|a, b| a.process.cmp(&b.process));
+        t.clock_sync = all_corrections;
+        let f: Vec<(&str, u64)> = all_firsts.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let base = trace::trace_start(&t, &f);
+        let bytes = encode(&base).map_err(parts)?;
+        for r in 1..tr.size() {
+            tr.send_to(r, &bytes).map_err(parts)?;
+        }
+        base
+    } else {
+        to_root(tr, &(corrections, firsts)).map_err(parts)?;
+        decode(&tr.recv_from(0).map_err(parts)?, "trace start", 0).map_err(parts)?
+    };
 
-fn put_opt(out: &mut Vec<u8>, s: &Option<String>) {
-    match s {
-        None => out.push(0),
-        Some(s) => {
-            out.push(1);
-            put_str(out, s);
-        }
-    }
-}
-
-/// Encodes the parts read (with the index of each in the list of stream files).
-fn encode(index: &[usize], parts: &[StreamPart], out: &mut Vec<u8>) {
-    varint::put_u64(out, parts.len() as u64);
-    for (&i, part) in index.iter().zip(parts) {
-        varint::put_u64(out, i as u64);
-        varint::put_u64(out, part.problems.len() as u64);
-        for p in &part.problems {
-            put_str(out, p);
-        }
-        let Some((s, local)) = &part.stream else {
-            out.push(0);
-            continue;
-        };
-        out.push(1);
-        put_str(out, &s.process);
-        for v in [
-            s.pid as u64,
-            s.stream as u64,
-            s.tid,
-            s.thread as u64,
-            s.model as u64,
-        ] {
-            varint::put_u64(out, v);
-        }
-        varint::put_u64(out, s.pts_bytes as u64);
-        put_str(out, &s.path.to_string_lossy());
-        varint::put_u64(out, s.chunks as u64);
-        out.push(s.damaged as u8);
-        varint::put_u64(out, local.sites.len() as u64);
-        for c in &local.sites {
-            put_opt(out, &c.file);
-            varint::put_u64(out, c.line as u64);
-            varint::put_u64(out, c.col as u64);
-        }
-        varint::put_u64(out, local.users.len() as u64);
-        for u in &local.users {
-            varint::put_u64(out, u.id);
-            put_str(out, &u.name);
-            put_opt(out, &u.desc);
-            put_opt(out, &u.unreadable);
-        }
-        varint::put_u64(out, local.texts.len() as u64);
-        for t in &local.texts {
-            put_str(out, t);
-        }
-        varint::put_u64(out, s.events.len() as u64);
-        let mut last = 0u64;
-        for e in &s.events {
-            varint::put_i64(out, e.t_ns.wrapping_sub(last) as i64);
-            last = e.t_ns;
-            varint::put_u64(out, e.kind as u64);
-            out.push(e.phase);
-            out.push(e.flags);
-            varint::put_u64(out, e.callsite as u64);
-            varint::put_u64(out, e.user().map_or(0, |u| u as u64 + 1));
-            let args = s.args(e);
-            varint::put_u64(out, args.len() as u64);
-            for &a in args {
-                varint::put_u64(out, a);
-            }
-            varint::put_u64(
-                out,
-                if e.text == NO_TEXT {
-                    0
-                } else {
-                    e.text as u64 + 1
-                },
-            );
-        }
-    }
-}
-
-struct In<'a>(Reader<'a>, usize);
-
-impl In<'_> {
-    fn remaining(&self) -> usize {
-        self.1.saturating_sub(self.0.pos())
-    }
-    fn u64(&mut self) -> Result<u64, String> {
-        self.0.u64().map_err(|_| "truncated".to_string())
-    }
-    fn u32(&mut self) -> Result<u32, String> {
-        u32::try_from(self.u64()?).map_err(|_| "a number out of range".to_string())
-    }
-    /// A count of items of at least one byte each: never more than the bytes left.
-    fn count(&mut self) -> Result<usize, String> {
-        let n = self.u64()?;
-        let left = self.remaining() as u64;
-        if n > left {
-            return Err(format!("a count of {n} with {left} bytes left"));
-        }
-        Ok(n as usize)
-    }
-    fn byte(&mut self) -> Result<u8, String> {
-        self.0.byte().map_err(|_| "truncated".to_string())
-    }
-    fn str(&mut self) -> Result<String, String> {
-        let n = self.count()?;
-        let b = self.0.bytes(n).map_err(|_| "truncated".to_string())?;
-        String::from_utf8(b.to_vec()).map_err(|_| "a string that is not UTF-8".to_string())
-    }
-    fn opt(&mut self) -> Result<Option<String>, String> {
-        Ok(match self.byte()? {
-            0 => None,
-            _ => Some(self.str()?),
+    // 3. Every stream summarized, where it was read.
+    let late = trace::shift(&mut streams, base);
+    let placed: Vec<Placed> = streams
+        .iter()
+        .zip(&read_files)
+        .zip(&late)
+        .map(|((s, &file), &late)| Placed {
+            file,
+            process: s.process.clone(),
+            stream: s.stream,
+            damaged: s.damaged,
+            last: s.events.last().map(|e| (e.t_ns, e.kind, e.phase)),
+            late,
         })
+        .collect();
+    let summaries = summarize(&mut t, streams);
+    let mine: Vec<(Placed, StreamSummary)> = placed.into_iter().zip(summaries).collect();
+    if !root {
+        to_root(tr, &mine).map_err(parts)?;
+        return Ok(None);
     }
-}
 
-fn decode(r: &mut In<'_>) -> Result<Vec<(usize, StreamPart)>, String> {
-    let n = r.count()?;
-    let mut parts = Vec::with_capacity(n);
-    for _ in 0..n {
-        let i = r.u64()? as usize;
-        let np = r.count()?;
-        let problems = (0..np).map(|_| r.str()).collect::<Result<Vec<_>, _>>()?;
-        if r.byte()? == 0 {
-            parts.push((
-                i,
-                StreamPart {
-                    problems,
-                    stream: None,
-                    clock: None,
-                },
-            ));
-            continue;
-        }
-        let process = r.str()?;
-        let (pid, stream, tid, thread, model) = (r.u32()?, r.u32()?, r.u64()?, r.u32()?, r.u32()?);
-        let pts_bytes = r.u32()?;
-        let path = PathBuf::from(r.str()?);
-        let chunks = r.u32()?;
-        let damaged = r.byte()? != 0;
-        let mut local = Local::default();
-        for _ in 0..r.count()? {
-            local.sites.push(Callsite {
-                file: r.opt()?,
-                line: r.u32()?,
-                col: r.u32()?,
-            });
-        }
-        for _ in 0..r.count()? {
-            local.users.push(UserDef {
-                id: r.u64()?,
-                name: r.str()?,
-                desc: r.opt()?,
-                unreadable: r.opt()?,
-            });
-        }
-        for _ in 0..r.count()? {
-            let t = r.str()?;
-            local.texts.push(t);
-        }
-        let ne = r.count()?;
-        if ne > trace::MAX_STREAM_EVENTS {
-            return Err(format!("a stream of {ne} events"));
-        }
-        let mut events = Vec::with_capacity(ne);
-        let mut arg_words: Vec<u64> = Vec::new();
-        let mut last = 0u64;
-        for _ in 0..ne {
-            let t_ns = last.wrapping_add(r.0.i64().map_err(|_| "truncated".to_string())? as u64);
-            last = t_ns;
-            let kind = u16::try_from(r.u64()?).map_err(|_| "a kind out of range".to_string())?;
-            let phase = r.byte()?;
-            let flags = r.byte()?;
-            let callsite = r.u32()?;
-            if callsite as usize >= local.sites.len() {
-                return Err(format!("callsite {callsite} of {}", local.sites.len()));
-            }
-            let user = match r.u64()? {
-                0 => None,
-                u => Some(
-                    u32::try_from(u - 1).map_err(|_| "a user event out of range".to_string())?,
-                ),
-            };
-            if user.is_some_and(|u| u as usize >= local.users.len()) {
-                return Err("a user event out of range".to_string());
-            }
-            let na = r.count()?;
-            if arg_words.len() + na > trace::MAX_STREAM_EVENTS {
-                return Err("too many argument words".to_string());
-            }
-            let args_at = arg_words.len() as u32;
-            for _ in 0..na {
-                arg_words.push(r.u64()?);
-            }
-            let text = match r.u64()? {
-                0 => NO_TEXT,
-                n if n as usize <= local.texts.len() => (n - 1) as u32,
-                _ => return Err("a string argument out of range".to_string()),
-            };
-            events.push(Event {
-                t_ns,
-                kind,
-                phase,
-                flags,
-                callsite,
-                args_at,
-                nargs: na as u32,
-                text,
-                user: user.unwrap_or(NO_USER),
-            });
-        }
-        let s = Stream {
-            process,
-            pid,
-            stream,
-            tid,
-            thread,
-            model,
-            pts_bytes,
-            path,
-            events,
-            arg_words,
-            chunks,
-            damaged,
-            intervals: Default::default(),
-        };
-        parts.push((
-            i,
-            StreamPart {
-                problems,
-                stream: Some((s, local)),
-                clock: None,
-            },
-        ));
+    // 4. Rank 0 places the summaries as the streams would be, and merges them.
+    let mut all = mine;
+    for v in from_ranks::<Vec<(Placed, StreamSummary)>>(tr, "summaries").map_err(parts)? {
+        all.extend(v);
     }
-    Ok(parts)
+    all.sort_by_key(|(p, _)| p.file);
+    for (p, _) in &all {
+        trace::late_problem(&mut t, &p.process, p.stream, p.late);
+    }
+    all.sort_by(|(a, _), (b, _)| {
+        (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream))
+    });
+    for (p, _) in &all {
+        trace::stop_problem(&mut t, &p.process, p.stream, p.damaged, p.last);
+    }
+    let recorded: Vec<&str> = all.iter().map(|(p, _)| p.process.as_str()).collect();
+    trace::killed_problems(&mut t, &recorded);
+    let summaries = all.into_iter().map(|(_, s)| s).collect();
+    Ok(Some(crate::profile::report_of(&t, block_size, summaries)))
 }
 
 #[cfg(test)]
@@ -571,25 +490,23 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    fn parts(bytes: &[u8]) -> Result<Vec<(usize, StreamPart)>, String> {
-        let mut r = In(Reader::new(bytes), bytes.len());
-        let p = decode(&mut r)?;
-        decode_profiles(&mut r)?;
-        match r.remaining() {
-            0 => Ok(p),
-            n => Err(format!("{n} left")),
-        }
-    }
-
     #[test]
     fn damaged_messages_are_refused() {
-        assert!(parts(&[]).is_err());
-        assert!(parts(&[5]).is_err());
-        let mut out = Vec::new();
-        encode(&[], &[], &mut out);
-        encode_profiles(&[], &mut out);
-        assert!(parts(&out).unwrap().is_empty());
-        out.push(7);
-        assert!(parts(&out).is_err());
+        assert!(decode::<Vec<(usize, SentHead)>>(&[], "heads", 1).is_err());
+        assert!(decode::<Vec<(usize, SentHead)>>(&[5], "heads", 1).is_err());
+        let sent: Vec<(usize, SentHead)> = vec![(
+            3,
+            SentHead {
+                problems: vec!["cut".into()],
+                stream: None,
+            },
+        )];
+        let bytes = encode(&sent).unwrap();
+        let back: Vec<(usize, SentHead)> = decode(&bytes, "heads", 1).unwrap();
+        assert_eq!(back.len(), 1);
+        assert_eq!(back[0].0, 3);
+        assert!(decode::<Vec<(usize, SentHead)>>(&bytes[..bytes.len() - 1], "heads", 1).is_err());
+        let err = decode::<Numbers>(&[9, 9, 9], "numbers", 2).err().unwrap();
+        assert!(err.contains("the numbers rank 2 sent"), "{err}");
     }
 }

@@ -4,14 +4,14 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use rayon::prelude::*;
 
 use crate::trace::{Event, Stream, Trace};
 
 /// Statistics of one group of events.
-#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, Default, PartialEq)]
 pub struct Stats {
     /// Event name (kind or user event).
     pub name: String,
@@ -159,7 +159,7 @@ pub struct SiteStats {
 }
 
 /// Per-thread statistics.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ThreadStats {
     /// `host-pid` of the process.
     pub process: String,
@@ -244,42 +244,76 @@ fn sort(v: &mut [Stats]) {
 /// (name, callsite number).
 pub(crate) type StreamProfile = (ThreadStats, HashMap<(String, u32), Stats>);
 
-/// A stream's profile with its callsites named by their position rather than
-/// by their number in one trace (as one MPI rank sends it to another).
-#[derive(Debug, Clone)]
-pub struct PortableProfile {
-    /// The thread's statistics.
-    pub thread: ThreadStats,
-    /// Statistics per (name, callsite).
-    pub sites: Vec<(String, crate::trace::Callsite, Stats)>,
+/// One stream's profile as a summary holds it: the statistics per (name,
+/// callsite number) in a list, in the order they are merged.
+pub type ProfilePart = (ThreadStats, Vec<((String, u32), Stats)>);
+
+/// [`ProfilePart`] as sent between processes: with the number of intervals
+/// behind each statistic, which the report leaves out and merging needs.
+pub(crate) mod sent {
+    use super::{ProfilePart, Stats, ThreadStats};
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    type Sent = (
+        String,
+        u32,
+        u32,
+        u64,
+        u64,
+        Vec<(Stats, u64)>,
+        Vec<((String, u32), Stats, u64)>,
+    );
+
+    /// Writes `p` with its interval counts.
+    pub(crate) fn serialize<S: Serializer>(p: &ProfilePart, s: S) -> Result<S::Ok, S::Error> {
+        let (th, sites) = p;
+        let sent: Sent = (
+            th.process.clone(),
+            th.stream,
+            th.thread,
+            th.events,
+            th.span_ns,
+            th.by_event
+                .iter()
+                .map(|st| (st.clone(), st.intervals))
+                .collect(),
+            sites
+                .iter()
+                .map(|(k, st)| (k.clone(), st.clone(), st.intervals))
+                .collect(),
+        );
+        sent.serialize(s)
+    }
+
+    /// Reads a profile written by [`serialize`].
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ProfilePart, D::Error> {
+        let (process, stream, thread, events, span_ns, by_event, sites): Sent =
+            Sent::deserialize(d)?;
+        let with = |(mut st, n): (Stats, u64)| {
+            st.intervals = n;
+            st
+        };
+        Ok((
+            ThreadStats {
+                process,
+                stream,
+                thread,
+                events,
+                span_ns,
+                by_event: by_event.into_iter().map(with).collect(),
+            },
+            sites
+                .into_iter()
+                .map(|(k, st, n)| (k, with((st, n))))
+                .collect(),
+        ))
+    }
 }
 
-impl PortableProfile {
-    /// `s`'s profile, computed on `t`.
-    pub fn of(t: &Trace, s: &Stream) -> PortableProfile {
-        let (thread, sites) = stream_profile(t, s);
-        PortableProfile {
-            thread,
-            sites: sites
-                .into_iter()
-                .map(|((name, site), st)| {
-                    let c = t.callsites.get(site as usize).cloned().unwrap_or_default();
-                    (name, c, st)
-                })
-                .collect(),
-        }
-    }
-
-    /// Back to the callsite numbers of `t` (every callsite is among them when
-    /// `t` holds the stream the profile is of).
-    fn localize(self, numbers: &HashMap<&crate::trace::Callsite, u32>) -> StreamProfile {
-        let sites = self
-            .sites
-            .into_iter()
-            .map(|(name, c, st)| ((name, numbers.get(&c).copied().unwrap_or(u32::MAX)), st))
-            .collect();
-        (self.thread, sites)
-    }
+/// The profile of `s`, one of the streams of `t`.
+pub(crate) fn profile_part(t: &Trace, s: &Stream) -> ProfilePart {
+    let (thread, sites) = stream_profile(t, s);
+    (thread, sites.into_iter().collect())
 }
 
 /// Kinds below this are found in a table rather than a map.
@@ -486,55 +520,47 @@ pub fn report(t: &Trace) -> Report {
 
 /// Computes the report, cutting shared objects in blocks of `block_size` bytes.
 pub fn report_with(t: &Trace, block_size: u64) -> Report {
-    report_given(t, block_size, Vec::new())
-}
-
-/// [`report_with`], with the profiles of some streams already computed
-/// (elsewhere): `given[i]`, when there, is the profile of `t.streams[i]`.
-pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfile>>) -> Report {
-    let numbers: HashMap<&crate::trace::Callsite, u32> = if given.iter().any(Option::is_some) {
-        t.callsites.iter().zip(0u32..).collect()
-    } else {
-        HashMap::default()
-    };
-    let mut given = given;
-    given.resize_with(t.streams.len(), || None);
-    // Events are grouped by what names them (kind, user event, function),
-    // then by name: no string is made per event.
-    // Each stream on its own (in parallel), then merged in stream order;
-    // what the findings ask of each stream is computed with its profile,
+    // Each stream on its own (in parallel), then merged in stream order:
+    // its profile and what the other analyses ask of it are computed
     // while its events and intervals are in the processor's caches.
     let cx = crate::summary::Context::of(t);
-    let per_stream: Vec<_> = t
+    let summaries: Vec<crate::summary::StreamSummary> = t
         .streams
         .par_iter()
-        .zip(given)
-        .map(|(s, g)| {
-            let p = match g {
-                Some(p) => p.localize(&numbers),
-                None => stream_profile(t, s),
-            };
-            (p, crate::summary::StreamSummary::of(t, &cx, s))
-        })
+        .map(|s| crate::summary::StreamSummary::of(t, &cx, s))
         .collect();
-    let (per_stream, summaries): (Vec<_>, Vec<_>) = per_stream.into_iter().unzip();
+    report_of(t, block_size, summaries)
+}
+
+/// The report from the summaries of the streams of `t` (in order), whose
+/// streams themselves are not looked at (and may not be there: the ranks
+/// of `gaspard report --mpi` send summaries, not streams). `t` gives the
+/// rest: directory, processes, callsites, profiles of profile-only
+/// processes, problems, clock corrections.
+pub(crate) fn report_of(
+    t: &Trace,
+    block_size: u64,
+    summaries: Vec<crate::summary::StreamSummary>,
+) -> Report {
     let ids: Vec<crate::summary::Identity> = summaries.iter().map(|s| s.id.clone()).collect();
     let finding_parts: Vec<&crate::findings::Part> =
         summaries.iter().map(|s| &s.findings).collect();
     let matrix_parts: Vec<&crate::matrix::Part> = summaries.iter().map(|s| &s.matrix).collect();
     let wait_parts: Vec<&crate::waitstates::Part> = summaries.iter().map(|s| &s.waits).collect();
     let lock_parts: Vec<&crate::locks::Part> = summaries.iter().map(|s| &s.locks).collect();
+    let block_parts: Vec<&crate::blocks::Part> = summaries.iter().map(|s| &s.blocks).collect();
     let mut by_event: HashMap<String, Stats> = HashMap::default();
     let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
     let mut by_thread = Vec::new();
-    for (thread, sites) in per_stream {
+    for sm in &summaries {
+        let (thread, sites) = &sm.profile;
         for st in &thread.by_event {
             by_event.entry(st.name.clone()).or_default().merge(st);
         }
         for (key, st) in sites {
-            by_site.entry(key).or_default().merge(&st);
+            by_site.entry(key.clone()).or_default().merge(st);
         }
-        by_thread.push(thread);
+        by_thread.push(thread.clone());
     }
     // Processes recorded in profile-only mode.
     let extra = profile_sites(t);
@@ -596,7 +622,7 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
     let ((blocks, (communication, balance)), (waits, locks, mut findings)) = rayon::join(
         || {
             rayon::join(
-                || crate::blocks::analyse(t, block_size),
+                || crate::blocks::merge(&ids, callsites, &block_parts, block_size),
                 || {
                     (
                         crate::matrix::merge(&ids, &matrix_parts),
@@ -626,14 +652,23 @@ pub fn report_given(t: &Trace, block_size: u64, given: Vec<Option<PortableProfil
         },
     );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
-    findings.extend(crate::blocks::findings(t, &blocks, total_time));
+    findings.extend(crate::blocks::findings_of(&ids, &blocks, total_time));
     findings.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
     Report {
         trace: t.dir.display().to_string(),
-        events: t.events(),
-        lost_events: t.lost_events(),
+        events: ids.iter().map(|id| id.events).sum::<u64>() + t.profiled_events(),
+        lost_events: t.lost_by_manifests()
+            + summaries
+                .iter()
+                .filter(|sm| {
+                    t.processes
+                        .iter()
+                        .any(|p| p.name == sm.id.process && p.manifest.is_none())
+                })
+                .map(|sm| sm.lost)
+                .sum::<u64>(),
         unknown_tags: t.unknown_tags(),
-        threads: t.streams.len()
+        threads: summaries.len()
             + t.profiles
                 .iter()
                 .map(|(_, f)| f.streams.len())

@@ -84,6 +84,14 @@ pub struct StreamSummary {
     pub waits: crate::waitstates::Part,
     /// Its lock acquisitions and holds.
     pub locks: crate::locks::Part,
+    /// Its accesses to shared objects.
+    pub blocks: crate::blocks::Part,
+    /// Its profile: statistics per event name and per callsite.
+    #[serde(with = "crate::profile::sent")]
+    pub profile: crate::profile::ProfilePart,
+    /// The events it says were lost (`GASPARD_LOST`), counted for a process
+    /// without a manifest.
+    pub lost: u64,
 }
 
 /// What the parts of a stream need to know of its process, found once for
@@ -110,11 +118,20 @@ impl Context {
 impl StreamSummary {
     /// The summary of `s`, one of the streams of `t`, whose context is `cx`.
     pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
+        let lost = s
+            .events
+            .iter()
+            .filter(|e| e.kind == kinds::GASPARD_LOST)
+            .map(|e| s.args(e).first().copied().unwrap_or(0))
+            .sum();
         StreamSummary {
+            profile: crate::profile::profile_part(t, s),
+            lost,
             id: Identity::of(s),
             findings: crate::findings::Part::of(t, s),
             matrix: crate::matrix::Part::of(s),
             waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
+            blocks: crate::blocks::Part::of(s, &t.objects),
             locks: match cx.locks.get(&s.process) {
                 Some(l) => crate::locks::Part::of(s, &t.objects, l),
                 None => crate::locks::Part::of(s, &t.objects, &crate::locks::Context::default()),

@@ -28,7 +28,7 @@ pub enum TraceError {
 }
 
 /// A source position, resolved to strings.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, serde::Serialize, serde::Deserialize)]
 pub struct Callsite {
     /// File name, if known.
     pub file: Option<String>,
@@ -182,14 +182,17 @@ impl Trace {
     pub fn text(&self, e: &Event) -> Option<&str> {
         self.texts.get(e.text as usize).map(String::as_str)
     }
-    /// Events lost as counted by the processes (memory cap, failed writes).
-    pub fn lost_events(&self) -> u64 {
-        let mut lost: u64 = self
-            .processes
+    /// Events lost as the manifests count them.
+    pub(crate) fn lost_by_manifests(&self) -> u64 {
+        self.processes
             .iter()
             .filter_map(|p| p.manifest.as_ref())
             .map(|m| m.lost)
-            .sum();
+            .sum()
+    }
+    /// Events lost as counted by the processes (memory cap, failed writes).
+    pub fn lost_events(&self) -> u64 {
+        let mut lost = self.lost_by_manifests();
         // Losses recorded in the streams themselves (GASPARD_LOST) when a manifest is missing.
         for p in &self.processes {
             if p.manifest.is_none() {
@@ -219,12 +222,15 @@ impl Trace {
             .iter()
             .map(|s| s.events.len() as u64)
             .sum::<u64>()
-            + self
-                .profiles
-                .iter()
-                .flat_map(|(_, f)| &f.streams)
-                .map(|s| s.events)
-                .sum::<u64>()
+            + self.profiled_events()
+    }
+    /// The events the profiles of profile-only processes count.
+    pub(crate) fn profiled_events(&self) -> u64 {
+        self.profiles
+            .iter()
+            .flat_map(|(_, f)| &f.streams)
+            .map(|s| s.events)
+            .sum::<u64>()
     }
 }
 
@@ -329,7 +335,7 @@ pub(crate) struct Listing {
     pub(crate) trace: Trace,
     pub(crate) refs: ClockRefs,
     pub(crate) streams: Vec<PathBuf>,
-    profiles: Vec<PathBuf>,
+    pub(crate) profiles: Vec<PathBuf>,
 }
 
 /// Lists a trace directory and reads its manifests and profiles.
@@ -619,12 +625,15 @@ fn find_sources(
     list
 }
 
+/// The trace's number of each of a stream's callsites, user events and
+/// texts.
+pub(crate) type StreamIds = (Vec<u32>, Vec<u32>, Vec<u32>);
+
 /// The trace's numbers of each stream's callsites, user events and texts.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Numbering {
-    /// Per stream read (in file order): the trace's number of each of its
-    /// callsites, user events and texts.
-    pub(crate) ids: Vec<(Vec<u32>, Vec<u32>, Vec<u32>)>,
+    /// Per stream read (in file order), its numbers.
+    pub(crate) ids: Vec<StreamIds>,
     /// The callsite of events made by the reader (coarray events).
     pub(crate) nowhere: u32,
 }
@@ -977,20 +986,8 @@ pub struct StreamPart {
     pub(crate) stream: Option<(Stream, Local)>,
     /// Its process's clock while its events' times are still in ticks
     /// ([`crate::trace::read`] gives them in ns as it renumbers them, in
-    /// the same pass over the events; [`StreamPart::in_ns`] does it alone).
+    /// the same pass over the events).
     pub(crate) clock: Option<Clock>,
-}
-
-impl StreamPart {
-    /// The part with its events' times in ns.
-    pub(crate) fn in_ns(mut self) -> StreamPart {
-        if let (Some(c), Some((s, _))) = (self.clock.take(), &mut self.stream) {
-            for e in &mut s.events {
-                e.t_ns = c.ns_u64(e.t_ns);
-            }
-        }
-        self
-    }
 }
 
 /// Reads, decodes and converts stream files, in parallel. Every stream file
