@@ -129,11 +129,11 @@ enum Command {
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
-        /// Share the reading among the ranks of an MPI job:
-        /// `mpirun -np N gaspard report DIR --mpi`. Each rank reads, checks
-        /// and decodes the stream files of its share of the recorded
-        /// processes and computes their profiles; rank 0 gathers them, runs
-        /// the analyses that relate threads to one another and prints the
+        /// Share the reading and the analysis among the ranks of an MPI
+        /// job: `mpirun -np N gaspard report DIR --mpi`. Each rank reads,
+        /// checks and decodes the stream files of its share of the recorded
+        /// processes and summarizes each stream (its profile and its part of
+        /// every analysis); rank 0 merges the summaries and prints the
         /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
