@@ -657,8 +657,8 @@ pub(crate) fn report_of(
     Report {
         trace: t.dir.display().to_string(),
         events: ids.iter().map(|id| id.events).sum::<u64>() + t.profiled_events(),
-        lost_events: t.lost_by_manifests()
-            + summaries
+        lost_events: t.lost_by_manifests().saturating_add(
+            summaries
                 .iter()
                 .filter(|sm| {
                     t.processes
@@ -666,7 +666,8 @@ pub(crate) fn report_of(
                         .any(|p| p.name == sm.id.process && p.manifest.is_none())
                 })
                 .map(|sm| sm.lost)
-                .sum::<u64>(),
+                .fold(0, u64::saturating_add),
+        ),
         unknown_tags: t.unknown_tags(),
         threads: summaries.len()
             + t.profiles

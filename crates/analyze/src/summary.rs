@@ -123,7 +123,7 @@ impl StreamSummary {
             .iter()
             .filter(|e| e.kind == kinds::GASPARD_LOST)
             .map(|e| s.args(e).first().copied().unwrap_or(0))
-            .sum();
+            .fold(0u64, u64::saturating_add);
         StreamSummary {
             profile: crate::profile::profile_part(t, s),
             lost,

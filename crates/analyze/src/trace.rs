@@ -188,7 +188,7 @@ impl Trace {
             .iter()
             .filter_map(|p| p.manifest.as_ref())
             .map(|m| m.lost)
-            .sum()
+            .fold(0, u64::saturating_add)
     }
     /// Events lost as counted by the processes (memory cap, failed writes).
     pub fn lost_events(&self) -> u64 {
@@ -199,7 +199,7 @@ impl Trace {
                 for s in self.streams.iter().filter(|s| s.process == p.name) {
                     for e in &s.events {
                         if e.kind == gaspard_format::kinds::GASPARD_LOST {
-                            lost += s.args(e).first().copied().unwrap_or(0);
+                            lost = lost.saturating_add(s.args(e).first().copied().unwrap_or(0));
                         }
                     }
                 }
