@@ -436,6 +436,14 @@ pub fn report(
     for v in from_ranks::<Vec<(Placed, StreamSummary)>>(tr, "summaries").map_err(parts)? {
         all.extend(v);
     }
+    Ok(Some(merged(t, block_size, all)))
+}
+
+/// The report from the summaries of every stream of `t` (which holds the
+/// rest: numbering, clock corrections, problems so far), each with where
+/// it was read from: the problems of late and stopped streams in the order
+/// one process reading the trace finds them, then the merges.
+fn merged(mut t: Trace, block_size: u64, mut all: Vec<(Placed, StreamSummary)>) -> Report {
     all.sort_by_key(|(p, _)| p.file);
     for (p, _) in &all {
         trace::late_problem(&mut t, &p.process, p.stream, p.late);
@@ -449,7 +457,137 @@ pub fn report(
     let recorded: Vec<&str> = all.iter().map(|(p, _)| p.process.as_str()).collect();
     trace::killed_problems(&mut t, &recorded);
     let summaries = all.into_iter().map(|(_, s)| s).collect();
-    Ok(Some(crate::profile::report_of(&t, block_size, summaries)))
+    crate::profile::report_of(&t, block_size, summaries)
+}
+
+/// The report on the trace in `dir` with only a few processes' events in
+/// memory at a time (as many as there are threads at work): the stream
+/// files are read twice, process by process, the first time for what the
+/// trace as a whole needs (each file's callsites, user events and texts,
+/// each process's clock correction and first events), the second to
+/// summarize every stream once the trace's numbering and start are known.
+/// The report is the same as [`crate::profile::report_with`] on
+/// [`trace::read`]'s trace; memory holds the summaries (a stream's profile
+/// and its part of every analysis), not the events.
+pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceError> {
+    let listing = trace::list(dir)?;
+    // The stream files of each process, in file order.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<String, usize> = HashMap::default();
+    for (i, p) in listing.streams.iter().enumerate() {
+        let g = *group_of.entry(process_of(p)).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    let read = |files: &[usize]| {
+        let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
+        trace::split_parts(dir, trace::read_streams(&paths, &listing.refs))
+    };
+    // First reading: heads, clock corrections and first events.
+    type First = (Vec<Head>, Vec<Correction>, Vec<(String, u64)>);
+    let first: Vec<First> = groups
+        .par_iter()
+        .map(|files| {
+            let (heads, bodies) = read(files);
+            let mut streams = trace::in_ns(bodies);
+            let corrections = crate::clocksync::apply(&mut streams);
+            let firsts = streams
+                .iter()
+                .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+                .collect();
+            (heads, corrections, firsts)
+        })
+        .collect();
+    let mut heads: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
+    let mut corrections = Vec::new();
+    let mut firsts = Vec::new();
+    for (files, (h, c, f)) in groups.iter().zip(first) {
+        for (&i, h) in files.iter().zip(h) {
+            heads[i] = Some(h);
+        }
+        corrections.extend(c);
+        firsts.extend(f);
+    }
+    let heads: Vec<Head> = heads
+        .into_iter()
+        .map(|h| {
+            h.unwrap_or(Head {
+                problems: Vec::new(),
+                stream: None,
+            })
+        })
+        .collect();
+    let mut t = listing.trace;
+    let numbering = trace::place(&mut t, &listing.streams, &listing.profiles, &heads);
+    // Each stream file's numbers, when it was read.
+    let mut ids: Vec<Option<StreamIds>> = (0..heads.len()).map(|_| None).collect();
+    let read_files = (0..heads.len()).filter(|&i| heads[i].stream.is_some());
+    for (i, v) in read_files.zip(numbering.ids) {
+        ids[i] = Some(v);
+    }
+    corrections.sort_by(|a, b| a.process.cmp(&b.process));
+    t.clock_sync = corrections;
+    let f: Vec<(&str, u64)> = firsts.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+    let base = trace::trace_start(&t, &f);
+    // Second reading: every stream numbered, corrected, placed in time and
+    // summarized, then dropped.
+    let tables = Trace {
+        dir: t.dir.clone(),
+        processes: t.processes.clone(),
+        callsites: t.callsites.clone(),
+        user_events: t.user_events.clone(),
+        texts: t.texts.clone(),
+        ..Default::default()
+    };
+    let all: Vec<(Placed, StreamSummary)> = groups
+        .par_iter()
+        .map(|files| {
+            let (heads, bodies) = read(files);
+            let read_files: Vec<usize> = files
+                .iter()
+                .zip(&heads)
+                .filter(|(_, h)| h.stream.is_some())
+                .map(|(&i, _)| i)
+                .collect();
+            let numbering = Numbering {
+                ids: read_files
+                    .iter()
+                    .map(|&i| ids[i].clone().unwrap_or_default())
+                    .collect(),
+                nowhere: numbering.nowhere,
+            };
+            let mut streams = trace::finish_bodies(dir, bodies, &numbering);
+            crate::clocksync::apply(&mut streams);
+            let late = trace::shift(&mut streams, base);
+            let placed: Vec<Placed> = streams
+                .iter()
+                .zip(&read_files)
+                .zip(&late)
+                .map(|((s, &file), &late)| Placed {
+                    file,
+                    process: s.process.clone(),
+                    stream: s.stream,
+                    damaged: s.damaged,
+                    last: s.events.last().map(|e| (e.t_ns, e.kind, e.phase)),
+                    late,
+                })
+                .collect();
+            let mut tp = Trace {
+                dir: tables.dir.clone(),
+                processes: tables.processes.clone(),
+                callsites: tables.callsites.clone(),
+                user_events: tables.user_events.clone(),
+                texts: tables.texts.clone(),
+                ..Default::default()
+            };
+            let summaries = summarize(&mut tp, streams);
+            placed.into_iter().zip(summaries).collect::<Vec<_>>()
+        })
+        .flatten()
+        .collect();
+    Ok(merged(t, block_size, all))
 }
 
 #[cfg(test)]

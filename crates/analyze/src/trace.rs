@@ -741,7 +741,7 @@ pub(crate) fn finish_bodies(dir: &Path, bodies: Vec<Body>, numbering: &Numbering
                     .copied()
                     .unwrap_or(numbering.nowhere);
                 if e.user != NO_USER {
-                    e.user = user_ids[e.user as usize];
+                    e.user = user_ids.get(e.user as usize).copied().unwrap_or(NO_USER);
                 }
                 if e.text != NO_TEXT {
                     e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
@@ -754,6 +754,22 @@ pub(crate) fn finish_bodies(dir: &Path, bodies: Vec<Body>, numbering: &Numbering
         crate::caf::recognise(dir, s, numbering.nowhere);
     }
     streams
+}
+
+/// The streams read with their times in ns, their events still numbered
+/// by their files (enough for the clock corrections).
+pub(crate) fn in_ns(bodies: Vec<Body>) -> Vec<Stream> {
+    bodies
+        .into_par_iter()
+        .map(|(mut s, clock)| {
+            if let Some(c) = clock {
+                for e in &mut s.events {
+                    e.t_ns = c.ns_u64(e.t_ns);
+                }
+            }
+            s
+        })
+        .collect()
 }
 
 /// Makes the streams' times relative to `base` (stream by stream, in

@@ -137,6 +137,13 @@ enum Command {
         /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
+        /// Read the trace twice, one process at a time, keeping in memory
+        /// only the events of the processes being read and a summary of
+        /// each stream: for a trace bigger than the memory available
+        /// (chosen by itself when the trace looks too big); slower. The
+        /// report is the same. Not with --html.
+        #[arg(long, conflicts_with_all = ["html", "mpi"])]
+        low_memory: bool,
     },
     /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
     ///
@@ -397,11 +404,10 @@ fn read(dir: &std::path::Path) -> Result<trace::Trace> {
 /// of `gaspard report`, see BENCHMARKS.md).
 const BYTES_PER_EVENT: u64 = 128;
 
-/// Says so before reading a trace that may not fit in the memory available.
-fn warn_if_too_big(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
+/// The events a trace's chunk headers announce, the memory reading and
+/// analysing them takes, and the memory available (`None` when unknown).
+fn trace_size(dir: &std::path::Path) -> Option<(u64, u64, u64)> {
+    let entries = std::fs::read_dir(dir).ok()?;
     let events: u64 = entries
         .flatten()
         .map(|e| e.path())
@@ -409,23 +415,42 @@ fn warn_if_too_big(dir: &std::path::Path) {
         .filter_map(|p| gaspard_format::stream::announced_events(&p).ok())
         .sum();
     let need = events.saturating_mul(BYTES_PER_EVENT);
-    let Some(free) = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        let l = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
-        l.split_whitespace().nth(1)?.parse::<u64>().ok()
-    }) else {
-        return;
-    };
-    let free = free * 1024;
-    if need > free {
+    let free = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let l = m.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            l.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })?;
+    Some((events, need, free * 1024))
+}
+
+/// Says so before reading a trace that may not fit in the memory available.
+fn warn_if_too_big(dir: &std::path::Path) {
+    if let Some((events, need, free)) = trace_size(dir).filter(|&(_, need, free)| need > free) {
         eprintln!(
             "gaspard: warning: the trace holds about {events} events, which take about {:.1} GB of \
-             memory to read and analyse; {:.1} GB are available, so this may fail. `mpirun -np N \
-             gaspard report DIR --mpi` shares the reading among machines; `gaspard view DIR` shows \
-             its timeline in less.",
+             memory to read and analyse; {:.1} GB are available, so this may fail. `gaspard report \
+             DIR --low-memory` reads it one process at a time; `mpirun -np N gaspard report DIR \
+             --mpi` shares it among machines; `gaspard view DIR` shows its timeline in less.",
             need as f64 / 1e9,
             free as f64 / 1e9
         );
     }
+}
+
+/// Whether a trace looks too big to read whole in the memory available
+/// (then `report` reads it one process at a time, and says so).
+fn too_big(dir: &std::path::Path) -> bool {
+    let Some((events, need, free)) = trace_size(dir).filter(|&(_, need, free)| need > free) else {
+        return false;
+    };
+    eprintln!(
+        "gaspard: the trace holds about {events} events, which take about {:.1} GB of memory to \
+         read whole; {:.1} GB are available: it is read one process at a time (--low-memory)",
+        need as f64 / 1e9,
+        free as f64 / 1e9
+    );
+    true
 }
 
 fn main() -> ExitCode {
@@ -539,19 +564,35 @@ fn main() -> ExitCode {
                 html,
                 block_size,
                 mpi: false,
+                low_memory,
             } => {
-                let t = read(&dir)?;
-                let busy = gaspard_analyze::progress::spinner(
-                    &format!("analysing {} events", t.events()),
-                    t.events(),
-                );
-                let r = profile::report_with(&t, block_size);
-                drop(busy);
-                if let Some(file) = html {
-                    let page = gaspard_web::View::with_report(t, &r).html();
-                    std::fs::write(&file, page)
-                        .with_context(|| format!("cannot write {}", file.display()))?;
-                }
+                let low_memory = low_memory || (html.is_none() && too_big(&dir));
+                let r = if low_memory {
+                    if !dir.exists() {
+                        bail!("{} does not exist", dir.display());
+                    }
+                    let busy = gaspard_analyze::progress::spinner(
+                        "reading and analysing one process at a time",
+                        u64::MAX,
+                    );
+                    let r = gaspard_analyze::distributed::report_by_process(&dir, block_size)?;
+                    drop(busy);
+                    r
+                } else {
+                    let t = read(&dir)?;
+                    let busy = gaspard_analyze::progress::spinner(
+                        &format!("analysing {} events", t.events()),
+                        t.events(),
+                    );
+                    let r = profile::report_with(&t, block_size);
+                    drop(busy);
+                    if let Some(file) = html {
+                        let page = gaspard_web::View::with_report(t, &r).html();
+                        std::fs::write(&file, page)
+                            .with_context(|| format!("cannot write {}", file.display()))?;
+                    }
+                    r
+                };
                 if json {
                     serde_json::to_writer_pretty(&mut out, &r)?;
                     writeln!(out)?;

@@ -1,5 +1,7 @@
 //! `mpirun -np N gaspard report DIR --mpi`: the ranks share the reading of a
-//! trace and the report is the one `gaspard report DIR` prints.
+//! trace and the report is the one `gaspard report DIR` prints; so is the
+//! report of `gaspard report DIR --low-memory`, which reads the trace one
+//! process at a time.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -161,6 +163,19 @@ fn the_ranks_report_what_one_process_reports() {
                     first_difference(&serial.stdout, &out.stdout)
                 );
             }
+            let mut low = args.clone();
+            low.push("--low-memory");
+            let out = report(&dir, None, &low);
+            assert!(
+                out.status.success(),
+                "--low-memory: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout == serial.stdout,
+                "--low-memory, {args:?}: the report differs from the one read whole: {}",
+                first_difference(&serial.stdout, &out.stdout)
+            );
             if args.len() == 2 {
                 // The report is about the program: events, processes, findings.
                 let v: serde_json::Value = serde_json::from_slice(&serial.stdout).unwrap();
@@ -267,6 +282,17 @@ fn a_damaged_trace_gives_the_same_problems() {
     assert!(
         out.stdout == serial.stdout,
         "the damaged trace's report differs: {}",
+        first_difference(&serial.stdout, &out.stdout)
+    );
+    let out = report(&dir, None, &[t, "--json", "--low-memory"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == serial.stdout,
+        "the damaged trace's report read one process at a time differs: {}",
         first_difference(&serial.stdout, &out.stdout)
     );
 }
