@@ -8,7 +8,8 @@
 #   bash bench/analysis.sh
 #
 # Settings (environment): EVENTS in all (20000000), PROCS (64), THREADS (4),
-# REPEATS (3).
+# REPEATS (3), LOW_MEMORY (1: `gaspard report --low-memory`, the trace read
+# one process at a time).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -17,6 +18,9 @@ EVENTS=${EVENTS:-20000000}
 PROCS=${PROCS:-64}
 THREADS=${THREADS:-4}
 REPEATS=${REPEATS:-3}
+LOW_MEMORY=${LOW_MEMORY:-0}
+LOW=()
+[ "$LOW_MEMORY" = 1 ] && LOW=(--low-memory)
 say() { printf '%s\n' "$*" >&2; }
 for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
@@ -39,7 +43,7 @@ BYTES=$(du -sb "$WORK/trace" | cut -f1)
 say "== gaspard report, $REPEATS runs"
 : >"$WORK/times"
 for ((r = 0; r < REPEATS; r++)); do
-  /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$ROOT/target/release/gaspard" report "$WORK/trace" --json >"$WORK/report.json"
+  /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$ROOT/target/release/gaspard" report "$WORK/trace" --json "${LOW[@]}" >"$WORK/report.json"
   cat "$WORK/t" >>"$WORK/times"
 done
 N=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$WORK/report.json")
@@ -55,7 +59,7 @@ for ((r = 0; r < REPEATS; r++)); do
   "$BIN/otf2_read" "$WORK/otf2/traces.otf2" >>"$WORK/otf2_times"
 done
 
-python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" <<'EOF'
+python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" "$LOW_MEMORY" <<'EOF'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 n, procs, threads, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -63,12 +67,13 @@ gen = float(sys.argv[7]) - float(sys.argv[6])
 wall = statistics.median(r[0] for r in rows)
 cpu = statistics.median(r[1] + r[2] for r in rows)
 rss = max(r[3] for r in rows) / 1024
-print("## Analysis speed")
+low = sys.argv[10] == "1"
+print("## Analysis speed" + (", one process at a time" if low else ""))
 print()
-print(f"`bash bench/analysis.sh` (EVENTS={sys.argv[8]}, PROCS={procs}, THREADS={threads}, REPEATS={len(rows)}): a trace")
+print(f"`{'LOW_MEMORY=1 ' if low else ''}bash bench/analysis.sh` (EVENTS={sys.argv[8]}, PROCS={procs}, THREADS={threads}, REPEATS={len(rows)}): a trace")
 print(f"of {procs} processes x {threads} threads generated through the real recorder by `bench/gen_trace.c`")
 print(f"({n:,} events, {size / n:.2f} bytes/event on disk, recorded in {gen:.1f} s), then")
-print("`gaspard report --json` on it, the whole report (profiles, every analysis, findings).")
+print(f"`gaspard report --json{' --low-memory' if low else ''}` on it, the whole report (profiles, every analysis, findings).")
 print()
 print("| events | wall (median) | CPU (median) | events/s (wall) | events/s per CPU second | peak memory |")
 print("|---|---|---|---|---|---|")
