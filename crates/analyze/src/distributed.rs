@@ -1,5 +1,6 @@
 //! Reading and analysing a trace with several processes (MPI ranks)
-//! sharing its stream files.
+//! sharing its stream files, or one process at a time
+//! ([`report_by_process`]).
 //!
 //! Every rank lists the trace directory and reads the manifests (small),
 //! then reads, checks and decodes the stream files of its share of the
@@ -116,8 +117,29 @@ fn my_share(paths: &[PathBuf], tr: &dyn Transport) -> (Vec<usize>, Vec<usize>, V
 }
 
 /// The summaries of `streams`, the streams of some processes of `t` (all
-/// the streams of each), given the trace's numbers and times.
-fn summarize(t: &mut Trace, mut streams: Vec<Stream>) -> Vec<StreamSummary> {
+/// the streams of each), given the trace's numbers and times, each with
+/// where it was read from (`files[i]`: the index of stream `i`'s file) and
+/// what its problems need (`late[i]`: its events put back from too far
+/// after the trace's start).
+fn summarize(
+    t: &mut Trace,
+    mut streams: Vec<Stream>,
+    files: &[usize],
+    late: &[u64],
+) -> Vec<(Placed, StreamSummary)> {
+    let placed: Vec<Placed> = streams
+        .iter()
+        .zip(files)
+        .zip(late)
+        .map(|((s, &file), &late)| Placed {
+            file,
+            process: s.process.clone(),
+            stream: s.stream,
+            damaged: s.damaged,
+            last: s.events.last().map(|e| (e.t_ns, e.kind, e.phase)),
+            late,
+        })
+        .collect();
     // A process without a manifest is one of the trace's all the same.
     for s in &streams {
         if !t.processes.iter().any(|p| p.name == s.process) {
@@ -133,14 +155,14 @@ fn summarize(t: &mut Trace, mut streams: Vec<Stream>) -> Vec<StreamSummary> {
     t.streams = streams;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
     let cx = Context::of(t);
-    let out = t
+    let summaries: Vec<StreamSummary> = t
         .streams
         .par_iter()
         .map(|s| StreamSummary::of(t, &cx, s))
         .collect();
     t.streams = Vec::new();
     t.objects = Default::default();
-    out
+    placed.into_iter().zip(summaries).collect()
 }
 
 /// A user event as sent.
@@ -411,21 +433,7 @@ pub fn report(
 
     // 3. Every stream summarized, where it was read.
     let late = trace::shift(&mut streams, base);
-    let placed: Vec<Placed> = streams
-        .iter()
-        .zip(&read_files)
-        .zip(&late)
-        .map(|((s, &file), &late)| Placed {
-            file,
-            process: s.process.clone(),
-            stream: s.stream,
-            damaged: s.damaged,
-            last: s.events.last().map(|e| (e.t_ns, e.kind, e.phase)),
-            late,
-        })
-        .collect();
-    let summaries = summarize(&mut t, streams);
-    let mine: Vec<(Placed, StreamSummary)> = placed.into_iter().zip(summaries).collect();
+    let mine = summarize(&mut t, streams, &read_files, &late);
     if !root {
         to_root(tr, &mine).map_err(parts)?;
         return Ok(None);
@@ -561,19 +569,6 @@ pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceErr
             let mut streams = trace::finish_bodies(dir, bodies, &numbering);
             crate::clocksync::apply(&mut streams);
             let late = trace::shift(&mut streams, base);
-            let placed: Vec<Placed> = streams
-                .iter()
-                .zip(&read_files)
-                .zip(&late)
-                .map(|((s, &file), &late)| Placed {
-                    file,
-                    process: s.process.clone(),
-                    stream: s.stream,
-                    damaged: s.damaged,
-                    last: s.events.last().map(|e| (e.t_ns, e.kind, e.phase)),
-                    late,
-                })
-                .collect();
             let mut tp = Trace {
                 dir: tables.dir.clone(),
                 processes: tables.processes.clone(),
@@ -582,8 +577,7 @@ pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceErr
                 texts: tables.texts.clone(),
                 ..Default::default()
             };
-            let summaries = summarize(&mut tp, streams);
-            placed.into_iter().zip(summaries).collect::<Vec<_>>()
+            summarize(&mut tp, streams, &read_files, &late)
         })
         .flatten()
         .collect();
