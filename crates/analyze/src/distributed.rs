@@ -489,9 +489,12 @@ pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceErr
         });
         groups[g].push(i);
     }
+    // One bar for both readings of every file.
+    let progress = trace::progress_bar(&listing.streams, 2);
     let read = |files: &[usize]| {
         let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
-        trace::split_parts(dir, trace::read_streams(&paths, &listing.refs))
+        let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref());
+        trace::split_parts(dir, parts)
     };
     // First reading: heads, clock corrections and first events.
     type First = (Vec<Head>, Vec<Correction>, Vec<(String, u64)>);
@@ -581,6 +584,9 @@ pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceErr
         })
         .flatten()
         .collect();
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
     Ok(merged(t, block_size, all))
 }
 

@@ -119,7 +119,7 @@ pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
             std::iter::once((p, None)).chain(o.chunks.iter().map(move |c| (p, Some(&c.0))))
         }),
     );
-    let progress = crate::trace::progress_bar(&listing.streams);
+    let progress = crate::trace::progress_bar(&listing.streams, 1);
     let scanned: Vec<Scanned> = opened
         .into_par_iter()
         .map(|o| {

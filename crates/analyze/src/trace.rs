@@ -969,8 +969,6 @@ fn check_manifests(
     }
 }
 
-/// Gives events that carry a code address (`codeptr`) and no source position
-/// the source line of that address, from the binaries' debug information.
 /// Kinds whose events may carry a return address (`codeptr`), by number.
 fn codeptr_kinds() -> &'static [bool] {
     static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
@@ -986,8 +984,6 @@ fn codeptr_kinds() -> &'static [bool] {
 /// `unplaced[i]`: whether stream `i` has events with a return address and
 /// no known callsite (the others are not looked at); `unknown[c]`: whether
 /// callsite `c` has no file.
-/// A progress bar on stderr for reading big traces (at least
-/// [`PROGRESS_BYTES`] of stream files), when stderr is a terminal.
 /// Each process's clock references (ticks, ns) from its manifest.
 pub type ClockRefs = HashMap<String, Vec<(u64, u64)>>;
 
@@ -1010,23 +1006,33 @@ pub struct StreamPart {
 /// of a process must be among `paths` (a process's clock is fitted to the
 /// references of all its streams). The parts come in the order of `paths`.
 pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamPart> {
+    let progress = progress_bar(paths, 1);
+    let parts = read_streams_shown(paths, manifest_refs, progress.as_ref());
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
+    parts
+}
+
+/// [`read_streams`], with the bytes of each file read added to `progress`.
+pub(crate) fn read_streams_shown(
+    paths: &[PathBuf],
+    manifest_refs: &ClockRefs,
+    progress: Option<&indicatif::ProgressBar>,
+) -> Vec<StreamPart> {
     // Each stream file is read and decoded on its own, in parallel; what was
     // wrong with it is reported in file order.
-    let progress = progress_bar(paths);
     let read: Vec<_> = paths
         .par_iter()
         .map_init(DecodedChunk::default, |chunk, path| {
             let mut problems = Vec::new();
             let r = read_stream(path, chunk, &mut problems);
-            if let Some(pb) = &progress {
+            if let Some(pb) = progress {
                 pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
             }
             (r, problems)
         })
         .collect();
-    if let Some(pb) = progress {
-        pb.finish_and_clear();
-    }
     let clocks = fit_clocks(
         manifest_refs,
         read.iter()
@@ -1080,13 +1086,17 @@ pub(crate) fn fit_clocks<'a>(
         .collect()
 }
 
-pub(crate) fn progress_bar(streams: &[PathBuf]) -> Option<indicatif::ProgressBar> {
+/// A progress bar on stderr for reading big traces (at least
+/// [`PROGRESS_BYTES`] of stream files), when stderr is a terminal, for
+/// files read `times` times.
+pub(crate) fn progress_bar(streams: &[PathBuf], times: u64) -> Option<indicatif::ProgressBar> {
     use std::io::IsTerminal;
     let total: u64 = streams
         .iter()
         .filter_map(|p| std::fs::metadata(p).ok())
         .map(|m| m.len())
-        .sum();
+        .sum::<u64>()
+        .saturating_mul(times);
     if total < PROGRESS_BYTES || !std::io::stderr().is_terminal() {
         return None;
     }

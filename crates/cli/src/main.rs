@@ -571,13 +571,8 @@ fn main() -> ExitCode {
                     if !dir.exists() {
                         bail!("{} does not exist", dir.display());
                     }
-                    let busy = gaspard_analyze::progress::spinner(
-                        "reading and analysing one process at a time",
-                        u64::MAX,
-                    );
-                    let r = gaspard_analyze::distributed::report_by_process(&dir, block_size)?;
-                    drop(busy);
-                    r
+                    // Its progress bar counts the bytes of both readings.
+                    gaspard_analyze::distributed::report_by_process(&dir, block_size)?
                 } else {
                     let t = read(&dir)?;
                     let busy = gaspard_analyze::progress::spinner(
