@@ -519,15 +519,17 @@ pub(crate) type Body = (Stream, Option<Clock>);
 /// their return addresses where they have none.
 pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec<Body>) {
     let codeptr = codeptr_kinds();
-    // Streams with events that have a return address and no source position.
+    // Streams with events that have a return address and no source position
+    // (looked for only in a stream with a callsite without a file).
     let unplaced = |s: &Stream, local: &Local| {
-        s.events.iter().any(|e| {
-            codeptr[e.kind as usize]
-                && local
-                    .sites
-                    .get(e.callsite as usize)
-                    .is_some_and(|c| c.file.is_none())
-        })
+        local.sites.iter().any(|c| c.file.is_none())
+            && s.events.iter().any(|e| {
+                codeptr[e.kind as usize]
+                    && local
+                        .sites
+                        .get(e.callsite as usize)
+                        .is_some_and(|c| c.file.is_none())
+            })
     };
     let wanted = parts
         .iter()
