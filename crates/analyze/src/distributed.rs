@@ -262,6 +262,10 @@ struct Numbers {
     texts: Vec<String>,
 }
 
+/// A process's (or rank's) clock corrections, and the first event of each
+/// of its streams (its process, its time).
+type Clocks = (Vec<Correction>, Vec<(String, u64)>);
+
 /// What placing a stream among the others needs once summarized.
 #[derive(Serialize, Deserialize)]
 struct Placed {
@@ -303,16 +307,86 @@ fn from_ranks<T: for<'a> Deserialize<'a>>(
 /// `Some(report)` on rank 0, equal to [`crate::profile::report_with`] on
 /// [`trace::read`]'s trace; `None` on the other ranks once their share is
 /// sent.
+///
+/// With `low_memory`, each rank reads its stream files twice, one process
+/// at a time ([`report_by_process`]), rather than holding all its events.
 pub fn report(
     dir: &Path,
     block_size: u64,
     tr: &dyn Transport,
+    low_memory: bool,
 ) -> Result<Option<Report>, TraceError> {
     let parts = |e: String| TraceError::Parts(e);
     let listing = trace::list(dir)?;
-    let (owner, mine, my_paths) = my_share(&listing.streams, tr);
-    let read = trace::read_streams(&my_paths, &listing.refs);
-    let (heads, bodies) = trace::split_parts(dir, read);
+    let (owner, mine, _) = my_share(&listing.streams, tr);
+    // This rank's files by process (in file order), read together or one
+    // process at a time.
+    let groups: Vec<Vec<usize>> = if low_memory {
+        let mut groups: Vec<Vec<usize>> = Vec::new();
+        let mut group_of: HashMap<String, usize> = HashMap::default();
+        for &i in &mine {
+            let g = *group_of
+                .entry(process_of(&listing.streams[i]))
+                .or_insert_with(|| {
+                    groups.push(Vec::new());
+                    groups.len() - 1
+                });
+            groups[g].push(i);
+        }
+        groups
+    } else {
+        vec![mine.clone()]
+    };
+    // One bar for every reading of this rank's files.
+    let my_paths: Vec<PathBuf> = mine.iter().map(|&i| listing.streams[i].clone()).collect();
+    let progress = trace::progress_bar(&my_paths, if low_memory { 2 } else { 1 });
+    let read = |files: &[usize]| {
+        let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
+        let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref());
+        trace::split_parts(dir, parts)
+    };
+    // The first reading: the heads of this rank's files (in `mine`'s
+    // order), and, one process at a time, each process's clock correction
+    // and first events (its events then dropped); else the streams read.
+    let mut heads_of: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
+    let mut early: Vec<Clocks> = Vec::new();
+    let mut bodies = Vec::new();
+    if low_memory {
+        let first: Vec<_> = groups
+            .par_iter()
+            .map(|files| {
+                let (heads, bodies) = read(files);
+                let mut streams = trace::in_ns(bodies);
+                let corrections = crate::clocksync::apply(&mut streams);
+                let firsts: Vec<(String, u64)> = streams
+                    .iter()
+                    .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+                    .collect();
+                (heads, (corrections, firsts))
+            })
+            .collect();
+        for (files, (heads, e)) in groups.iter().zip(first) {
+            for (&i, h) in files.iter().zip(heads) {
+                heads_of[i] = Some(h);
+            }
+            early.push(e);
+        }
+    } else {
+        let (heads, b) = read(&mine);
+        for (&i, h) in mine.iter().zip(heads) {
+            heads_of[i] = Some(h);
+        }
+        bodies = b;
+    }
+    let heads: Vec<Head> = mine
+        .iter()
+        .map(|&i| {
+            heads_of[i].take().unwrap_or(Head {
+                problems: Vec::new(),
+                stream: None,
+            })
+        })
+        .collect();
     // The file of each stream read.
     let read_files: Vec<usize> = mine
         .iter()
@@ -399,21 +473,30 @@ pub fn report(
         t.user_events = my_numbers.users.into_iter().map(UserDef::from).collect();
         t.texts = my_numbers.texts;
     }
-    let mut streams = trace::finish_bodies(dir, bodies, &numbering);
+    let mut streams = Vec::new();
+    let (corrections, firsts) = if low_memory {
+        let (mut c, mut f) = (Vec::new(), Vec::new());
+        for (ci, fi) in early {
+            c.extend(ci);
+            f.extend(fi);
+        }
+        (c, f)
+    } else {
+        streams = trace::finish_bodies(dir, bodies, &numbering);
+        let corrections = crate::clocksync::apply(&mut streams);
+        let firsts: Vec<(String, u64)> = streams
+            .iter()
+            .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+            .collect();
+        (corrections, firsts)
+    };
 
     // 2. Clock corrections and first events to rank 0, which finds the
     // trace's start.
-    let corrections = crate::clocksync::apply(&mut streams);
-    let firsts: Vec<(String, u64)> = streams
-        .iter()
-        .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
-        .collect();
     let base: i128 = if root {
         let mut all_corrections = corrections;
         let mut all_firsts = firsts;
-        for (c, f) in from_ranks::<(Vec<Correction>, Vec<(String, u64)>)>(tr, "clock corrections")
-            .map_err(parts)?
-        {
+        for (c, f) in from_ranks::<Clocks>(tr, "clock corrections").map_err(parts)? {
             all_corrections.extend(c);
             all_firsts.extend(f);
         }
@@ -431,9 +514,63 @@ pub fn report(
         decode(&tr.recv_from(0).map_err(parts)?, "trace start", 0).map_err(parts)?
     };
 
-    // 3. Every stream summarized, where it was read.
-    let late = trace::shift(&mut streams, base);
-    let mine = summarize(&mut t, streams, &read_files, &late);
+    // 3. Every stream summarized, where it was read: read again one
+    // process at a time, or as read.
+    let mine: Vec<(Placed, StreamSummary)> = if low_memory {
+        // Each stream file's numbers, when it was read.
+        let mut ids: HashMap<usize, StreamIds> =
+            read_files.iter().copied().zip(numbering.ids).collect();
+        let tables = Trace {
+            dir: t.dir.clone(),
+            processes: t.processes.clone(),
+            callsites: t.callsites.clone(),
+            user_events: t.user_events.clone(),
+            texts: t.texts.clone(),
+            ..Default::default()
+        };
+        let groups: Vec<(Vec<usize>, Vec<StreamIds>)> = groups
+            .into_iter()
+            .map(|files| {
+                let ids = files.iter().filter_map(|i| ids.remove(i)).collect();
+                (files, ids)
+            })
+            .collect();
+        groups
+            .into_par_iter()
+            .map(|(files, ids)| {
+                let (heads, bodies) = read(&files);
+                let read_files: Vec<usize> = files
+                    .iter()
+                    .zip(&heads)
+                    .filter(|(_, h)| h.stream.is_some())
+                    .map(|(&i, _)| i)
+                    .collect();
+                let numbering = Numbering {
+                    ids,
+                    nowhere: numbering.nowhere,
+                };
+                let mut streams = trace::finish_bodies(dir, bodies, &numbering);
+                crate::clocksync::apply(&mut streams);
+                let late = trace::shift(&mut streams, base);
+                let mut tp = Trace {
+                    dir: tables.dir.clone(),
+                    processes: tables.processes.clone(),
+                    callsites: tables.callsites.clone(),
+                    user_events: tables.user_events.clone(),
+                    texts: tables.texts.clone(),
+                    ..Default::default()
+                };
+                summarize(&mut tp, streams, &read_files, &late)
+            })
+            .flatten()
+            .collect()
+    } else {
+        let late = trace::shift(&mut streams, base);
+        summarize(&mut t, streams, &read_files, &late)
+    };
+    if let Some(pb) = progress {
+        pb.finish_and_clear();
+    }
     if !root {
         to_root(tr, &mine).map_err(parts)?;
         return Ok(None);
@@ -478,116 +615,26 @@ fn merged(mut t: Trace, block_size: u64, mut all: Vec<(Placed, StreamSummary)>) 
 /// [`trace::read`]'s trace; memory holds the summaries (a stream's profile
 /// and its part of every analysis), not the events.
 pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceError> {
-    let listing = trace::list(dir)?;
-    // The stream files of each process, in file order.
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut group_of: HashMap<String, usize> = HashMap::default();
-    for (i, p) in listing.streams.iter().enumerate() {
-        let g = *group_of.entry(process_of(p)).or_insert_with(|| {
-            groups.push(Vec::new());
-            groups.len() - 1
-        });
-        groups[g].push(i);
+    report(dir, block_size, &Alone, true)?
+        .ok_or_else(|| TraceError::Parts("no report from the only rank".into()))
+}
+
+/// One process alone: no other rank to reach.
+struct Alone;
+
+impl Transport for Alone {
+    fn rank(&self) -> usize {
+        0
     }
-    // One bar for both readings of every file.
-    let progress = trace::progress_bar(&listing.streams, 2);
-    let read = |files: &[usize]| {
-        let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
-        let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref());
-        trace::split_parts(dir, parts)
-    };
-    // First reading: heads, clock corrections and first events.
-    type First = (Vec<Head>, Vec<Correction>, Vec<(String, u64)>);
-    let first: Vec<First> = groups
-        .par_iter()
-        .map(|files| {
-            let (heads, bodies) = read(files);
-            let mut streams = trace::in_ns(bodies);
-            let corrections = crate::clocksync::apply(&mut streams);
-            let firsts = streams
-                .iter()
-                .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
-                .collect();
-            (heads, corrections, firsts)
-        })
-        .collect();
-    let mut heads: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
-    let mut corrections = Vec::new();
-    let mut firsts = Vec::new();
-    for (files, (h, c, f)) in groups.iter().zip(first) {
-        for (&i, h) in files.iter().zip(h) {
-            heads[i] = Some(h);
-        }
-        corrections.extend(c);
-        firsts.extend(f);
+    fn size(&self) -> usize {
+        1
     }
-    let heads: Vec<Head> = heads
-        .into_iter()
-        .map(|h| {
-            h.unwrap_or(Head {
-                problems: Vec::new(),
-                stream: None,
-            })
-        })
-        .collect();
-    let mut t = listing.trace;
-    let numbering = trace::place(&mut t, &listing.streams, &listing.profiles, &heads);
-    // Each stream file's numbers, when it was read.
-    let mut ids: Vec<Option<StreamIds>> = (0..heads.len()).map(|_| None).collect();
-    let read_files = (0..heads.len()).filter(|&i| heads[i].stream.is_some());
-    for (i, v) in read_files.zip(numbering.ids) {
-        ids[i] = Some(v);
+    fn send_to(&self, to: usize, _: &[u8]) -> Result<(), String> {
+        Err(format!("no rank {to}: this process is alone"))
     }
-    corrections.sort_by(|a, b| a.process.cmp(&b.process));
-    t.clock_sync = corrections;
-    let f: Vec<(&str, u64)> = firsts.iter().map(|(p, t)| (p.as_str(), *t)).collect();
-    let base = trace::trace_start(&t, &f);
-    // Second reading: every stream numbered, corrected, placed in time and
-    // summarized, then dropped.
-    let tables = Trace {
-        dir: t.dir.clone(),
-        processes: t.processes.clone(),
-        callsites: t.callsites.clone(),
-        user_events: t.user_events.clone(),
-        texts: t.texts.clone(),
-        ..Default::default()
-    };
-    let all: Vec<(Placed, StreamSummary)> = groups
-        .par_iter()
-        .map(|files| {
-            let (heads, bodies) = read(files);
-            let read_files: Vec<usize> = files
-                .iter()
-                .zip(&heads)
-                .filter(|(_, h)| h.stream.is_some())
-                .map(|(&i, _)| i)
-                .collect();
-            let numbering = Numbering {
-                ids: read_files
-                    .iter()
-                    .map(|&i| ids[i].clone().unwrap_or_default())
-                    .collect(),
-                nowhere: numbering.nowhere,
-            };
-            let mut streams = trace::finish_bodies(dir, bodies, &numbering);
-            crate::clocksync::apply(&mut streams);
-            let late = trace::shift(&mut streams, base);
-            let mut tp = Trace {
-                dir: tables.dir.clone(),
-                processes: tables.processes.clone(),
-                callsites: tables.callsites.clone(),
-                user_events: tables.user_events.clone(),
-                texts: tables.texts.clone(),
-                ..Default::default()
-            };
-            summarize(&mut tp, streams, &read_files, &late)
-        })
-        .flatten()
-        .collect();
-    if let Some(pb) = progress {
-        pb.finish_and_clear();
+    fn recv_from(&self, from: usize) -> Result<Vec<u8>, String> {
+        Err(format!("no rank {from}: this process is alone"))
     }
-    Ok(merged(t, block_size, all))
 }
 
 #[cfg(test)]

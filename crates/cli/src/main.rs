@@ -141,8 +141,9 @@ enum Command {
         /// only the events of the processes being read and a summary of
         /// each stream: for a trace bigger than the memory available
         /// (chosen by itself when the trace looks too big); slower. The
-        /// report is the same. Not with --html.
-        #[arg(long, conflicts_with_all = ["html", "mpi"])]
+        /// report is the same. With --mpi, each rank reads its share so.
+        /// Not with --html.
+        #[arg(long, conflicts_with = "html")]
         low_memory: bool,
     },
     /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
@@ -529,6 +530,7 @@ fn main() -> ExitCode {
                 json,
                 block_size,
                 mpi: true,
+                low_memory,
                 ..
             } => {
                 let m = mpi::Mpi::start()?;
@@ -539,7 +541,7 @@ fn main() -> ExitCode {
                     m.finish();
                     return Ok(ExitCode::from(2));
                 }
-                match gaspard_analyze::distributed::report(&dir, block_size, &m) {
+                match gaspard_analyze::distributed::report(&dir, block_size, &m, low_memory) {
                     Ok(Some(r)) => {
                         if json {
                             serde_json::to_writer_pretty(&mut out, &r)?;

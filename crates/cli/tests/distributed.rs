@@ -163,6 +163,20 @@ fn the_ranks_report_what_one_process_reports() {
                     first_difference(&serial.stdout, &out.stdout)
                 );
             }
+            // Each rank reading its share one process at a time.
+            let mut both = with.clone();
+            both.push("--low-memory");
+            let out = report(&dir, Some(2), &both);
+            assert!(
+                out.status.success(),
+                "--mpi --low-memory: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                out.stdout == serial.stdout,
+                "np 2, --low-memory, {args:?}: the report differs from the serial one: {}",
+                first_difference(&serial.stdout, &out.stdout)
+            );
             let mut low = args.clone();
             low.push("--low-memory");
             let out = report(&dir, None, &low);
