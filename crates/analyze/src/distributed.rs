@@ -165,6 +165,29 @@ fn summarize(
     placed.into_iter().zip(summaries).collect()
 }
 
+/// Of `files`, whose heads are `heads`, those whose stream could be read.
+fn read_of(files: &[usize], heads: &[Head]) -> Vec<usize> {
+    files
+        .iter()
+        .zip(heads)
+        .filter(|(_, h)| h.stream.is_some())
+        .map(|(&i, _)| i)
+        .collect()
+}
+
+/// What summarizing streams needs of `t` (its directory, processes and
+/// tables), without its streams.
+fn tables_of(t: &Trace) -> Trace {
+    Trace {
+        dir: t.dir.clone(),
+        processes: t.processes.clone(),
+        callsites: t.callsites.clone(),
+        user_events: t.user_events.clone(),
+        texts: t.texts.clone(),
+        ..Default::default()
+    }
+}
+
 /// A user event as sent.
 #[derive(Clone, Serialize, Deserialize)]
 struct User {
@@ -387,13 +410,7 @@ pub fn report(
             })
         })
         .collect();
-    // The file of each stream read.
-    let read_files: Vec<usize> = mine
-        .iter()
-        .zip(&heads)
-        .filter(|(_, h)| h.stream.is_some())
-        .map(|(&i, _)| i)
-        .collect();
+    let read_files = read_of(&mine, &heads);
     let root = tr.rank() == 0;
 
     // 1. The heads to rank 0, which numbers callsites, user events and
@@ -520,14 +537,7 @@ pub fn report(
         // Each stream file's numbers, when it was read.
         let mut ids: HashMap<usize, StreamIds> =
             read_files.iter().copied().zip(numbering.ids).collect();
-        let tables = Trace {
-            dir: t.dir.clone(),
-            processes: t.processes.clone(),
-            callsites: t.callsites.clone(),
-            user_events: t.user_events.clone(),
-            texts: t.texts.clone(),
-            ..Default::default()
-        };
+        let tables = tables_of(&t);
         let groups: Vec<(Vec<usize>, Vec<StreamIds>)> = groups
             .into_iter()
             .map(|files| {
@@ -539,12 +549,7 @@ pub fn report(
             .into_par_iter()
             .map(|(files, ids)| {
                 let (heads, bodies) = read(&files);
-                let read_files: Vec<usize> = files
-                    .iter()
-                    .zip(&heads)
-                    .filter(|(_, h)| h.stream.is_some())
-                    .map(|(&i, _)| i)
-                    .collect();
+                let read_files = read_of(&files, &heads);
                 let numbering = Numbering {
                     ids,
                     nowhere: numbering.nowhere,
@@ -552,14 +557,7 @@ pub fn report(
                 let mut streams = trace::finish_bodies(dir, bodies, &numbering);
                 crate::clocksync::apply(&mut streams);
                 let late = trace::shift(&mut streams, base);
-                let mut tp = Trace {
-                    dir: tables.dir.clone(),
-                    processes: tables.processes.clone(),
-                    callsites: tables.callsites.clone(),
-                    user_events: tables.user_events.clone(),
-                    texts: tables.texts.clone(),
-                    ..Default::default()
-                };
+                let mut tp = tables_of(&tables);
                 summarize(&mut tp, streams, &read_files, &late)
             })
             .flatten()

@@ -150,46 +150,31 @@ fn the_ranks_report_what_one_process_reports() {
             assert!(serial.status.success());
             let mut with = args.clone();
             with.push("--mpi");
-            for np in [1, 2, 3] {
-                let out = report(&dir, Some(np), &with);
+            let mut low = args.clone();
+            low.push("--low-memory");
+            let mut both = with.clone();
+            both.push("--low-memory");
+            // The ranks, then one process at a time, alone and by each of 2 ranks.
+            let runs = [
+                (Some(1), &with),
+                (Some(2), &with),
+                (Some(3), &with),
+                (None, &low),
+                (Some(2), &both),
+            ];
+            for (np, run) in runs {
+                let out = report(&dir, np, run);
                 assert!(
                     out.status.success(),
-                    "np {np}: {}",
+                    "np {np:?}, {run:?}: {}",
                     String::from_utf8_lossy(&out.stderr)
                 );
                 assert!(
                     out.stdout == serial.stdout,
-                    "np {np}, {args:?}: the report differs from the serial one: {}",
+                    "np {np:?}, {run:?}: the report differs from the serial one: {}",
                     first_difference(&serial.stdout, &out.stdout)
                 );
             }
-            // Each rank reading its share one process at a time.
-            let mut both = with.clone();
-            both.push("--low-memory");
-            let out = report(&dir, Some(2), &both);
-            assert!(
-                out.status.success(),
-                "--mpi --low-memory: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                out.stdout == serial.stdout,
-                "np 2, --low-memory, {args:?}: the report differs from the serial one: {}",
-                first_difference(&serial.stdout, &out.stdout)
-            );
-            let mut low = args.clone();
-            low.push("--low-memory");
-            let out = report(&dir, None, &low);
-            assert!(
-                out.status.success(),
-                "--low-memory: {}",
-                String::from_utf8_lossy(&out.stderr)
-            );
-            assert!(
-                out.stdout == serial.stdout,
-                "--low-memory, {args:?}: the report differs from the one read whole: {}",
-                first_difference(&serial.stdout, &out.stdout)
-            );
             if args.len() == 2 {
                 // The report is about the program: events, processes, findings.
                 let v: serde_json::Value = serde_json::from_slice(&serial.stdout).unwrap();
