@@ -6,7 +6,7 @@ use gaspard_format::chunk::{file_header, ChunkHeader, CHUNK_HEADER_LEN};
 use gaspard_format::codec::{Encoder, Resolver, UserDef};
 use gaspard_format::kinds;
 use gaspard_format::manifest::{Manifest, StreamEntry};
-use gaspard_format::raw::{RawHeader, PHASE_END, PHASE_START};
+use gaspard_format::raw::RawHeader;
 
 struct Names;
 impl Resolver for Names {
@@ -18,11 +18,10 @@ impl Resolver for Names {
     }
 }
 
+mod common;
+
 fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gaspard-damage-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    common::tmpdir("damage", name)
 }
 
 /// Writes one process with one stream of `chunks` chunks of 10 GET pairs each.
@@ -40,18 +39,7 @@ fn write_trace(dir: &std::path::Path, chunks: u32) -> (PathBuf, Vec<usize>) {
         let mut enc = Encoder::new();
         for i in 0..20u64 {
             ts += 100;
-            let h = RawHeader {
-                ts,
-                kind: kinds::UPC_GET,
-                phase: if i % 2 == 0 { PHASE_START } else { PHASE_END },
-                flags: 0,
-                nwords: 5,
-                line: 10 + seq,
-                col: 0,
-                file: 0x1234,
-            };
-            let mut w = h.pack().to_vec();
-            w.extend_from_slice(&[1, 0x10, 0, 0, 8]);
+            let w = common::get(ts, i % 2 == 0, 10 + seq, 0x1234, 8);
             enc.push(&w, &mut Names).unwrap();
         }
         let (chunk, _) = enc.finish(ChunkHeader {
@@ -66,22 +54,7 @@ fn write_trace(dir: &std::path::Path, chunks: u32) -> (PathBuf, Vec<usize>) {
     }
     let path = dir.join("h-7-0.gst");
     std::fs::write(&path, &bytes).unwrap();
-    let m = Manifest {
-        host: "h".into(),
-        pid: 7,
-        clock: "monotonic".into(),
-        clock_refs: vec![(1000, 1000)],
-        pts_bytes: 16,
-        streams: vec![StreamEntry {
-            id: 0,
-            file: "h-7-0.gst".into(),
-            ..Default::default()
-        }],
-        status: "complete".into(),
-        events: u64::from(chunks) * 20,
-        ..Default::default()
-    };
-    std::fs::write(dir.join("h-7.manifest"), m.to_text()).unwrap();
+    common::write_manifest(dir, 7, &["h-7-0.gst".into()], u64::from(chunks) * 20);
     (path, offsets)
 }
 
@@ -153,18 +126,8 @@ fn garbage_between_chunks_is_skipped() {
     std::fs::write(&path, &b).unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 40);
-    assert!(
-        t.problems.iter().any(|p| p.contains("damaged bytes")),
-        "{:?}",
-        t.problems
-    );
-    assert!(
-        t.problems
-            .iter()
-            .any(|p| p.contains("chunks 1..1 are missing")),
-        "{:?}",
-        t.problems
-    );
+    common::says(&t, &["damaged bytes"]);
+    common::says(&t, &["chunks 1..1 are missing"]);
 }
 
 #[test]
@@ -184,20 +147,8 @@ fn bad_inputs_give_clear_errors() {
     std::fs::write(d.join("x-1.manifest"), b"not a manifest").unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 0);
-    assert!(
-        t.problems
-            .iter()
-            .any(|p| p.contains("not a gaspard stream file")),
-        "{:?}",
-        t.problems
-    );
-    assert!(
-        t.problems
-            .iter()
-            .any(|p| p.contains("not a gaspard manifest")),
-        "{:?}",
-        t.problems
-    );
+    common::says(&t, &["not a gaspard stream file"]);
+    common::says(&t, &["not a gaspard manifest"]);
 }
 
 #[test]
@@ -226,13 +177,7 @@ fn manifest_and_streams_disagree() {
     std::fs::rename(&path, d.join("h-7-5.gst")).unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
     assert_eq!(t.events(), 40, "the unlisted stream is read anyway");
-    assert!(
-        t.problems
-            .iter()
-            .any(|p| p.contains("h-7-5.gst is not listed in its manifest")),
-        "{:?}",
-        t.problems
-    );
+    common::says(&t, &["h-7-5.gst is not listed in its manifest"]);
     // Now the stream is gone altogether.
     std::fs::remove_file(d.join("h-7-5.gst")).unwrap();
     let t = gaspard_analyze::trace::read(&d).unwrap();
@@ -243,13 +188,7 @@ fn manifest_and_streams_disagree() {
         "{:?}",
         t.problems
     );
-    assert!(
-        t.problems
-            .iter()
-            .any(|p| p.contains("40 of the 40 events its manifest counts are missing")),
-        "{:?}",
-        t.problems
-    );
+    common::says(&t, &["40 of the 40 events its manifest counts are missing"]);
 }
 
 #[test]
