@@ -982,8 +982,6 @@ pub fn epochs_to_text(b: &Blocks, out: &mut dyn std::io::Write) -> std::io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Event, NO_TEXT, NO_USER};
-    use gaspard_format::codec::arg_layout;
 
     /// A call: time, kind, callsite, arguments.
     type Call<'a> = (u64, &'a str, u32, Vec<(&'a str, u64)>);
@@ -991,43 +989,11 @@ mod tests {
     /// The stream of OpenSHMEM PE `pe` (one process each) making `calls`,
     /// each a START and an END 5 ns later.
     fn stream(pe: u64, calls: &[Call]) -> Stream {
-        let mut s = Stream {
-            process: format!("host-{pe}"),
-            pid: pe as u32,
-            stream: 0,
-            tid: pe,
-            thread: 0,
-            model: 4,
-            pts_bytes: 16,
-            path: Default::default(),
-            events: Vec::new(),
-            arg_words: Vec::new(),
-            chunks: 1,
-            damaged: false,
-            intervals: std::sync::OnceLock::new(),
-        };
+        let mut s = Stream::empty(&format!("host-{pe}"), 0, 4, 16);
         for (t, name, callsite, args) in calls {
             let kind = kinds::kind_by_name(name).unwrap().id;
             for phase in [0u8, 1] {
-                let words: Vec<u64> = arg_layout(kind, phase, 2, 0)
-                    .iter()
-                    .flat_map(|&(n, _, w)| {
-                        let v = args.iter().find(|a| a.0 == n).map_or(0, |a| a.1);
-                        std::iter::repeat_n(v, w)
-                    })
-                    .collect();
-                let (args_at, nargs) = s.keep_args(&words);
-                s.events.push(Event {
-                    t_ns: t + 5 * phase as u64,
-                    kind,
-                    phase,
-                    flags: 0,
-                    callsite: *callsite,
-                    args_at,
-                    nargs,
-                    text: NO_TEXT,
-                    user: NO_USER,
-                });
+                s.push_named(t + 5 * phase as u64, kind, phase, *callsite, args);
             }
         }
         s

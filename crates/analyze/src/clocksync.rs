@@ -229,21 +229,7 @@ mod tests {
     }
 
     fn stream(process: &str, events: Vec<(crate::trace::Event, Vec<u64>)>) -> Stream {
-        let mut s = Stream {
-            process: process.into(),
-            pid: 1,
-            stream: 0,
-            tid: 1,
-            thread: 0,
-            model: 3,
-            pts_bytes: 16,
-            path: Default::default(),
-            events: Vec::new(),
-            arg_words: Vec::new(),
-            chunks: 1,
-            damaged: false,
-            intervals: Default::default(),
-        };
+        let mut s = Stream::empty(process, 0, 3, 16);
         for (mut e, a) in events {
             (e.args_at, e.nargs) = s.keep_args(&a);
             s.events.push(e);

@@ -571,7 +571,7 @@ pub fn contention_in(ids: &[Identity], locks: &[LockStats], total_time: u64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Event, Process, NO_TEXT, NO_USER};
+    use crate::trace::Process;
 
     /// The number of the kind named `name`.
     fn kind(name: &str) -> u16 {
@@ -584,34 +584,9 @@ mod tests {
         model: u32,
         events: &[(u64, u16, u8, Vec<u64>)],
     ) -> Stream {
-        let mut s = Stream {
-            process: process.into(),
-            pid: 1,
-            stream,
-            tid: stream as u64,
-            thread: stream,
-            model,
-            pts_bytes: 8,
-            path: Default::default(),
-            events: Vec::new(),
-            arg_words: Vec::new(),
-            chunks: 1,
-            damaged: false,
-            intervals: Default::default(),
-        };
+        let mut s = Stream::empty(process, stream, model, 8);
         for (t_ns, kind, phase, args) in events {
-            let (args_at, nargs) = s.keep_args(args);
-            s.events.push(Event {
-                t_ns: *t_ns,
-                kind: *kind,
-                phase: *phase,
-                flags: 0,
-                callsite: (*t_ns % 3) as u32,
-                args_at,
-                nargs,
-                text: NO_TEXT,
-                user: NO_USER,
-            });
+            s.push(*t_ns, *kind, *phase, (*t_ns % 3) as u32, args);
         }
         s
     }

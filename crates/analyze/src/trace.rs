@@ -135,6 +135,66 @@ impl Stream {
     }
 }
 
+#[cfg(test)]
+impl Stream {
+    /// A stream without events, for tests: thread `stream` of `process`
+    /// in model `model`, with pointers-to-shared of `pts_bytes`.
+    pub(crate) fn empty(process: &str, stream: u32, model: u32, pts_bytes: u32) -> Stream {
+        Stream {
+            process: process.into(),
+            pid: 1,
+            stream,
+            tid: u64::from(stream),
+            thread: stream,
+            model,
+            pts_bytes,
+            path: Default::default(),
+            events: Vec::new(),
+            arg_words: Vec::new(),
+            chunks: 1,
+            damaged: false,
+            intervals: Default::default(),
+        }
+    }
+
+    /// Adds an event with the argument words `args` (tests).
+    pub(crate) fn push(&mut self, t_ns: u64, kind: u16, phase: u8, callsite: u32, args: &[u64]) {
+        let (args_at, nargs) = self.keep_args(args);
+        self.events.push(Event {
+            t_ns,
+            kind,
+            phase,
+            flags: 0,
+            callsite,
+            args_at,
+            nargs,
+            text: NO_TEXT,
+            user: NO_USER,
+        });
+    }
+
+    /// Adds an event with its arguments named (the others 0), laid out as
+    /// the format lays out `kind`'s (tests).
+    pub(crate) fn push_named(
+        &mut self,
+        t_ns: u64,
+        kind: u16,
+        phase: u8,
+        callsite: u32,
+        args: &[(&str, u64)],
+    ) {
+        let pts_words = (self.pts_bytes as usize).div_ceil(8);
+        let words: Vec<u64> = gaspard_format::codec::arg_layout(kind, phase, pts_words, 0)
+            .iter()
+            .flat_map(|&(n, _, w)| {
+                let v = args.iter().find(|a| a.0 == n).map_or(0, |a| a.1);
+                std::iter::repeat_n(v, w)
+            })
+            .collect();
+        self.push(t_ns, kind, phase, callsite, &words);
+    }
+}
+
 /// Keeps `words` at the end of `arg_words`: (where, how many).
 fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
     let at = arg_words.len() as u32;

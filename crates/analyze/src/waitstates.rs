@@ -1070,7 +1070,6 @@ impl Site {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::trace::{Event, NO_TEXT, NO_USER};
 
     /// A START/END pair: kind, START and END times, callsite, arguments by name.
     type Call<'a> = (&'a str, u64, u64, u32, &'a [(&'a str, i64)]);
@@ -1078,41 +1077,12 @@ mod tests {
     /// A stream of `process` made of `calls`, each argument given to both
     /// phases that have it.
     fn stream(process: &str, stream: u32, model: u32, calls: &[Call]) -> Stream {
-        let mut s = Stream {
-            process: process.to_string(),
-            pid: 1,
-            stream,
-            tid: 1,
-            thread: stream,
-            model,
-            pts_bytes: 8,
-            path: Default::default(),
-            events: Vec::new(),
-            arg_words: Vec::new(),
-            chunks: 1,
-            damaged: false,
-            intervals: Default::default(),
-        };
+        let mut s = Stream::empty(process, stream, model, 8);
         for &(name, from, to, callsite, args) in calls {
             let kind = kinds::kind_by_name(name).unwrap().id;
+            let args: Vec<(&str, u64)> = args.iter().map(|&(n, v)| (n, v as u64)).collect();
             for (phase, t_ns) in [(0u8, from), (1, to)] {
-                let mut words = Vec::new();
-                for (n, _, w) in gaspard_format::codec::arg_layout(kind, phase, 1, 0) {
-                    let v = args.iter().find(|a| a.0 == n).map_or(0, |a| a.1 as u64);
-                    words.extend(std::iter::repeat_n(v, w));
-                }
-                let (args_at, nargs) = s.keep_args(&words);
-                s.events.push(Event {
-                    t_ns,
-                    kind,
-                    phase,
-                    flags: 0,
-                    callsite,
-                    args_at,
-                    nargs,
-                    text: NO_TEXT,
-                    user: NO_USER,
-                });
+                s.push_named(t_ns, kind, phase, callsite, &args);
             }
         }
         s
