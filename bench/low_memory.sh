@@ -21,18 +21,11 @@ REPEATS=${REPEATS:-5}
 say() { printf '%s\n' "$*" >&2; }
 for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
-cargo build --release -p gaspard -p gaspard-gasp >&2
-BIN=$ROOT/target/bench
-mkdir -p "$BIN"
-cc -O2 -pthread -rdynamic -I"$ROOT/crates/gasp/include" bench/gen_trace.c \
-  -L"$ROOT/target/release" -Wl,-rpath,"$ROOT/target/release" -lgaspard -o "$BIN/gen_trace"
+source bench/gen_trace.sh
+build_gen_trace
 WORK=$(mktemp -d /tmp/gaspard-low-memory.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
-PER=$((EVENTS / PROCS / THREADS))
-say "== generating $PROCS processes x $THREADS threads x $PER events"
-for ((p = 0; p < PROCS; p++)); do
-  GASPARD_DIR=$WORK/trace "$BIN/gen_trace" "$p" "$PROCS" "$THREADS" "$PER"
-done
+generate_trace "$WORK/trace" "$EVENTS" "$PROCS" "$THREADS"
 BYTES=$(du -sb "$WORK/trace" | cut -f1)
 G=$ROOT/target/release/gaspard
 : >"$WORK/times"

@@ -140,6 +140,20 @@ extern "C" {
     fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
+/// Fails unless `out` succeeded and printed what `serial` printed.
+fn assert_same(serial: &Output, out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stdout == serial.stdout,
+        "{what}: the report differs from the serial one: {}",
+        first_difference(&serial.stdout, &out.stdout)
+    );
+}
+
 #[test]
 fn the_ranks_report_what_one_process_reports() {
     let dir = common::tmpdir("distributed-same");
@@ -164,16 +178,7 @@ fn the_ranks_report_what_one_process_reports() {
             ];
             for (np, run) in runs {
                 let out = report(&dir, np, run);
-                assert!(
-                    out.status.success(),
-                    "np {np:?}, {run:?}: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-                assert!(
-                    out.stdout == serial.stdout,
-                    "np {np:?}, {run:?}: the report differs from the serial one: {}",
-                    first_difference(&serial.stdout, &out.stdout)
-                );
+                assert_same(&serial, &out, &format!("np {np:?}, {run:?}"));
             }
             if args.len() == 2 {
                 // The report is about the program: events, processes, findings.
@@ -273,26 +278,12 @@ fn a_damaged_trace_gives_the_same_problems() {
     );
     assert!(problems.len() >= 2, "{problems:?}");
     let out = report(&dir, Some(2), &[t, "--json", "--mpi"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stdout == serial.stdout,
-        "the damaged trace's report differs: {}",
-        first_difference(&serial.stdout, &out.stdout)
-    );
+    assert_same(&serial, &out, "the damaged trace at 2 ranks");
     let out = report(&dir, None, &[t, "--json", "--low-memory"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stdout == serial.stdout,
-        "the damaged trace's report read one process at a time differs: {}",
-        first_difference(&serial.stdout, &out.stdout)
+    assert_same(
+        &serial,
+        &out,
+        "the damaged trace read one process at a time",
     );
 }
 
