@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{barriers, Finding, Location};
+use crate::findings::{barriers, location_in, Finding, Location};
 use crate::intervals::{intervals, with_events, Which};
 use crate::matrix::rank;
 use crate::objects::{args_by_name, Objects};
@@ -508,13 +508,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part], block_size: 
             home_thread.entry((model, r.me as u32)).or_insert(i);
         }
     }
-    let loc = |site: u32| -> Option<Location> {
-        let c = sites.get(site as usize)?;
-        Some(Location {
-            file: c.file.clone()?,
-            line: c.line,
-        })
-    };
+    let loc = |site: u32| location_in(sites, Some(site));
     let mut epochs_out = Vec::new();
     let mut false_sharing = Vec::new();
     let mut producer_consumer = Vec::new();

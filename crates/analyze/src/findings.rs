@@ -388,32 +388,6 @@ fn groups_by<'a>(streams: impl Iterator<Item = (u32, &'a str)>) -> Vec<Vec<usize
     groups.into_values().collect()
 }
 
-/// The findings about barriers, most severe first.
-pub fn findings(t: &Trace) -> Vec<Finding> {
-    findings_given(
-        t,
-        &crate::locks::locks(t),
-        &crate::waitstates::Analysis::run(t),
-    )
-}
-
-/// [`findings`], given the trace's locks and wait states.
-pub(crate) fn findings_given(
-    t: &Trace,
-    locks: &[crate::locks::LockStats],
-    waits: &crate::waitstates::Analysis,
-) -> Vec<Finding> {
-    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
-    let parts: Vec<Part> = t.streams.iter().map(|s| Part::of(t, s)).collect();
-    let parts: Vec<&Part> = parts.iter().collect();
-    let total_time = total_time(&ids);
-    let mut out = merge(&ids, &t.callsites, &parts);
-    out.extend(crate::locks::contention_of(t, locks, total_time));
-    out.extend(crate::waitstates::findings_of(waits, t, total_time));
-    out.sort_by(|a, b| b.severity.total_cmp(&a.severity).then(a.kind.cmp(&b.kind)));
-    out
-}
-
 /// All threads' working time (as the breakdown gives it), at least 1 ns.
 pub fn total_time(ids: &[Identity]) -> u64 {
     ids.iter().map(|id| id.active_span).sum::<u64>().max(1)

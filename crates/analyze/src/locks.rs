@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds;
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{Finding, Location};
+use crate::findings::{location_in, Finding, Location};
 use crate::intervals::intervals;
 use crate::objects::{arg, Objects};
 use crate::summary::Identity;
@@ -487,7 +487,7 @@ fn stats(ids: &[Identity], sites: &[Callsite], mut l: Lock) -> LockStats {
     threads.dedup();
     LockStats {
         lock: l.name,
-        location: location_in(sites, l.site),
+        location: location_in(sites, Some(l.site)),
         acquisitions: l.acquires.len() as u64,
         contended,
         wait_ns: l.acquires.iter().map(|a| a.to.saturating_sub(a.from)).sum(),
@@ -499,32 +499,10 @@ fn stats(ids: &[Identity], sites: &[Callsite], mut l: Lock) -> LockStats {
     }
 }
 
-/// The source line of callsite `site`.
-fn location_in(sites: &[Callsite], site: u32) -> Option<Location> {
-    let c = sites.get(site as usize)?;
-    Some(Location {
-        file: c.file.clone()?,
-        line: c.line,
-    })
-}
-
 /// `lock_contention`: a lock whose waiting takes at least `LOCK_SHARE` (5%) of
 /// the working time of the threads using it, with at least two threads
-/// taking it and one of them waiting for another.
-pub fn contention(t: &Trace, total_time: u64) -> Vec<Finding> {
-    contention_of(t, &locks(t), total_time)
-}
-
-/// [`contention`], from the trace's [`locks`].
-pub(crate) fn contention_of(t: &Trace, locks: &[LockStats], total_time: u64) -> Vec<Finding> {
-    if locks.is_empty() {
-        return Vec::new();
-    }
-    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
-    contention_in(&ids, locks, total_time)
-}
-
-/// [`contention`], from the [`locks`] of the streams of `ids`.
+/// taking it and one of them waiting for another; from the [`locks`] of the
+/// streams of `ids`.
 pub fn contention_in(ids: &[Identity], locks: &[LockStats], total_time: u64) -> Vec<Finding> {
     let mut out = Vec::new();
     for l in locks {

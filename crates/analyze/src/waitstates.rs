@@ -67,7 +67,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds;
 use serde::{Deserialize, Serialize};
 
-use crate::findings::{Finding, Location};
+use crate::findings::{location_in, Finding, Location};
 use crate::intervals::intervals;
 use crate::objects::{args_by_name, Objects};
 use crate::summary::Identity;
@@ -107,20 +107,10 @@ pub struct WaitSite {
     pub partners: Vec<String>,
 }
 
-/// The wait-state findings: `late_sender`, `late_receiver`, and fence
-/// waiting as `barrier_wait`. `total_time` is all threads' working time.
-pub fn findings(t: &Trace, total_time: u64) -> Vec<Finding> {
-    findings_of(&Analysis::run(t), t, total_time)
-}
-
-/// [`findings`], from the analysis of `t` made once.
-pub(crate) fn findings_of(a: &Analysis, t: &Trace, total_time: u64) -> Vec<Finding> {
-    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
-    wait_findings(a, &ids, &t.callsites, total_time)
-}
-
-/// [`findings`], from an analysis, the identities of its streams and the
-/// trace's callsites.
+/// The wait-state findings (`late_sender`, `late_receiver`, and fence
+/// waiting as `barrier_wait`) of an analysis, from the identities of its
+/// streams and the trace's callsites. `total_time` is all threads' working
+/// time.
 pub fn wait_findings(
     a: &Analysis,
     ids: &[Identity],
@@ -138,19 +128,8 @@ pub fn wait_findings(
     out
 }
 
-/// Every source line where threads wait, most waiting first.
-pub fn waits(t: &Trace) -> Vec<WaitSite> {
-    waits_of(&Analysis::run(t), t)
-}
-
-/// [`waits`], from the analysis of `t` made once.
-pub(crate) fn waits_of(a: &Analysis, t: &Trace) -> Vec<WaitSite> {
-    let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
-    wait_sites(a, &ids, &t.callsites)
-}
-
-/// [`waits`], from an analysis, the identities of its streams and the
-/// trace's callsites.
+/// Every source line where threads wait, most waiting first: of an
+/// analysis, from the identities of its streams and the trace's callsites.
 pub fn wait_sites(a: &Analysis, ids: &[Identity], callsites: &[Callsite]) -> Vec<WaitSite> {
     let mut out: Vec<WaitSite> = a.sites.iter().map(|s| a.site(ids, callsites, s)).collect();
     out.sort_by(|a, b| {
@@ -160,15 +139,6 @@ pub fn wait_sites(a: &Analysis, ids: &[Identity], callsites: &[Callsite]) -> Vec
             .then(a.call.cmp(&b.call))
     });
     out
-}
-
-/// The source position of a callsite.
-fn location(callsites: &[Callsite], callsite: Option<u32>) -> Option<Location> {
-    let c = callsites.get(callsite? as usize)?;
-    Some(Location {
-        file: c.file.clone()?,
-        line: c.line,
-    })
 }
 
 /// A blocking call of a stream.
@@ -653,7 +623,9 @@ pub fn merge(parts: &[&Part]) -> Analysis {
 }
 
 impl Analysis {
-    /// The wait states of `t`: the merge of its streams' parts.
+    /// The wait states of `t`: the merge of its streams' parts (the report
+    /// makes the parts in its pass over the streams).
+    #[cfg(test)]
     pub(crate) fn run(t: &Trace) -> Analysis {
         let ctx = Context::of(t);
         let parts: Vec<Part> = t
@@ -808,7 +780,7 @@ impl Analysis {
         WaitSite {
             pattern: s.pattern.to_string(),
             call: kind_name(s.kind).to_string(),
-            location: location(callsites, Some(s.site)),
+            location: location_in(callsites, Some(s.site)),
             calls: s.calls,
             waits: s.waits,
             wait_ns: s.wait_ns,
@@ -858,7 +830,7 @@ impl Analysis {
             .partner_sites
             .iter()
             .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0)))
-            .and_then(|(&site, _)| location(callsites, Some(site)))
+            .and_then(|(&site, _)| location_in(callsites, Some(site)))
             .map(|l| format!(" at {}:{}", l.file, l.line))
             .unwrap_or_default();
         let call = w.call.trim_start_matches("GASP_");
@@ -942,7 +914,7 @@ impl Analysis {
                 kind: "barrier_wait".into(),
                 severity: waited as f64 / total_time.max(1) as f64,
                 threads: g.members.iter().map(|m| ids[m.0].name.clone()).collect(),
-                location: location(callsites, line),
+                location: location_in(callsites, line),
                 message: format!(
                     "{:.1}% of the time of these {n} ranks is spent in {epochs} MPI_Win_fence of window {} waiting \
                      for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
