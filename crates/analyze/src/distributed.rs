@@ -341,7 +341,7 @@ pub fn report(
 ) -> Result<Option<Report>, TraceError> {
     let parts = |e: String| TraceError::Parts(e);
     let listing = trace::list(dir)?;
-    let (owner, mine, _) = my_share(&listing.streams, tr);
+    let (owner, mine, my_paths) = my_share(&listing.streams, tr);
     // This rank's files by process (in file order), read together or one
     // process at a time.
     let groups: Vec<Vec<usize>> = if low_memory {
@@ -361,7 +361,6 @@ pub fn report(
         vec![mine.clone()]
     };
     // One bar for every reading of this rank's files.
-    let my_paths: Vec<PathBuf> = mine.iter().map(|&i| listing.streams[i].clone()).collect();
     let progress = trace::progress_bar(&my_paths, if low_memory { 2 } else { 1 });
     let read = |files: &[usize]| {
         let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
