@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::path::{Path, PathBuf};
 
 use gaspard_format::chunk::ChunkHeader;
-use gaspard_format::codec::{DecodedChunk, UserDef};
+use gaspard_format::codec::UserDef;
 use gaspard_format::manifest::Manifest;
 
 /// Errors that stop reading a trace altogether.
@@ -1086,9 +1086,9 @@ pub(crate) fn read_streams_shown(
     // wrong with it is reported in file order.
     let read: Vec<_> = paths
         .par_iter()
-        .map_init(DecodedChunk::default, |chunk, path| {
+        .map_init(ChunkDefs::default, |defs, path| {
             let mut problems = Vec::new();
-            let r = read_stream(path, chunk, &mut problems);
+            let r = read_stream(path, defs, &mut problems);
             if let Some(pb) = progress {
                 pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
             }
@@ -1196,69 +1196,141 @@ pub(crate) struct Local {
 /// event of the kind.
 const SHARED_ARG_KINDS: usize = 2048;
 
-/// The stream's number of callsite `id` of chunk `c`, numbered when first met.
-fn stream_site(c: &DecodedChunk, id: u32, local: &mut Local) -> u32 {
-    let cs = c.callsites.get(&id).copied().unwrap_or_default();
-    let key = Callsite {
-        file: if cs.file == 0 {
-            None
-        } else {
-            c.string(cs.file).map(str::to_string)
-        },
-        line: cs.line,
-        col: cs.col,
-    };
-    let n = local.sites.len() as u32;
-    *local.site_ids.entry(key.clone()).or_insert_with(|| {
-        local.sites.push(key);
-        n
-    })
+/// The definitions of the chunk being converted, met before the events that
+/// use them (both encoders write a definition before its first use in a
+/// chunk; an id not defined yet reads as no callsite, string or user event
+/// definition), and the stream's number of each of its callsites. Kept from
+/// chunk to chunk (cleared) so that its tables are allocated once.
+#[derive(Debug, Default)]
+pub(crate) struct ChunkDefs {
+    strings: HashMap<u32, String>,
+    callsites: HashMap<u32, gaspard_format::codec::Callsite>,
+    users: HashMap<u64, UserDef>,
+    /// The stream's number of each callsite id below [`DENSE_SITES`], plus
+    /// one (0: not met yet in this chunk).
+    dense_sites: Vec<u32>,
+    /// The same for larger ids.
+    far_sites: HashMap<u32, u32>,
+    /// A user event's id and its argument words, together.
+    words: Vec<u64>,
 }
 
-/// Adds the events of chunk `c` to a stream's `events` (their argument words
-/// to its `arg_words`), with their times in ticks (`t_ns` is in ns once the
-/// stream's clock is known), and callsite and user event numbers of the
-/// stream's own (renumbered by the reader in stream order).
-fn convert_chunk(
-    events: &mut Vec<Event>,
-    arg_words: &mut Vec<u64>,
-    c: &DecodedChunk,
-    local: &mut Local,
-) {
-    if local.last_args.is_empty() {
-        local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
+/// Callsite ids below this are numbered through a table.
+const DENSE_SITES: usize = 1 << 16;
+
+impl ChunkDefs {
+    fn clear(&mut self) {
+        self.strings.clear();
+        self.callsites.clear();
+        self.users.clear();
+        self.dense_sites.clear();
+        self.far_sites.clear();
     }
-    // The stream's number of each callsite of the chunk: callsite ids are
-    // small numbers, those below DENSE_SITES found in a table (plus one; 0:
-    // not met yet).
-    const DENSE_SITES: usize = 1 << 16;
-    let mut dense_sites: Vec<u32> = Vec::new();
-    let mut chunk_sites: HashMap<u32, u32> = HashMap::default();
-    for e in &c.events {
-        let id = e.callsite as usize;
-        let site = if id < DENSE_SITES {
-            if id >= dense_sites.len() {
-                dense_sites.resize(id + 1, 0);
+
+    /// The stream's number of callsite `id` of the chunk.
+    #[inline]
+    fn site(&mut self, id: u32, local: &mut Local) -> u32 {
+        let at = id as usize;
+        if at < DENSE_SITES {
+            if at >= self.dense_sites.len() {
+                self.dense_sites.resize(at + 1, 0);
             }
-            match dense_sites[id] {
+            match self.dense_sites[at] {
                 0 => {
-                    let site = stream_site(c, e.callsite, local);
-                    dense_sites[id] = site + 1;
+                    let site = self.stream_site(id, local);
+                    self.dense_sites[at] = site + 1;
                     site
                 }
                 n => n - 1,
             }
         } else {
-            *chunk_sites
-                .entry(e.callsite)
-                .or_insert_with(|| stream_site(c, e.callsite, local))
+            match self.far_sites.get(&id) {
+                Some(&n) => n,
+                None => {
+                    let site = self.stream_site(id, local);
+                    self.far_sites.insert(id, site);
+                    site
+                }
+            }
+        }
+    }
+
+    /// The stream's number of callsite `id`, numbered when first met.
+    #[cold]
+    fn stream_site(&self, id: u32, local: &mut Local) -> u32 {
+        let cs = self.callsites.get(&id).copied().unwrap_or_default();
+        let key = Callsite {
+            file: if cs.file == 0 {
+                None
+            } else {
+                self.strings.get(&cs.file).cloned()
+            },
+            line: cs.line,
+            col: cs.col,
         };
-        let args = c.args_of(e);
+        let n = local.sites.len() as u32;
+        *local.site_ids.entry(key.clone()).or_insert_with(|| {
+            local.sites.push(key);
+            n
+        })
+    }
+}
+
+/// Adds the events of a chunk to a stream's `events` (their argument words
+/// to its `arg_words`) as the chunk is decoded, with their times in ticks
+/// (`t_ns` is in ns once the stream's clock is known), and callsite and user
+/// event numbers of the stream's own (renumbered by the reader in stream
+/// order).
+struct Convert<'a> {
+    events: &'a mut Vec<Event>,
+    arg_words: &'a mut Vec<u64>,
+    local: &'a mut Local,
+    defs: &'a mut ChunkDefs,
+    /// Set when an event would pass [`MAX_STREAM_EVENTS`] events or
+    /// argument words: it and the chunk's later events are not kept.
+    full: bool,
+}
+
+impl gaspard_format::codec::Sink for Convert<'_> {
+    fn string(&mut self, id: u32, s: String) {
+        self.defs.strings.insert(id, s);
+    }
+    fn callsite(&mut self, id: u32, c: gaspard_format::codec::Callsite) {
+        self.defs.callsites.insert(id, c);
+    }
+    fn user(&mut self, def: UserDef) {
+        self.defs.users.insert(def.id, def);
+    }
+    #[inline]
+    fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
+        let local = &mut *self.local;
+        let site = self.defs.site(e.callsite, local);
+        let args: &[u64] = match user_id {
+            Some(u) => {
+                let w = &mut self.defs.words;
+                w.clear();
+                w.push(u);
+                gaspard_format::codec::push_words(w, words);
+                w
+            }
+            None => words,
+        };
+        if self.full
+            || self.events.len() >= MAX_STREAM_EVENTS
+            || self.arg_words.len() + args.len() > MAX_STREAM_EVENTS
+        {
+            self.full = true;
+            return;
+        }
         let mut text = NO_TEXT;
         let mut user = NO_USER;
         if e.kind == gaspard_format::kinds::C_FUNC {
             if let Some(&id) = args.first() {
-                let sig = c.string(id as u32).unwrap_or("?");
+                let sig = self
+                    .defs
+                    .strings
+                    .get(&(id as u32))
+                    .map_or("?", |s| s.as_str());
                 text = match local.text_ids.get(sig) {
                     Some(&n) => n,
                     None => {
@@ -1272,19 +1344,19 @@ fn convert_chunk(
         } else if e.kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(&id) = args.first() {
                 let n = local.users.len() as u32;
+                let defs = &self.defs.users;
                 user = *local.user_ids.entry(id).or_insert_with(|| {
-                    local
-                        .users
-                        .push(c.users.get(&id).cloned().unwrap_or(UserDef {
-                            id,
-                            name: format!("user_event_{id}"),
-                            desc: None,
-                            unreadable: None,
-                        }));
+                    local.users.push(defs.get(&id).cloned().unwrap_or(UserDef {
+                        id,
+                        name: format!("user_event_{id}"),
+                        desc: None,
+                        unreadable: None,
+                    }));
                     n
                 });
             }
         }
+        let arg_words = &mut *self.arg_words;
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {
                 let (at, n) = *last;
@@ -1296,7 +1368,7 @@ fn convert_chunk(
             }
             None => keep_args(arg_words, args),
         };
-        events.push(Event {
+        self.events.push(Event {
             t_ns: e.ts,
             kind: e.kind,
             phase: e.phase,
@@ -1307,6 +1379,26 @@ fn convert_chunk(
             text,
             user,
         });
+    }
+}
+
+impl Local {
+    /// What it holds, to go back to with [`Local::truncate`].
+    fn lens(&self) -> (usize, usize, usize) {
+        (self.sites.len(), self.users.len(), self.texts.len())
+    }
+
+    /// Forgets what was numbered since `lens`.
+    fn truncate(&mut self, (sites, users, texts): (usize, usize, usize)) {
+        for s in self.sites.drain(sites..) {
+            self.site_ids.remove(&s);
+        }
+        for u in self.users.drain(users..) {
+            self.user_ids.remove(&u.id);
+        }
+        for t in self.texts.drain(texts..) {
+            self.text_ids.remove(&t);
+        }
     }
 }
 
@@ -1375,11 +1467,11 @@ pub(crate) fn new_stream(
 }
 
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
-/// Each chunk is decoded into `chunk` (its buffers used again from chunk to
-/// chunk and file to file) and converted at once.
+/// Each chunk is converted as it is decoded (`defs`: its definitions, the
+/// tables used again from chunk to chunk and file to file).
 fn read_stream(
     path: &Path,
-    chunk: &mut DecodedChunk,
+    defs: &mut ChunkDefs,
     problems: &mut Vec<String>,
 ) -> Option<ReadStream> {
     let name = path
@@ -1408,21 +1500,27 @@ fn read_stream(
             left_out += 1;
             return Ok(());
         }
-        chunk.events.clear();
-        chunk.args.clear();
-        chunk.strings.clear();
-        chunk.callsites.clear();
-        chunk.users.clear();
-        let decoded = gaspard_format::codec::decode(h, payload, chunk);
-        if events.len() + chunk.events.len() > MAX_STREAM_EVENTS
-            || arg_words.len() + chunk.args.len() > MAX_STREAM_EVENTS
-        {
+        defs.clear();
+        if local.last_args.is_empty() {
+            local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
+        }
+        let before = (events.len(), arg_words.len(), local.lens());
+        let mut sink = Convert {
+            events: &mut events,
+            arg_words: &mut arg_words,
+            local: &mut local,
+            defs,
+            full: false,
+        };
+        let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
+        if sink.full {
+            // The chunk is left out whole, and every chunk after it.
+            events.truncate(before.0);
+            arg_words.truncate(before.1);
+            local.truncate(before.2);
             left_out = 1;
             return Ok(());
         }
-        events.reserve(chunk.events.len());
-        arg_words.reserve(chunk.args.len());
-        convert_chunk(&mut events, &mut arg_words, chunk, &mut local);
         headers.push(*h);
         decoded
     });
@@ -1434,8 +1532,11 @@ fn read_stream(
         }
     };
     let mut s = new_stream(path, &name, &file.header, problems);
-    // Words shared between events were reserved all the same.
-    arg_words.shrink_to_fit();
+    // The words grew by doubling: copied to their size (the allocator keeps
+    // a block shrunk by less than half as it is).
+    if arg_words.capacity() > arg_words.len() {
+        arg_words = arg_words.to_vec();
+    }
     s.events = events;
     s.arg_words = arg_words;
     s.chunks = headers.len() as u32;
