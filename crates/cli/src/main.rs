@@ -142,8 +142,10 @@ enum Command {
         /// each stream: for a trace bigger than the memory available
         /// (chosen by itself when the trace looks too big); slower. The
         /// report is the same. With --mpi, each rank reads its share so.
-        /// Not with --html.
-        #[arg(long, conflicts_with = "html")]
+        /// With --html, the file's timeline is a quick scan's (without the
+        /// coarray operations recognised in MPI calls or the source lines
+        /// of code addresses), and says so.
+        #[arg(long)]
         low_memory: bool,
     },
     /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
@@ -568,13 +570,22 @@ fn main() -> ExitCode {
                 mpi: false,
                 low_memory,
             } => {
-                let low_memory = low_memory || (html.is_none() && too_big(&dir));
+                let low_memory = low_memory || too_big(&dir);
                 let r = if low_memory {
                     if !dir.exists() {
                         bail!("{} does not exist", dir.display());
                     }
                     // Its progress bar counts the bytes of both readings.
-                    gaspard_analyze::distributed::report_by_process(&dir, block_size)?
+                    let r = gaspard_analyze::distributed::report_by_process(&dir, block_size)?;
+                    if let Some(file) = html {
+                        let note = "The trace was analysed one process at a time (--low-memory): \
+                                    the timeline is a quick scan's, without the coarray operations \
+                                    recognised in MPI calls or the source lines of code addresses.";
+                        let page = gaspard_web::View::quick_with_report(&dir, &r, note)?.html();
+                        std::fs::write(&file, page)
+                            .with_context(|| format!("cannot write {}", file.display()))?;
+                    }
+                    r
                 } else {
                     let t = read(&dir)?;
                     let busy = gaspard_analyze::progress::spinner(

@@ -781,24 +781,101 @@ fn big_trace_opens_with_an_overview_first() {
 
 /// A trace too big for the memory the view may use: the quick timeline
 /// alone, and the summary says why, instead of the server being killed.
+/// A trace too big for the memory available (`GASPARD_VIEW_MEMORY` set
+/// low): the view keeps the quick scan's timeline and computes the report
+/// one process at a time, the same as `gaspard report`'s; the page says so,
+/// and so does an event's details. `gaspard report --low-memory --html`
+/// writes the same views from a quick scan.
 #[test]
-fn too_big_for_memory_keeps_the_quick_timeline() {
+fn too_big_for_memory_analysed_one_process_at_a_time() {
     let dir = common::tmpdir("web-memory");
     let trace = heat_trace(&dir);
+    let html = dir.join("low.html");
+    let r = report_html(&trace, &html);
+    assert!(!r["findings"].as_array().unwrap().is_empty());
+
     let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_MEMORY", "100000")]);
-    let r = get(v.port, "/api/summary");
-    assert_eq!(r.status, 500);
-    let why: Value = serde_json::from_str(&r.text()).unwrap();
-    let why = why["error"].as_str().unwrap();
-    assert!(
-        why.contains("would take about") && why.contains("only the timeline is shown"),
-        "{why}"
-    );
     let tl: Value = serde_json::from_str(&get(v.port, "/api/timeline?width=300").text()).unwrap();
     assert_eq!(tl["stage"], "quick");
     assert_eq!(tl["threads"].as_array().unwrap().len(), 4);
     assert!(tl["threads"][0]["spans"].as_array().unwrap().len() > 10);
-    drop(v);
+    wait_until("the summary", || get(v.port, "/api/summary").status == 200);
+    let s = get_json(v.port, "/api/summary");
+    assert_eq!(s["stage"], "quick");
+    let note = s["note"].as_str().unwrap();
+    assert!(
+        note.contains("would take about") && note.contains("one process at a time"),
+        "{note}"
+    );
+    for key in [
+        "findings",
+        "by_event",
+        "by_thread",
+        "breakdown",
+        "balance",
+        "communication",
+        "waits",
+        "locks",
+        "problems",
+    ] {
+        assert_eq!(s[key], r[key], "{key}");
+    }
+    let ev = get(v.port, "/api/event?row=0&event=1");
+    assert_eq!(ev.status, 404, "{}", ev.text());
+    assert!(
+        ev.text().contains("does not fit in memory"),
+        "{}",
+        ev.text()
+    );
+
+    let b = Browser::start(&dir.join("chromium"));
+    b.goto(&v.url());
+    b.wait_for(READY);
+    check_common(&b, &r);
+    let shown_note =
+        b.eval("const n = document.getElementById('note'); return n.hidden ? '' : n.textContent;");
+    assert_eq!(shown_note.as_str().unwrap(), note);
+    check_timeline_click(&b);
+    let details = b.eval("return document.getElementById('details').textContent;");
+    assert!(
+        details
+            .as_str()
+            .unwrap()
+            .contains("not shown: the whole trace does not fit in memory"),
+        "{details}"
+    );
+    screenshot(&b, "too-big-served");
+
+    // The HTML file of a report read one process at a time.
+    let low = dir.join("low-memory.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args(["report", "--json", "--low-memory", "--html"])
+        .arg(&low)
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rl: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rl, r, "the report read one process at a time");
+    b.goto(&file_url(&low));
+    b.wait_for(READY);
+    check_common(&b, &r);
+    check_zoom_and_pan(&b);
+    check_timeline_click(&b);
+    let shown_note = b.eval("return document.getElementById('note').textContent;");
+    assert!(
+        shown_note
+            .as_str()
+            .unwrap()
+            .contains("one process at a time"),
+        "{shown_note}"
+    );
+    screenshot(&b, "low-memory-file");
+    drop((b, v));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

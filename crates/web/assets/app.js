@@ -251,7 +251,10 @@
     box.dataset.event = String(span[6]);
     if (!state.served) return;
     if (s.stage !== "full") {
-      box.append(el("div", { class: "d-args", text: "its arguments: once the whole trace is read" }));
+      const when = state.report && state.report.note
+        ? "not shown: the whole trace does not fit in memory"
+        : "once the whole trace is read";
+      box.append(el("div", { class: "d-args", text: "its arguments: " + when }));
       return;
     }
     try {
@@ -524,6 +527,11 @@
     document.getElementById("trace-stats").textContent =
       s.events + " events, " + s.threads + " threads, " + s.processes + " processes" +
       (s.lost_events ? ", " + s.lost_events + " lost" : "");
+    if (s.note) {
+      const note = document.getElementById("note");
+      note.textContent = s.note;
+      note.hidden = false;
+    }
     renderFindings(s);
     renderGauges(s);
     renderMatrix(s);
@@ -563,7 +571,8 @@
   // has moved on (to the quick scan's, to the whole trace's); the page then
   // asks for the view again, and takes the new stage's core with it.
   async function followStages() {
-    while (state.summary.stage !== "full") {
+    // With a note, the whole trace is not read (too big): the stage stays.
+    while (state.summary.stage !== "full" && !state.summary.note) {
       await new Promise((ok) => setTimeout(ok, 1000));
       try {
         const d = await getJSON("/api/timeline?t0=" + state.t0 + "&t1=" + state.t1 + "&width=1");

@@ -75,6 +75,10 @@ pub struct View {
     report: OnceLock<Value>,
     /// Why the whole trace could not be read, if it could not.
     failed: OnceLock<String>,
+    /// Why the whole trace is not read (it would not fit in memory): the
+    /// report is then computed one process at a time, and the timeline
+    /// stays the quick scan's.
+    note: OnceLock<String>,
 }
 
 impl View {
@@ -85,6 +89,21 @@ impl View {
         let view = View::of(Stage::full(trace, timeline));
         view.set_report(report);
         view
+    }
+
+    /// The view of the trace in `dir` from a quick scan of it, with
+    /// `report` computed apart (one process at a time, for a trace too big
+    /// to read whole), and `note` saying so.
+    pub fn quick_with_report(
+        dir: &Path,
+        report: &gaspard_analyze::profile::Report,
+        note: &str,
+    ) -> Result<View, TraceError> {
+        let (stage, _) = quick_stage(dir)?;
+        let view = View::of(stage);
+        let _ = view.note.set(note.to_string());
+        view.set_report(report);
+        Ok(view)
     }
 
     /// The trace in `dir`, quickly: the timeline (and the summary, if
@@ -194,21 +213,51 @@ impl View {
     }
 
     /// Whether the whole trace, of `events`, would take more memory than
-    /// there is (said in [`View::failure`]): rather than be killed for want
-    /// of it, the view keeps the quick timeline alone.
+    /// there is (said in [`View::note`]): rather than be killed for want of
+    /// it, the view keeps the quick timeline, and its report is computed
+    /// one process at a time.
     fn too_big(&self, events: u64) -> bool {
         let need = events.saturating_mul(BYTES_PER_EVENT);
         let Some(free) = available_memory().filter(|&free| need > free) else {
             return false;
         };
-        let _ = self.failed.set(format!(
+        let _ = self.note.set(format!(
             "the whole trace ({events} events) would take about {:.1} GB of memory, and {:.1} GB \
-             are available: only the timeline is shown (the report can be computed by ranks of an \
-             MPI job on several machines: mpirun -np N gaspard report DIR --mpi)",
+             are available: it is analysed one process at a time, the timeline is the quick scan's, \
+             and the details of an event (its arguments) are not shown",
             need as f64 / 1e9,
             free as f64 / 1e9
         ));
         true
+    }
+
+    /// Computes the report one process at a time (the whole trace does not
+    /// fit in memory), unless the view index gave it.
+    fn report_by_process(&self, dir: &Path, block_size: u64) {
+        if self.report.get().is_some() {
+            return;
+        }
+        match gaspard_analyze::distributed::report_by_process(dir, block_size) {
+            Ok(report) => self.set_report(&report),
+            Err(e) => {
+                let _ = self.failed.set(e.to_string());
+            }
+        }
+    }
+
+    /// The summary: the report's part, the core's, and the note, if any.
+    fn with_core(&self, report: &Value, core: &Value) -> Value {
+        let mut summary = with_core(report, core);
+        if let Some(note) = self.note.get() {
+            summary["note"] = json!(note);
+        }
+        summary
+    }
+
+    /// Why the whole trace is not read, when it is not (too big for the
+    /// memory available).
+    pub fn note(&self) -> Option<&str> {
+        self.note.get().map(String::as_str)
     }
 
     /// Shows `stage` from now on.
@@ -224,6 +273,7 @@ impl View {
             stage: RwLock::new(Arc::new(stage)),
             report: OnceLock::new(),
             failed: OnceLock::new(),
+            note: OnceLock::new(),
         }
     }
 
@@ -303,7 +353,7 @@ impl View {
         Some(
             stage
                 .summary
-                .get_or_init(|| with_core(report, &stage.core).to_string())
+                .get_or_init(|| self.with_core(report, &stage.core).to_string())
                 .clone(),
         )
     }
@@ -383,7 +433,7 @@ impl View {
         let columns = (HTML_COLUMN_BYTES / 6 / rows).clamp(64, HTML_COLUMNS);
         let coarse = tl.window_json(tl.t0, tl.t1, columns, (HTML_SPANS / rows).max(20), "");
         let mut summary = match self.report.get() {
-            Some(r) => with_core(r, &stage.core),
+            Some(r) => self.with_core(r, &stage.core),
             None => stage.core.clone(),
         };
         if let Some(epochs) = summary["block_epochs"].as_array_mut() {
@@ -618,6 +668,8 @@ impl Background {
             None => match quick_stage(&self.dir) {
                 Ok((stage, events)) => {
                     let stage = Arc::new(stage);
+                    // Said before the stage's summary is asked for.
+                    view.too_big(events);
                     view.show(Arc::clone(&stage));
                     if self.write_quick && self.fingerprint.is_some() {
                         self.save(&stage, None);
@@ -631,6 +683,10 @@ impl Background {
             },
         };
         if view.too_big(events) {
+            view.report_by_process(&self.dir, self.block_size);
+            if self.write_full && view.report.get().is_some() {
+                self.save(&view.stage(), view.report_json());
+            }
             return;
         }
         if let Some(stage) = view.read_whole(&self.dir, self.block_size) {

@@ -226,6 +226,16 @@ fn route(view: &View, target: &str) -> Response {
             };
             match view.event_json(row, event) {
                 Some(v) => json_response(v.to_string()),
+                None if view.is_quick() && view.note().is_some() => Response {
+                    status: "404 Not Found",
+                    kind: "application/json",
+                    body: json!({
+                        "error": "the details of events are not shown: the whole trace does not \
+                                  fit in memory"
+                    })
+                    .to_string()
+                    .into_bytes(),
+                },
                 None if view.is_quick() => Response {
                     status: "503 Service Unavailable",
                     kind: "application/json",
