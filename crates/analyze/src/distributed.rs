@@ -62,7 +62,7 @@ pub trait Transport {
     fn recv_from(&self, from: usize) -> Result<Vec<u8>, String>;
 }
 /// The process a stream file belongs to: its name without `-STREAM.gst`.
-fn process_of(path: &Path) -> String {
+pub(crate) fn process_of(path: &Path) -> String {
     let stem = path
         .file_stem()
         .unwrap_or_default()
@@ -498,7 +498,7 @@ pub fn report(
         }
         (c, f)
     } else {
-        streams = trace::finish_bodies(dir, bodies, &numbering);
+        streams = trace::finish_bodies(dir, bodies, &numbering, true);
         let corrections = crate::clocksync::apply(&mut streams);
         let firsts: Vec<(String, u64)> = streams
             .iter()
@@ -553,7 +553,7 @@ pub fn report(
                     ids,
                     nowhere: numbering.nowhere,
                 };
-                let mut streams = trace::finish_bodies(dir, bodies, &numbering);
+                let mut streams = trace::finish_bodies(dir, bodies, &numbering, true);
                 crate::clocksync::apply(&mut streams);
                 let late = trace::shift(&mut streams, base);
                 let mut tp = tables_of(&tables);

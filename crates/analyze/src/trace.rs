@@ -503,7 +503,48 @@ pub fn read_with<F>(dir: &Path, stream_parts: F) -> Result<Trace, TraceError>
 where
     F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
 {
-    let listing = list(dir)?;
+    read_listed(dir, list(dir)?, stream_parts, true)
+}
+
+/// The streams of process `process` (`host-pid`) of the trace in `dir`,
+/// read as [`read`] reads the whole trace but alone: their callsites, user
+/// events and texts numbered among themselves, times from the process's
+/// own first event, and no coarray operation added: events keep their
+/// positions in their files, as [`crate::scan`] numbers them. For the
+/// details of an event without reading the whole trace.
+pub fn read_process(dir: &Path, process: &str) -> Result<Trace, TraceError> {
+    let mut listing = list(dir)?;
+    listing
+        .streams
+        .retain(|p| crate::distributed::process_of(p) == process);
+    listing.trace.processes.retain(|p| p.name == process);
+    listing.trace.profiles.clear();
+    listing.profiles.clear();
+    if listing.streams.is_empty() {
+        return Err(TraceError::Parts(format!(
+            "no stream file of process {process} in {}",
+            dir.display()
+        )));
+    }
+    read_listed(
+        dir,
+        listing,
+        |paths, refs| Ok(read_streams(paths, refs)),
+        false,
+    )
+}
+
+/// [`read_with`] of the files of `listing`, with the coarray operations of
+/// CAF processes added when `caf`.
+fn read_listed<F>(
+    dir: &Path,
+    listing: Listing,
+    stream_parts: F,
+    caf: bool,
+) -> Result<Trace, TraceError>
+where
+    F: FnOnce(&[PathBuf], &ClockRefs) -> Result<Vec<StreamPart>, String>,
+{
     let parts = stream_parts(&listing.streams, &listing.refs).map_err(TraceError::Parts)?;
     let (heads, bodies) = split_parts(dir, parts);
     let Listing {
@@ -513,7 +554,7 @@ where
         ..
     } = listing;
     let numbering = place(&mut t, &streams, &profiles, &heads);
-    let mut bodies = finish_bodies(dir, bodies, &numbering);
+    let mut bodies = finish_bodies(dir, bodies, &numbering, caf);
     t.clock_sync = crate::clocksync::apply(&mut bodies);
     let firsts: Vec<(&str, u64)> = bodies
         .iter()
@@ -788,8 +829,13 @@ pub(crate) fn place(
 }
 
 /// Gives the streams read the trace's numbers (and their times in ns),
-/// and adds the coarray events of CAF processes.
-pub(crate) fn finish_bodies(dir: &Path, bodies: Vec<Body>, numbering: &Numbering) -> Vec<Stream> {
+/// and adds the coarray events of CAF processes when `caf`.
+pub(crate) fn finish_bodies(
+    dir: &Path,
+    bodies: Vec<Body>,
+    numbering: &Numbering,
+    caf: bool,
+) -> Vec<Stream> {
     let mut streams: Vec<Stream> = bodies
         .into_par_iter()
         .zip(numbering.ids.par_iter())
@@ -812,8 +858,10 @@ pub(crate) fn finish_bodies(dir: &Path, bodies: Vec<Body>, numbering: &Numbering
             s
         })
         .collect();
-    for s in &mut streams {
-        crate::caf::recognise(dir, s, numbering.nowhere);
+    if caf {
+        for s in &mut streams {
+            crate::caf::recognise(dir, s, numbering.nowhere);
+        }
     }
     streams
 }

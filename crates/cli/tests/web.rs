@@ -388,7 +388,27 @@ fn quick_timeline_first_then_the_whole_trace() {
     let tl_q: Value = serde_json::from_str(&get(v.port, &window).text()).unwrap();
     assert_eq!(tl_q["stage"], "quick");
     assert_eq!(get(v.port, "/api/summary").status, 503);
-    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 503);
+    // The details of events, read on demand (their process alone) while
+    // the spans are the quick scan's.
+    let asked: Vec<(usize, u64)> = tl_q["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .enumerate()
+        .flat_map(|(row, th)| {
+            let spans = th["spans"].as_array().unwrap();
+            [0, spans.len() / 2, spans.len() - 1].map(|i| (row, spans[i][6].as_u64().unwrap()))
+        })
+        .collect();
+    let details_q: Vec<Value> = asked
+        .iter()
+        .map(|(row, event)| get_json(v.port, &format!("/api/event?row={row}&event={event}")))
+        .collect();
+    assert_eq!(
+        get(v.port, "/api/event?row=0&event=99999999").status,
+        404,
+        "no such event"
+    );
     let spans: usize = tl_q["threads"]
         .as_array()
         .unwrap()
@@ -406,13 +426,14 @@ fn quick_timeline_first_then_the_whole_trace() {
     );
     screenshot(&b, "quick-stage");
     check_timeline_click(&b);
-    let details = b.eval("return document.getElementById('details').textContent;");
-    assert!(
-        details
-            .as_str()
-            .unwrap()
-            .contains("once the whole trace is read"),
-        "{details}"
+    b.wait_for(
+        "return document.querySelector('#details .d-args') !== null && \
+                document.querySelector('#details .d-args').textContent.includes('kind');",
+    );
+    assert_eq!(
+        b.eval("return window.gaspard.summary.stage;"),
+        "quick",
+        "details shown at the quick stage"
     );
     b.wait_for(READY);
     b.wait_for(
@@ -435,7 +456,11 @@ fn quick_timeline_first_then_the_whole_trace() {
         resolved_timeline(&core_f, &tl_f),
         "the quick scan's timeline is the whole trace's"
     );
-    assert_eq!(get(v.port, "/api/event?row=0&event=1").status, 200);
+    // The same details as the whole trace's.
+    for ((row, event), q) in asked.iter().zip(&details_q) {
+        let f = get_json(v.port, &format!("/api/event?row={row}&event={event}"));
+        assert_eq!(&f, q, "row {row}, event {event}");
+    }
     drop((b, v));
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -820,10 +845,12 @@ fn too_big_for_memory_analysed_one_process_at_a_time() {
     ] {
         assert_eq!(s[key], r[key], "{key}");
     }
-    let ev = get(v.port, "/api/event?row=0&event=1");
-    assert_eq!(ev.status, 404, "{}", ev.text());
+    // Its process alone does not fit either (GASPARD_VIEW_MEMORY is 100 kB).
+    let event = tl["threads"][0]["spans"][0][6].as_u64().unwrap();
+    let ev = get(v.port, &format!("/api/event?row=0&event={event}"));
+    assert_eq!(ev.status, 503, "{}", ev.text());
     assert!(
-        ev.text().contains("does not fit in memory"),
+        ev.text().contains("alone") && ev.text().contains("would take about"),
         "{}",
         ev.text()
     );
@@ -841,7 +868,7 @@ fn too_big_for_memory_analysed_one_process_at_a_time() {
         details
             .as_str()
             .unwrap()
-            .contains("not shown: the whole trace does not fit in memory"),
+            .contains("its arguments are not shown: process"),
         "{details}"
     );
     screenshot(&b, "too-big-served");

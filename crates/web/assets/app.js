@@ -250,16 +250,20 @@
     box.dataset.row = String(row);
     box.dataset.event = String(span[6]);
     if (!state.served) return;
-    if (s.stage !== "full") {
-      const when = state.report && state.report.note
-        ? "not shown: the whole trace does not fit in memory"
-        : "once the whole trace is read";
-      box.append(el("div", { class: "d-args", text: "its arguments: " + when }));
-      return;
-    }
     try {
-      const ev = await getJSON("/api/event?row=" + row + "&event=" + span[6]);
+      // Read on demand (its process alone) while the spans are a quick scan's.
+      const r = await fetch("/api/event?row=" + row + "&event=" + span[6]);
       if (state.selected.span !== span) return;
+      if (!r.ok) {
+        let why = String(r.status);
+        try {
+          const j = await r.json();
+          why = j.error || (j.loading ? "the trace is still being read" : why);
+        } catch (e) { /* not JSON */ }
+        box.append(el("div", { class: "d-args", text: "its arguments are not shown: " + why }));
+        return;
+      }
+      const ev = await r.json();
       const args = Object.assign({}, ev);
       delete args.source;
       box.append(el("div", { class: "d-args", text: JSON.stringify(args) }));

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use serde_json::{json, Value};
 
@@ -51,6 +51,10 @@ struct Stage {
     trace: Option<Arc<Trace>>,
     /// The trace directory.
     dir: PathBuf,
+    /// The process and stream number of each row, when the spans are a
+    /// quick scan's (their events are then read on demand, a process at a
+    /// time: [`View::event_json`]).
+    rows: Vec<(String, u32)>,
     callsites: Vec<gaspard_analyze::trace::Callsite>,
     timeline: timeline::Timeline,
     core: Value,
@@ -79,6 +83,9 @@ pub struct View {
     /// report is then computed one process at a time, and the timeline
     /// stays the quick scan's.
     note: OnceLock<String>,
+    /// The last process read for the details of one of its events while
+    /// the spans are a quick scan's.
+    details: Mutex<Option<(PathBuf, String, Arc<Trace>)>>,
 }
 
 impl View {
@@ -224,7 +231,7 @@ impl View {
         let _ = self.note.set(format!(
             "the whole trace ({events} events) would take about {:.1} GB of memory, and {:.1} GB \
              are available: it is analysed one process at a time, the timeline is the quick scan's, \
-             and the details of an event (its arguments) are not shown",
+             and the details of an event are read from its process alone",
             need as f64 / 1e9,
             free as f64 / 1e9
         ));
@@ -274,6 +281,7 @@ impl View {
             report: OnceLock::new(),
             failed: OnceLock::new(),
             note: OnceLock::new(),
+            details: Mutex::new(None),
         }
     }
 
@@ -381,12 +389,27 @@ impl View {
 
     /// One event, decoded, with its callsite and source line; `None` when
     /// there is no such event, or while only the quick scan is there.
-    pub fn event_json(&self, row: usize, event: usize) -> Option<Value> {
+    pub fn event_json(&self, row: usize, event: usize) -> Result<Value, Details> {
         let stage = self.stage();
-        let trace = stage.trace.as_ref()?;
-        let s = trace.streams.get(row)?;
-        let e = s.events.get(event)?;
-        let mut v = gaspard_analyze::dump::event_json(trace, s, e);
+        let (trace, at) = match &stage.trace {
+            Some(trace) => (Arc::clone(trace), row),
+            None => {
+                let trace = self.process_of_row(&stage, row)?;
+                let stream = stage.rows[row].1;
+                let at = trace.streams.iter().position(|s| s.stream == stream);
+                (trace, at.ok_or(Details::NoSuch)?)
+            }
+        };
+        let s = trace.streams.get(at).ok_or(Details::NoSuch)?;
+        let e = s.events.get(event).ok_or(Details::NoSuch)?;
+        let mut v = gaspard_analyze::dump::event_json(&trace, s, e);
+        if stage.trace.is_none() {
+            // Its process was read alone: its times are from the process's
+            // first event. The span's start is its time in the trace.
+            let line = stage.timeline.threads.get(row).ok_or(Details::NoSuch)?;
+            let span = line.spans.iter().find(|sp| sp.event as usize == event);
+            v["t_ns"] = json!(span.ok_or(Details::NoSuch)?.start);
+        }
         let site = trace.callsites.get(e.callsite as usize);
         if let Some(c) = site {
             v["file"] = json!(c.file);
@@ -405,7 +428,41 @@ impl View {
             }
         }
         v["thread"] = json!(stage.timeline.threads.get(row).map(|t| t.name.clone()));
-        Some(v)
+        Ok(v)
+    }
+
+    /// The process of `row` of a quick stage, read alone (the last one read
+    /// is kept), if it fits in the memory available.
+    fn process_of_row(&self, stage: &Stage, row: usize) -> Result<Arc<Trace>, Details> {
+        let Some((process, _)) = stage.rows.get(row) else {
+            // An overview's or the view index's: no spans to ask about.
+            return Err(if stage.timeline.coarse || stage.rows.is_empty() {
+                Details::NotYet
+            } else {
+                Details::NoSuch
+            });
+        };
+        let mut kept = self.details.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((dir, p, t)) = kept.as_ref() {
+            if dir == &stage.dir && p == process {
+                return Ok(Arc::clone(t));
+            }
+        }
+        // Let go of the one kept before reading another.
+        *kept = None;
+        let events = process_events(&stage.dir, process);
+        let need = events.saturating_mul(BYTES_PER_EVENT);
+        if available_memory().is_some_and(|free| need > free) {
+            return Err(Details::TooBig(format!(
+                "process {process} alone ({events} events) would take about {:.1} GB of memory",
+                need as f64 / 1e9
+            )));
+        }
+        let t = gaspard_analyze::trace::read_process(&stage.dir, process)
+            .map_err(|e| Details::TooBig(e.to_string()))?;
+        let t = Arc::new(t);
+        *kept = Some((stage.dir.clone(), process.clone(), Arc::clone(&t)));
+        Ok(t)
     }
 
     /// The text of a source file named by one of the trace's callsites;
@@ -485,6 +542,7 @@ impl Stage {
             core_text: String::new(),
             trace,
             dir,
+            rows: Vec::new(),
             callsites,
             timeline,
             sources,
@@ -569,11 +627,15 @@ fn quick_stage(dir: &Path) -> Result<(Stage, u64), TraceError> {
     let mut quick = gaspard_analyze::scan::scan(dir)?;
     let events = quick.events();
     let callsites = std::mem::take(&mut quick.callsites);
+    let rows = quick
+        .streams
+        .iter()
+        .map(|s| (s.process.clone(), s.stream))
+        .collect();
     let timeline = timeline::Timeline::from_quick(quick);
-    Ok((
-        Stage::new("quick", None, dir.to_path_buf(), callsites, timeline),
-        events,
-    ))
+    let mut stage = Stage::new("quick", None, dir.to_path_buf(), callsites, timeline);
+    stage.rows = rows;
+    Ok((stage, events))
 }
 
 /// Bytes of stream files from which a view opens with an overview
@@ -756,6 +818,38 @@ fn available_memory() -> Option<u64> {
     let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// Why the details of an event are not given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Details {
+    /// No such row or event.
+    NoSuch,
+    /// The stage shown has no spans to ask about yet.
+    NotYet,
+    /// Its process cannot be read (too big for the memory available, or
+    /// unreadable): why.
+    TooBig(String),
+}
+
+/// The events the chunk headers of the stream files of `process` in `dir`
+/// announce.
+fn process_events(dir: &Path, process: &str) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gst"))
+        .filter(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .and_then(|s| s.rsplit_once('-'))
+                .is_some_and(|(p, n)| p == process && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|p| gaspard_format::stream::announced_events(&p).ok())
+        .sum()
 }
 
 /// A fresh value for the page's Content-Security-Policy nonce.

@@ -225,23 +225,18 @@ fn route(view: &View, target: &str) -> Response {
                 return text("400 Bad Request", "row and event are numbers\n");
             };
             match view.event_json(row, event) {
-                Some(v) => json_response(v.to_string()),
-                None if view.is_quick() && view.note().is_some() => Response {
-                    status: "404 Not Found",
-                    kind: "application/json",
-                    body: json!({
-                        "error": "the details of events are not shown: the whole trace does not \
-                                  fit in memory"
-                    })
-                    .to_string()
-                    .into_bytes(),
-                },
-                None if view.is_quick() => Response {
+                Ok(v) => json_response(v.to_string()),
+                Err(crate::Details::NotYet) => Response {
                     status: "503 Service Unavailable",
                     kind: "application/json",
                     body: b"{\"loading\":true}".to_vec(),
                 },
-                None => text("404 Not Found", "no such event\n"),
+                Err(crate::Details::TooBig(why)) => Response {
+                    status: "503 Service Unavailable",
+                    kind: "application/json",
+                    body: json!({ "error": why }).to_string().into_bytes(),
+                },
+                Err(crate::Details::NoSuch) => text("404 Not Found", "no such event\n"),
             }
         }
         "/api/source" => {
