@@ -764,6 +764,13 @@ pub fn decode_into<S: Sink>(
                         tr!(r, r.skip_values(n));
                         words.resize(n, 0);
                     }
+                } else if !same && key.1.is_none() {
+                    // A system kind's words are remembered whole: each is
+                    // decoded against the previous one of the kind in place.
+                    words.resize(n, 0);
+                    for w in words.iter_mut() {
+                        *w = w.wrapping_add(tr!(r, r.i64()) as u64);
+                    }
                 } else if !same {
                     scratch.clear();
                     let schema: &[VaType] = match key.1 {
@@ -812,7 +819,7 @@ pub fn decode_into<S: Sink>(
                 };
                 let args: &[u64] = if !wanted {
                     &[]
-                } else if same {
+                } else if same || key.1.is_none() {
                     words
                 } else {
                     &scratch
