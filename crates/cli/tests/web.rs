@@ -863,13 +863,10 @@ fn too_big_for_memory_analysed_one_process_at_a_time() {
         b.eval("const n = document.getElementById('note'); return n.hidden ? '' : n.textContent;");
     assert_eq!(shown_note.as_str().unwrap(), note);
     check_timeline_click(&b);
-    let details = b.eval("return document.getElementById('details').textContent;");
-    assert!(
-        details
-            .as_str()
-            .unwrap()
-            .contains("its arguments are not shown: process"),
-        "{details}"
+    // The details are asked for once the span is shown: waited for.
+    b.wait_for(
+        "const d = document.querySelector('#details .d-args'); \
+         return d !== null && d.textContent.includes('its arguments are not shown: process');",
     );
     screenshot(&b, "too-big-served");
 
