@@ -2,14 +2,14 @@
 //! decoded straight from the stream files into spans, without keeping the
 //! events.
 //!
-//! The browser view shows the timeline of a [`Quick`] while
-//! [`crate::trace::read`] reads the whole trace, and replaces it with the
-//! one of the whole trace afterwards. Times (clocks fitted and synchronised,
-//! from the trace's start), callsites, names, ranks and peers are those the
-//! whole trace gives, except for what its reader adds on top: coarray
-//! operations ([`crate::caf`]) and the source lines of code addresses
-//! ([`crate::symbolize`]). Event numbers are positions in the stream file,
-//! which the whole trace keeps unless coarray operations are added.
+//! The browser view shows the timeline of a [`Quick`] first, and the one
+//! of the whole trace afterwards when the two differ ([`Quick::is_whole`]).
+//! Times (clocks fitted and synchronised, from the trace's start),
+//! callsites (the source lines of code addresses included,
+//! [`crate::symbolize`]), names, ranks and peers are those the whole trace
+//! gives, except for what its reader adds on top: coarray operations
+//! ([`crate::caf`]). Event numbers are positions in the stream file, which
+//! the whole trace keeps unless coarray operations are added.
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
@@ -94,6 +94,19 @@ impl Quick {
     /// Events read.
     pub fn events(&self) -> u64 {
         self.streams.iter().map(|s| s.events).sum()
+    }
+
+    /// Whether reading the whole trace in `dir` would give the same spans:
+    /// no process that may be a Coarray Fortran one, whose MPI calls the
+    /// reader may turn into coarray operations (its maps name libgfortran).
+    pub fn is_whole(&self, dir: &Path) -> bool {
+        let mut processes: Vec<&str> = self.streams.iter().map(|s| s.process.as_str()).collect();
+        processes.dedup();
+        !processes.iter().any(|p| {
+            std::fs::read_to_string(dir.join(format!("{p}.maps")))
+                .map(|m| m.contains("libgfortran"))
+                .unwrap_or(false)
+        })
     }
 }
 

@@ -344,38 +344,77 @@ fn heat_in_the_browser_served_and_as_a_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A timeline's spans and columns with names and callsites spelled out
-/// (their numbers differ between the quick scan and the whole trace).
-fn resolved_timeline(core: &Value, tl: &Value) -> Value {
-    let threads: Vec<Value> = tl["threads"]
+/// examples/caf/jacobi.f90 built by `caf` and run on 2 images; its trace
+/// directory. The whole trace's reader recognises coarray operations in
+/// its MPI calls, which the quick scan does not.
+fn caf_trace(dir: &Path) -> PathBuf {
+    let exe = dir.join("jacobi");
+    let out = Command::new("caf")
+        .arg("-g")
+        .arg(common::workspace().join("examples/caf/jacobi.f90"))
+        .arg("-o")
+        .arg(&exe)
+        .current_dir(dir)
+        .output()
+        .expect("caf is needed (Debian: libcoarrays-openmpi-dev)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let exe = exe.to_str().unwrap();
+    common::gaspard_run(dir, &["cafrun", "-np", "2", "--oversubscribe", exe]).0
+}
+
+/// A few spans of every row of a timeline answer: (row, event).
+fn some_spans(tl: &Value) -> Vec<(usize, u64)> {
+    tl["threads"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|th| {
-            let spans: Vec<Value> = th["spans"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|sp| {
-                    let mut sp = sp.as_array().unwrap().clone();
-                    sp[4] = core["names"][sp[4].as_u64().unwrap() as usize].clone();
-                    sp[5] = core["sites"][sp[5].as_u64().unwrap() as usize].clone();
-                    Value::Array(sp)
-                })
-                .collect();
-            serde_json::json!([th["name"], th["cls"], th["busy"], th["lanes"], spans])
+        .enumerate()
+        .flat_map(|(row, th)| {
+            let spans = th["spans"].as_array().unwrap();
+            [0, spans.len() / 2, spans.len() - 1].map(|i| (row, spans[i][6].as_u64().unwrap()))
         })
-        .collect();
-    Value::Array(threads)
+        .collect()
 }
 
-/// `gaspard view` shows the quick scan's timeline at once, then the whole
-/// trace's with the report: the same timeline, now with each event's
-/// details; the page follows the change by itself.
+/// The details of events, from the view.
+fn details(port: u16, asked: &[(usize, u64)]) -> Vec<Value> {
+    asked
+        .iter()
+        .map(|(row, event)| get_json(port, &format!("/api/event?row={row}&event={event}")))
+        .collect()
+}
+
+/// Each span of a timeline answer, resolved, by (row, start, end, name,
+/// callsite): its event number.
+fn spans_by_place(core: &Value, tl: &Value) -> std::collections::BTreeMap<String, u64> {
+    let mut m = std::collections::BTreeMap::new();
+    for (row, th) in tl["threads"].as_array().unwrap().iter().enumerate() {
+        for sp in th["spans"].as_array().unwrap() {
+            let name = &core["names"][sp[4].as_u64().unwrap() as usize];
+            let site = &core["sites"][sp[5].as_u64().unwrap() as usize];
+            m.insert(
+                format!("{row} {} {} {name} {site}", sp[0], sp[1]),
+                sp[6].as_u64().unwrap(),
+            );
+        }
+    }
+    m
+}
+
+/// `gaspard view` of a trace whose whole reading adds to the quick scan
+/// (Coarray Fortran: coarray operations recognised in MPI calls) shows the
+/// quick scan's timeline at once, then the whole trace's with the report:
+/// the same spans and the coarray operations; the details of an event are
+/// read on demand from its process alone meanwhile, and are the whole
+/// trace's; the page follows the change by itself.
 #[test]
 fn quick_timeline_first_then_the_whole_trace() {
     let dir = common::tmpdir("web-quick");
-    let trace = heat_trace(&dir);
+    let trace = caf_trace(&dir);
     let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_DELAY_MS", "12000")]);
     let core_q: Value = serde_json::from_str(&get(v.port, "/api/core").text()).unwrap();
     assert_eq!(core_q["stage"], "quick");
@@ -388,40 +427,26 @@ fn quick_timeline_first_then_the_whole_trace() {
     let tl_q: Value = serde_json::from_str(&get(v.port, &window).text()).unwrap();
     assert_eq!(tl_q["stage"], "quick");
     assert_eq!(get(v.port, "/api/summary").status, 503);
-    // The details of events, read on demand (their process alone) while
-    // the spans are the quick scan's.
-    let asked: Vec<(usize, u64)> = tl_q["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .enumerate()
-        .flat_map(|(row, th)| {
-            let spans = th["spans"].as_array().unwrap();
-            [0, spans.len() / 2, spans.len() - 1].map(|i| (row, spans[i][6].as_u64().unwrap()))
-        })
-        .collect();
+    let places_q = spans_by_place(&core_q, &tl_q);
+    assert!(places_q.len() > 100, "{} spans", places_q.len());
+    // Every fifth span, its details read on demand.
+    let asked: Vec<(&String, u64)> = places_q.iter().step_by(5).map(|(k, &e)| (k, e)).collect();
+    let row = |k: &str| k.split(' ').next().unwrap().parse::<usize>().unwrap();
     let details_q: Vec<Value> = asked
         .iter()
-        .map(|(row, event)| get_json(v.port, &format!("/api/event?row={row}&event={event}")))
+        .map(|(k, e)| get_json(v.port, &format!("/api/event?row={}&event={e}", row(k))))
         .collect();
     assert_eq!(
         get(v.port, "/api/event?row=0&event=99999999").status,
         404,
         "no such event"
     );
-    let spans: usize = tl_q["threads"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["spans"].as_array().unwrap().len())
-        .sum();
-    assert!(spans > 100, "{spans} spans");
 
     let b = Browser::start(&dir.join("chromium"));
     b.goto(&v.url());
     b.wait_for(
         "const st = window.gaspard; return st.summary && st.summary.stage === 'quick' && \
-         st.data && st.data.threads.length === 4 && \
+         st.data && st.data.threads.length === 2 && \
          document.getElementById('timeline').dataset.loaded !== undefined;",
     );
     screenshot(&b, "quick-stage");
@@ -451,17 +476,81 @@ fn quick_timeline_first_then_the_whole_trace() {
     assert_eq!(core_f["rows"], core_q["rows"]);
     let tl_f: Value = serde_json::from_str(&get(v.port, &window).text()).unwrap();
     assert_eq!(tl_f["stage"], "full");
-    assert_eq!(
-        resolved_timeline(&core_q, &tl_q),
-        resolved_timeline(&core_f, &tl_f),
-        "the quick scan's timeline is the whole trace's"
+    let places_f = spans_by_place(&core_f, &tl_f);
+    for k in places_q.keys() {
+        assert!(
+            places_f.contains_key(k),
+            "the whole trace has the quick scan's span {k}"
+        );
+    }
+    let added: Vec<&String> = places_f
+        .keys()
+        .filter(|k| !places_q.contains_key(*k))
+        .collect();
+    assert!(
+        !added.is_empty() && added.iter().all(|k| k.contains("GASP_CAF_")),
+        "coarray operations added: {added:?}"
     );
-    // The same details as the whole trace's.
-    for ((row, event), q) in asked.iter().zip(&details_q) {
-        let f = get_json(v.port, &format!("/api/event?row={row}&event={event}"));
-        assert_eq!(&f, q, "row {row}, event {event}");
+    // The details read on demand are the whole trace's (numbered there with
+    // the coarray operations among them).
+    for ((k, _), q) in asked.iter().zip(&details_q) {
+        let e = places_f[*k];
+        let f = get_json(v.port, &format!("/api/event?row={}&event={e}", row(k)));
+        assert_eq!(&f, q, "{k}");
     }
     drop((b, v));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A trace whose quick scan gives the spans the whole trace would (GASP
+/// heat) is not read whole: the view moves from the quick scan's timeline
+/// to the full stage with the same timeline, its report computed one
+/// process at a time (`gaspard report`'s), and an event's details read
+/// from its process alone: those `gaspard dump` gives.
+#[test]
+fn a_trace_the_quick_scan_gives_whole_is_not_read_whole() {
+    let dir = common::tmpdir("web-whole");
+    let trace = heat_trace(&dir);
+    let r = common::report(&trace);
+    let dump = common::events(&common::dump(&trace));
+    let v = Viewer::start(&trace);
+    wait_until("the summary", || get(v.port, "/api/summary").status == 200);
+    let s = get_json(v.port, "/api/summary");
+    assert_eq!(s["stage"], "full");
+    assert!(s.get("note").is_none(), "{}", s["note"]);
+    for key in ["findings", "by_event", "breakdown", "balance", "problems"] {
+        assert_eq!(s[key], r[key], "{key}");
+    }
+    let tl = get_json(v.port, "/api/timeline?width=600");
+    assert_eq!(tl["stage"], "full");
+    let asked = some_spans(&tl);
+    for ((row, event), d) in asked.iter().zip(details(v.port, &asked)) {
+        let want = &dump[*row][*event as usize];
+        for (k, x) in want.as_object().unwrap() {
+            if k != "file" {
+                assert_eq!(&d[k], x, "row {row}, event {event}: {k}");
+            }
+        }
+        assert!(
+            d["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("examples/gasp/heat.c"),
+            "{d}"
+        );
+    }
+    // Even with little memory: nothing to say, the report is the same.
+    // (Opened from the view index the first view wrote, then full.)
+    let small = Viewer::start_with(&trace, &[("GASPARD_VIEW_MEMORY", "1000")]);
+    wait_until("the full stage", || {
+        get(small.port, "/api/summary").status == 200
+            && get_json(small.port, "/api/core")["stage"] == "full"
+    });
+    let s = get_json(small.port, "/api/summary");
+    assert_eq!(s["stage"], "full");
+    assert!(s.get("note").is_none(), "{}", s["note"]);
+    assert_eq!(s["findings"], r["findings"]);
+    drop((v, small));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -807,22 +896,23 @@ fn big_trace_opens_with_an_overview_first() {
 /// A trace too big for the memory the view may use: the quick timeline
 /// alone, and the summary says why, instead of the server being killed.
 /// A trace too big for the memory available (`GASPARD_VIEW_MEMORY` set
-/// low): the view keeps the quick scan's timeline and computes the report
+/// low) whose whole reading would add to the quick scan (Coarray Fortran):
+/// the view
+/// keeps the quick scan's timeline and computes the report
 /// one process at a time, the same as `gaspard report`'s; the page says so,
 /// and so does an event's details. `gaspard report --low-memory --html`
 /// writes the same views from a quick scan.
 #[test]
 fn too_big_for_memory_analysed_one_process_at_a_time() {
     let dir = common::tmpdir("web-memory");
-    let trace = heat_trace(&dir);
+    let trace = caf_trace(&dir);
     let html = dir.join("low.html");
     let r = report_html(&trace, &html);
-    assert!(!r["findings"].as_array().unwrap().is_empty());
 
-    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_MEMORY", "100000")]);
+    let v = Viewer::start_with(&trace, &[("GASPARD_VIEW_MEMORY", "1000")]);
     let tl: Value = serde_json::from_str(&get(v.port, "/api/timeline?width=300").text()).unwrap();
     assert_eq!(tl["stage"], "quick");
-    assert_eq!(tl["threads"].as_array().unwrap().len(), 4);
+    assert_eq!(tl["threads"].as_array().unwrap().len(), 2);
     assert!(tl["threads"][0]["spans"].as_array().unwrap().len() > 10);
     wait_until("the summary", || get(v.port, "/api/summary").status == 200);
     let s = get_json(v.port, "/api/summary");
@@ -845,7 +935,7 @@ fn too_big_for_memory_analysed_one_process_at_a_time() {
     ] {
         assert_eq!(s[key], r[key], "{key}");
     }
-    // Its process alone does not fit either (GASPARD_VIEW_MEMORY is 100 kB).
+    // Its process alone does not fit either (GASPARD_VIEW_MEMORY is 1 kB).
     let event = tl["threads"][0]["spans"][0][6].as_u64().unwrap();
     let ev = get(v.port, &format!("/api/event?row=0&event={event}"));
     assert_eq!(ev.status, 503, "{}", ev.text());

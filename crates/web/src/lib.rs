@@ -56,7 +56,12 @@ struct Stage {
     /// time: [`View::event_json`]).
     rows: Vec<(String, u32)>,
     callsites: Vec<gaspard_analyze::trace::Callsite>,
-    timeline: timeline::Timeline,
+    /// Shared by a quick stage and the full stage made of it.
+    timeline: Arc<timeline::Timeline>,
+    /// Whether the spans are those the whole trace gives (a quick scan's of
+    /// a trace without coarray operations to recognise or code addresses to
+    /// look up: [`gaspard_analyze::scan::Quick::is_whole`]).
+    whole: bool,
     core: Value,
     core_text: String,
     sources: HashSet<String>,
@@ -107,8 +112,11 @@ impl View {
         note: &str,
     ) -> Result<View, TraceError> {
         let (stage, _) = quick_stage(dir)?;
+        let whole = stage.whole;
         let view = View::of(stage);
-        let _ = view.note.set(note.to_string());
+        if !whole {
+            let _ = view.note.set(note.to_string());
+        }
         view.set_report(report);
         Ok(view)
     }
@@ -186,8 +194,6 @@ impl View {
                     }
                 };
                 let view = Arc::new(View::of(stage));
-                // Said at once.
-                view.too_big(events);
                 (view, quick.then_some(events))
             }
         };
@@ -522,6 +528,21 @@ impl View {
 
 impl Stage {
     /// The stage of a whole trace.
+    /// The full stage of a quick stage whose spans are the whole trace's:
+    /// the same timeline, its events' details read on demand.
+    fn full_of(quick: &Stage) -> Stage {
+        let mut stage = Stage::new(
+            "full",
+            None,
+            quick.dir.clone(),
+            quick.callsites.clone(),
+            Arc::clone(&quick.timeline),
+        );
+        stage.rows = quick.rows.clone();
+        stage.whole = true;
+        stage
+    }
+
     fn full(trace: Arc<Trace>, timeline: timeline::Timeline) -> Stage {
         let (dir, callsites) = (trace.dir.clone(), trace.callsites.clone());
         Stage::new("full", Some(trace), dir, callsites, timeline)
@@ -532,8 +553,9 @@ impl Stage {
         trace: Option<Arc<Trace>>,
         dir: PathBuf,
         callsites: Vec<gaspard_analyze::trace::Callsite>,
-        timeline: timeline::Timeline,
+        timeline: impl Into<Arc<timeline::Timeline>>,
     ) -> Stage {
+        let timeline = timeline.into();
         let sources = callsites.iter().filter_map(|c| c.file.clone()).collect();
         let mut stage = Stage {
             name,
@@ -545,6 +567,7 @@ impl Stage {
             rows: Vec::new(),
             callsites,
             timeline,
+            whole: false,
             sources,
         };
         let mut core = json!({
@@ -632,9 +655,11 @@ fn quick_stage(dir: &Path) -> Result<(Stage, u64), TraceError> {
         .iter()
         .map(|s| (s.process.clone(), s.stream))
         .collect();
+    let whole = quick.is_whole(dir);
     let timeline = timeline::Timeline::from_quick(quick);
     let mut stage = Stage::new("quick", None, dir.to_path_buf(), callsites, timeline);
     stage.rows = rows;
+    stage.whole = whole;
     Ok((stage, events))
 }
 
@@ -730,8 +755,11 @@ impl Background {
             None => match quick_stage(&self.dir) {
                 Ok((stage, events)) => {
                     let stage = Arc::new(stage);
-                    // Said before the stage's summary is asked for.
-                    view.too_big(events);
+                    // Said before the stage's summary is asked for (unless
+                    // the whole trace is not needed).
+                    if !stage.whole {
+                        view.too_big(events);
+                    }
                     view.show(Arc::clone(&stage));
                     if self.write_quick && self.fingerprint.is_some() {
                         self.save(&stage, None);
@@ -744,6 +772,18 @@ impl Background {
                 }
             },
         };
+        let quick = view.stage();
+        if quick.whole {
+            // Reading the whole trace would give the same timeline: the
+            // report is computed one process at a time (less memory, sooner).
+            let full = Arc::new(Stage::full_of(&quick));
+            view.show(Arc::clone(&full));
+            view.report_by_process(&self.dir, self.block_size);
+            if self.write_full && view.report.get().is_some() {
+                self.save(&full, view.report_json());
+            }
+            return;
+        }
         if view.too_big(events) {
             view.report_by_process(&self.dir, self.block_size);
             if self.write_full && view.report.get().is_some() {
