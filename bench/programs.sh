@@ -58,7 +58,6 @@ for rep in $(seq "$REPEATS"); do
     R[$i:gaspard]="${R[$i:gaspard]:-} $(((t2 - t1) / 1000000))"
   done
 done
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 echo
 echo "## Whole programs: wall time with and without gaspard"
 echo
@@ -73,14 +72,25 @@ else
   echo "runs began and $LOAD1 when they ended."
 fi
 echo
-echo "| program | without (ms) | with gaspard (ms) | overhead | within 3 % |"
-echo "|---|---:|---:|---:|---|"
+echo "The runs are paired (each run with gaspard follows one without, in the same round): the"
+echo "interval is the mean difference of the pairs +- 1.96 standard errors, as a share of the median"
+echo "without. *Within 3 %* is yes when the whole interval is at most 3 %, no when it is all above,"
+echo "and unresolved (the runs spread more than the difference) otherwise."
+echo
+echo "| program | without (ms) | with gaspard (ms) | overhead (medians) | 95 % interval | within 3 % |"
+echo "|---|---:|---:|---:|---:|---|"
 for i in "${!PROGRAMS[@]}"; do
   IFS='|' read -r name _ _ <<<"${PROGRAMS[$i]}"
-  a=$(echo "${R[$i:none]}" | median)
-  b=$(echo "${R[$i:gaspard]}" | median)
-  awk -v n="$name" -v a="$a" -v b="$b" 'BEGIN {
-    o = (b - a) / a * 100; printf "| %s | %.0f | %.0f | %+.1f %% | %s |\n", n, a, b, o, (o <= 3 ? "yes" : "**no**") }'
+  python3 - "$name" "${R[$i:none]}" "${R[$i:gaspard]}" <<'PY'
+import statistics as st, sys
+name, a, b = sys.argv[1], list(map(float, sys.argv[2].split())), list(map(float, sys.argv[3].split()))
+ma, mb = st.median(a), st.median(b)
+d = [y - x for x, y in zip(a, b)]
+half = 1.96 * st.stdev(d) / len(d) ** 0.5 if len(d) > 1 else float("inf")
+lo, hi = (st.mean(d) - half) / ma * 100, (st.mean(d) + half) / ma * 100
+verdict = "yes" if hi <= 3 else "**no**" if lo > 3 else "unresolved"
+print(f"| {name} | {ma:.0f} | {mb:.0f} | {(mb - ma) / ma * 100:+.1f} % | {lo:+.1f} to {hi:+.1f} % | {verdict} |")
+PY
 done
 echo
 echo "Raw runs (ms):"
