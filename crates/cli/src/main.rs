@@ -586,6 +586,17 @@ fn main() -> ExitCode {
                             .with_context(|| format!("cannot write {}", file.display()))?;
                     }
                     r
+                } else if let Some((view, r)) = match &html {
+                    Some(_) => gaspard_web::View::big_with_report(&dir, block_size)?,
+                    None => None,
+                } {
+                    // A big trace whose quick scan is its whole timeline:
+                    // the page without the whole trace in memory.
+                    if let Some(file) = html {
+                        std::fs::write(&file, view.html())
+                            .with_context(|| format!("cannot write {}", file.display()))?;
+                    }
+                    r
                 } else {
                     let t = read(&dir)?;
                     let busy = gaspard_analyze::progress::spinner(

@@ -506,7 +506,8 @@ fn quick_timeline_first_then_the_whole_trace() {
 /// heat) is not read whole: the view moves from the quick scan's timeline
 /// to the full stage with the same timeline, its report computed one
 /// process at a time (`gaspard report`'s), and an event's details read
-/// from its process alone: those `gaspard dump` gives.
+/// from its process alone: those `gaspard dump` gives. The same for the
+/// HTML file of a big trace.
 #[test]
 fn a_trace_the_quick_scan_gives_whole_is_not_read_whole() {
     let dir = common::tmpdir("web-whole");
@@ -551,6 +552,33 @@ fn a_trace_the_quick_scan_gives_whole_is_not_read_whole() {
     assert!(s.get("note").is_none(), "{}", s["note"]);
     assert_eq!(s["findings"], r["findings"]);
     drop((v, small));
+
+    // `gaspard report --html` of a big trace (the threshold set low) whose
+    // quick scan is its whole timeline: the same report, and a page
+    // showing it, without the whole trace read.
+    let html = dir.join("big.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args(["report", "--json", "--html"])
+        .arg(&html)
+        .arg(&trace)
+        .env("GASPARD_VIEW_OVERVIEW_BYTES", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rb: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rb, r);
+    let b = Browser::start(&dir.join("chromium"));
+    b.goto(&file_url(&html));
+    b.wait_for(READY);
+    check_common(&b, &r);
+    check_zoom_and_pan(&b);
+    check_timeline_click(&b);
+    screenshot(&b, "big-file");
+    drop(b);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

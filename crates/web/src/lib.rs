@@ -121,6 +121,39 @@ impl View {
         Ok(view)
     }
 
+    /// The view of a big trace in `dir` (stream files of
+    /// `GASPARD_VIEW_OVERVIEW_BYTES` or more, as [`View::open`] counts them)
+    /// whose quick scan gives the whole trace's timeline, and its report
+    /// computed one process at a time: what `gaspard report --html` writes
+    /// without holding the whole trace. `None` for a smaller trace, or one
+    /// whose whole reading adds to the quick scan (Coarray Fortran).
+    pub fn big_with_report(
+        dir: &Path,
+        block_size: u64,
+    ) -> Result<Option<(View, gaspard_analyze::profile::Report)>, TraceError> {
+        let bytes: u64 = std::fs::read_dir(dir)
+            .map_err(|e| TraceError::Dir {
+                path: dir.to_path_buf(),
+                source: e,
+            })?
+            .flatten()
+            .filter(|e| e.path().extension().is_some_and(|x| x == "gst"))
+            .filter_map(|e| e.metadata().ok())
+            .map(|m| m.len())
+            .sum();
+        if bytes < overview_bytes() {
+            return Ok(None);
+        }
+        let (stage, _) = quick_stage(dir)?;
+        if !stage.whole {
+            return Ok(None);
+        }
+        let report = gaspard_analyze::distributed::report_by_process(dir, block_size)?;
+        let view = View::of(Stage::full_of(&stage));
+        view.set_report(&report);
+        Ok(Some((view, report)))
+    }
+
     /// The trace in `dir`, quickly: the timeline (and the summary, if
     /// known) of its view index if it has a valid one, else of a quick scan
     /// now; in the background, the quick scan (if not done yet), then the
