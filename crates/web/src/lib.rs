@@ -59,8 +59,8 @@ struct Stage {
     /// Shared by a quick stage and the full stage made of it.
     timeline: Arc<timeline::Timeline>,
     /// Whether the spans are those the whole trace gives (a quick scan's of
-    /// a trace without coarray operations to recognise or code addresses to
-    /// look up: [`gaspard_analyze::scan::Quick::is_whole`]).
+    /// a trace without coarray operations to recognise:
+    /// [`gaspard_analyze::scan::Quick::is_whole`]).
     whole: bool,
     core: Value,
     core_text: String,
@@ -330,12 +330,6 @@ impl View {
             Ok(s) => Arc::clone(&s),
             Err(p) => Arc::clone(&p.into_inner()),
         }
-    }
-
-    /// Whether only the view index's or the quick scan's timeline is there
-    /// yet (no events to show one by one).
-    pub fn is_quick(&self) -> bool {
-        self.stage().trace.is_none()
     }
 
     /// The stage shown: `index`, `quick` or `full`.
