@@ -1,6 +1,7 @@
 //! With the `mpi` feature (on by default), builds the MPI calls of
 //! `gaspard report --mpi` (csrc/mpi_transport.c) with the flags of the MPI
-//! compiler wrapper (`MPICC`, else `mpicc`). Without an MPI installation the
+//! compiler wrapper (`MPICC`, else `mpicc`) into a shared object that the
+//! binary carries and loads when `--mpi` is given. Without an MPI installation the
 //! command is built without them and `--mpi` says so.
 
 fn wrapper_flags(mpicc: &str, what: &str) -> Option<Vec<String>> {
@@ -36,8 +37,14 @@ fn main() {
         println!("cargo:rerun-if-changed=/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h");
         return;
     };
+    // A shared object of its own, linked to MPI's libraries, carried inside
+    // the binary and loaded only by `--mpi` (src/mpi.rs): the other
+    // commands neither load MPI's libraries nor need them to start.
     let mut b = cc::Build::new();
-    b.file("csrc/mpi_transport.c").warnings(true);
+    b.file("csrc/mpi_transport.c")
+        .warnings(true)
+        .pic(true)
+        .cargo_metadata(false);
     for f in &compile {
         if let Some(dir) = f.strip_prefix("-I") {
             b.include(dir);
@@ -45,19 +52,24 @@ fn main() {
             b.flag(f);
         }
     }
-    b.compile("gaspard_mpi_transport");
-    for f in &link {
-        if let Some(dir) = f.strip_prefix("-L") {
-            println!("cargo:rustc-link-search=native={dir}");
-        } else if let Some(lib) = f.strip_prefix("-l") {
-            println!("cargo:rustc-link-lib=dylib={lib}");
-        } else if let Some(arg) = f.strip_prefix("-Wl,") {
-            for a in arg.split(',') {
-                println!("cargo:rustc-link-arg={a}");
-            }
-        } else {
-            println!("cargo:rustc-link-arg={f}");
-        }
+    let objects = b.compile_intermediates();
+    let out = std::path::PathBuf::from(std::env::var("OUT_DIR").expect("OUT_DIR"));
+    let shim = out.join("libgaspard_mpi.so");
+    let linked = b
+        .get_compiler()
+        .to_command()
+        .arg("-shared")
+        .arg("-o")
+        .arg(&shim)
+        .args(&objects)
+        .args(&link)
+        .status();
+    if !linked.is_ok_and(|s| s.success()) {
+        println!(
+            "cargo:warning=the MPI transport could not be linked with {link:?}: gaspard is built without `report --mpi`"
+        );
+        return;
     }
+    println!("cargo:rustc-env=GASPARD_MPI_SHIM={}", shim.display());
     println!("cargo:rustc-cfg=gaspard_mpi");
 }

@@ -297,3 +297,53 @@ fn a_missing_directory_is_an_error_on_every_rank() {
     assert!(err.contains("does not exist"), "{err}");
     assert!(out.stdout.is_empty());
 }
+
+/// MPI's libraries are loaded only for `--mpi`: with a broken `libmpi`
+/// first on the library path, the other commands work, and `--mpi` says
+/// what is wrong instead of the binary failing to start.
+#[test]
+fn mpi_libraries_are_loaded_only_for_mpi() {
+    let dir = common::tmpdir("distributed-nompi");
+    let libs = dir.join("libs");
+    std::fs::create_dir_all(&libs).unwrap();
+    std::fs::write(libs.join("libmpi.so.40"), b"").unwrap();
+    let gaspard = env!("CARGO_BIN_EXE_gaspard");
+    let help = Command::new(gaspard)
+        .arg("--version")
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .unwrap();
+    assert!(
+        help.status.success(),
+        "{}",
+        String::from_utf8_lossy(&help.stderr)
+    );
+    let heat = common::compile_heat(&dir);
+    let t = common::gaspard_run(&dir, &[heat.to_str().unwrap(), "5"]).0;
+    let plain = Command::new(gaspard)
+        .args(["report", "--json"])
+        .arg(&t)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .unwrap();
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v["events"].as_u64().unwrap() > 0);
+    let mpi = Command::new(gaspard)
+        .args(["report", "--mpi"])
+        .arg(&t)
+        .env("LD_LIBRARY_PATH", &libs)
+        .output()
+        .unwrap();
+    assert_eq!(mpi.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&mpi.stderr);
+    assert!(
+        err.contains("MPI's libraries cannot be loaded") && err.contains("libmpi.so.40"),
+        "{err}"
+    );
+    assert!(mpi.stdout.is_empty());
+}
