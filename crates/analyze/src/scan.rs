@@ -297,16 +297,7 @@ impl ScanSink<'_> {
         if let Some(&n) = self.site_of.get(&id) {
             return n;
         }
-        let cs = self.chunk_sites.get(&id).copied().unwrap_or_default();
-        let key = Callsite {
-            file: if cs.file == 0 {
-                None
-            } else {
-                self.strings.get(&cs.file).cloned()
-            },
-            line: cs.line,
-            col: cs.col,
-        };
+        let key = crate::trace::chunk_callsite(&self.chunk_sites, &self.strings, id);
         let next = self.sites.len() as u32;
         let n = *self.site_ids.entry(key.clone()).or_insert_with(|| {
             self.sites.push(key);

@@ -1306,21 +1306,31 @@ impl ChunkDefs {
     /// The stream's number of callsite `id`, numbered when first met.
     #[cold]
     fn stream_site(&self, id: u32, local: &mut Local) -> u32 {
-        let cs = self.callsites.get(&id).copied().unwrap_or_default();
-        let key = Callsite {
-            file: if cs.file == 0 {
-                None
-            } else {
-                self.strings.get(&cs.file).cloned()
-            },
-            line: cs.line,
-            col: cs.col,
-        };
+        let key = chunk_callsite(&self.callsites, &self.strings, id);
         let n = local.sites.len() as u32;
         *local.site_ids.entry(key.clone()).or_insert_with(|| {
             local.sites.push(key);
             n
         })
+    }
+}
+
+/// Callsite `id` of a chunk, its file name looked up among the chunk's
+/// strings (no callsite, or no file, when not defined).
+pub(crate) fn chunk_callsite(
+    callsites: &HashMap<u32, gaspard_format::codec::Callsite>,
+    strings: &HashMap<u32, String>,
+    id: u32,
+) -> Callsite {
+    let cs = callsites.get(&id).copied().unwrap_or_default();
+    Callsite {
+        file: if cs.file == 0 {
+            None
+        } else {
+            strings.get(&cs.file).cloned()
+        },
+        line: cs.line,
+        col: cs.col,
     }
 }
 

@@ -80,12 +80,19 @@ fn heat_trace(dir: &Path) -> PathBuf {
 }
 
 fn report_html(trace: &Path, html: &Path) -> Value {
+    report_html_with(trace, html, &[], &[])
+}
+
+/// [`report_html`] with more arguments and environment variables.
+fn report_html_with(trace: &Path, html: &Path, args: &[&str], vars: &[(&str, &str)]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("report")
         .arg(trace)
         .arg("--json")
         .arg("--html")
         .arg(html)
+        .args(args)
+        .envs(vars.iter().copied())
         .output()
         .unwrap();
     assert!(
@@ -348,20 +355,8 @@ fn heat_in_the_browser_served_and_as_a_file() {
 /// directory. The whole trace's reader recognises coarray operations in
 /// its MPI calls, which the quick scan does not.
 fn caf_trace(dir: &Path) -> PathBuf {
-    let exe = dir.join("jacobi");
-    let out = Command::new("caf")
-        .arg("-g")
-        .arg(common::workspace().join("examples/caf/jacobi.f90"))
-        .arg("-o")
-        .arg(&exe)
-        .current_dir(dir)
-        .output()
-        .expect("caf is needed (Debian: libcoarrays-openmpi-dev)");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let src = std::fs::read_to_string(common::workspace().join("examples/caf/jacobi.f90")).unwrap();
+    let exe = common::compile_with(dir, "caf", "jacobi.f90", &src);
     let exe = exe.to_str().unwrap();
     common::gaspard_run(dir, &["cafrun", "-np", "2", "--oversubscribe", exe]).0
 }
@@ -557,19 +552,7 @@ fn a_trace_the_quick_scan_gives_whole_is_not_read_whole() {
     // quick scan is its whole timeline: the same report, and a page
     // showing it, without the whole trace read.
     let html = dir.join("big.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args(["report", "--json", "--html"])
-        .arg(&html)
-        .arg(&trace)
-        .env("GASPARD_VIEW_OVERVIEW_BYTES", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rb: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rb = report_html_with(&trace, &html, &[], &[("GASPARD_VIEW_OVERVIEW_BYTES", "1")]);
     assert_eq!(rb, r);
     let b = Browser::start(&dir.join("chromium"));
     b.goto(&file_url(&html));
@@ -990,18 +973,7 @@ fn too_big_for_memory_analysed_one_process_at_a_time() {
 
     // The HTML file of a report read one process at a time.
     let low = dir.join("low-memory.html");
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args(["report", "--json", "--low-memory", "--html"])
-        .arg(&low)
-        .arg(&trace)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let rl: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rl = report_html_with(&trace, &low, &["--low-memory"], &[]);
     assert_eq!(rl, r, "the report read one process at a time");
     b.goto(&file_url(&low));
     b.wait_for(READY);

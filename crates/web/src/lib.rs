@@ -131,16 +131,12 @@ impl View {
         dir: &Path,
         block_size: u64,
     ) -> Result<Option<(View, gaspard_analyze::profile::Report)>, TraceError> {
-        let bytes: u64 = std::fs::read_dir(dir)
+        let bytes = index::fingerprint(dir)
             .map_err(|e| TraceError::Dir {
                 path: dir.to_path_buf(),
                 source: e,
-            })?
-            .flatten()
-            .filter(|e| e.path().extension().is_some_and(|x| x == "gst"))
-            .filter_map(|e| e.metadata().ok())
-            .map(|m| m.len())
-            .sum();
+            })
+            .map(|f| index::stream_bytes(&f))?;
         if bytes < overview_bytes() {
             return Ok(None);
         }
@@ -486,13 +482,13 @@ impl View {
         let events = process_events(&stage.dir, process);
         let need = events.saturating_mul(BYTES_PER_EVENT);
         if available_memory().is_some_and(|free| need > free) {
-            return Err(Details::TooBig(format!(
+            return Err(Details::Refused(format!(
                 "process {process} alone ({events} events) would take about {:.1} GB of memory",
                 need as f64 / 1e9
             )));
         }
         let t = gaspard_analyze::trace::read_process(&stage.dir, process)
-            .map_err(|e| Details::TooBig(e.to_string()))?;
+            .map_err(|e| Details::Refused(e.to_string()))?;
         let t = Arc::new(t);
         *kept = Some((stage.dir.clone(), process.clone(), Arc::clone(&t)));
         Ok(t)
@@ -896,7 +892,7 @@ pub enum Details {
     NotYet,
     /// Its process cannot be read (too big for the memory available, or
     /// unreadable): why.
-    TooBig(String),
+    Refused(String),
 }
 
 /// The events the chunk headers of the stream files of `process` in `dir`

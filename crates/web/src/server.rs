@@ -231,7 +231,7 @@ fn route(view: &View, target: &str) -> Response {
                     kind: "application/json",
                     body: b"{\"loading\":true}".to_vec(),
                 },
-                Err(crate::Details::TooBig(why)) => Response {
+                Err(crate::Details::Refused(why)) => Response {
                     status: "503 Service Unavailable",
                     kind: "application/json",
                     body: json!({ "error": why }).to_string().into_bytes(),
