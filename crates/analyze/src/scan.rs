@@ -15,7 +15,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
-use gaspard_format::chunk::ChunkHeader;
+use gaspard_format::chunk::{ChunkHeader, CHUNK_HEADER_LEN};
 use gaspard_format::codec::{self, Sink, UserDef};
 use gaspard_format::kinds::{self, Class};
 
@@ -268,6 +268,11 @@ struct ScanSink<'a> {
     function_names: HashMap<u32, u32>,
     /// Whether each kind is a communication, once asked.
     comm: Vec<Option<bool>>,
+    /// For a window ([`Windows::window`]): the START and END positions
+    /// taken from the chunks read in part...
+    want: Option<(rustc_hash::FxHashSet<u64>, rustc_hash::FxHashSet<u64>)>,
+    /// ...which the chunk being decoded is.
+    filtering: bool,
 }
 
 /// Kinds whose open STARTs are kept in a vector rather than a map.
@@ -403,6 +408,21 @@ impl Sink for ScanSink<'_> {
         if e.phase > 1 {
             return;
         }
+        if self.filtering {
+            let wanted = match &self.want {
+                Some((starts, ends)) => {
+                    if e.phase == 0 {
+                        starts.contains(&index)
+                    } else {
+                        ends.contains(&index)
+                    }
+                }
+                None => true,
+            };
+            if !wanted {
+                return;
+            }
+        }
         let direct = user.is_none() && (e.kind as usize) < DIRECT_KINDS;
         if e.phase == 0 {
             let name = match user {
@@ -492,39 +512,99 @@ impl Sink for ScanSink<'_> {
     }
 }
 
+impl<'a> ScanSink<'a> {
+    fn new(clock: &'a Clock, stream: &crate::trace::Stream) -> ScanSink<'a> {
+        ScanSink {
+            clock,
+            pts_words: (stream.pts_bytes as usize).div_ceil(8),
+            model: stream.model,
+            strings: HashMap::default(),
+            chunk_sites: HashMap::default(),
+            chunk_users: HashMap::default(),
+            site_of: HashMap::default(),
+            sites: Vec::new(),
+            site_ids: HashMap::default(),
+            names: Vec::new(),
+            name_ids: HashMap::default(),
+            kind_names: Vec::new(),
+            user_names: HashMap::default(),
+            open: HashMap::default(),
+            open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
+            slots: Vec::new(),
+            closed: Vec::new(),
+            slot_codeptrs: Vec::new(),
+            last_site: None,
+            codeptr_at: HashMap::default(),
+            peer_at: HashMap::default(),
+            last_peer_at: None,
+            events: 0,
+            first: 0,
+            last: 0,
+            wants_rank: matches!(stream.model, 3 | 4),
+            rank: None,
+            function_names: HashMap::default(),
+            comm: Vec::new(),
+            sync: Vec::new(),
+            want: None,
+            filtering: false,
+        }
+    }
+
+    /// Before each chunk: each chunk has tables of its own.
+    fn begin_chunk(&mut self) {
+        self.strings.clear();
+        self.chunk_sites.clear();
+        self.chunk_users.clear();
+        self.site_of.clear();
+        self.last_site = None;
+        self.function_names.clear();
+    }
+
+    /// The stream scanned: its spans in START order, those never closed
+    /// left out.
+    fn finish(self, stream: crate::trace::Stream) -> Scanned {
+        // In place, code addresses following their spans.
+        let mut spans = self.slots;
+        let closed = self.closed;
+        let mut codeptrs = Vec::with_capacity(self.slot_codeptrs.len());
+        let mut next_codeptr = self.slot_codeptrs.into_iter().peekable();
+        let mut kept = 0;
+        for slot in 0..spans.len() {
+            let addr = match next_codeptr.peek() {
+                Some(&(s, a)) if s == slot => {
+                    next_codeptr.next();
+                    Some(a)
+                }
+                _ => None,
+            };
+            if !closed[slot] {
+                continue;
+            }
+            if let Some(a) = addr {
+                codeptrs.push((kept, a));
+            }
+            spans[kept] = spans[slot];
+            kept += 1;
+        }
+        spans.truncate(kept);
+        // A rank out of range is no rank (as `matrix::rank` has it).
+        let rank = self.rank.filter(|r| r.me < r.size);
+        Scanned {
+            stream,
+            events: self.events,
+            first_last: (self.events > 0).then_some((self.first, self.last)),
+            rank,
+            spans,
+            codeptrs,
+            sites: self.sites,
+            names: self.names,
+            sync: self.sync,
+        }
+    }
+}
+
 fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
-    let mut sink = ScanSink {
-        clock,
-        pts_words: (o.stream.pts_bytes as usize).div_ceil(8),
-        model: o.stream.model,
-        strings: HashMap::default(),
-        chunk_sites: HashMap::default(),
-        chunk_users: HashMap::default(),
-        site_of: HashMap::default(),
-        sites: Vec::new(),
-        site_ids: HashMap::default(),
-        names: Vec::new(),
-        name_ids: HashMap::default(),
-        kind_names: Vec::new(),
-        user_names: HashMap::default(),
-        open: HashMap::default(),
-        open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
-        slots: Vec::new(),
-        closed: Vec::new(),
-        slot_codeptrs: Vec::new(),
-        last_site: None,
-        codeptr_at: HashMap::default(),
-        peer_at: HashMap::default(),
-        last_peer_at: None,
-        events: 0,
-        first: 0,
-        last: 0,
-        wants_rank: matches!(o.stream.model, 3 | 4),
-        rank: None,
-        function_names: HashMap::default(),
-        comm: Vec::new(),
-        sync: Vec::new(),
-    };
+    let mut sink = ScanSink::new(clock, &o.stream);
     let expected: u64 = o.chunks.iter().map(|c| u64::from(c.0.events)).sum();
     sink.slots.reserve((expected / 2) as usize);
     sink.closed.reserve((expected / 2) as usize);
@@ -535,147 +615,153 @@ fn scan_stream(o: Opened, clock: &Clock) -> Scanned {
         if sink.events + u64::from(h.events) > crate::trace::MAX_STREAM_EVENTS as u64 {
             break;
         }
-        // Each chunk has tables of its own.
-        sink.strings.clear();
-        sink.chunk_sites.clear();
-        sink.chunk_users.clear();
-        sink.site_of.clear();
-        sink.last_site = None;
-        sink.function_names.clear();
+        sink.begin_chunk();
         // What cannot be decoded is left out here as by the whole trace's
         // reader (which says so).
         let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
     }
-    // In START order, as the slots were taken; those never closed left out
-    // (in place, code addresses following their spans).
-    let mut spans = sink.slots;
-    let closed = sink.closed;
-    let mut codeptrs = Vec::with_capacity(sink.slot_codeptrs.len());
-    let mut next_codeptr = sink.slot_codeptrs.into_iter().peekable();
-    let mut kept = 0;
-    for slot in 0..spans.len() {
-        let addr = match next_codeptr.peek() {
-            Some(&(s, a)) if s == slot => {
-                next_codeptr.next();
-                Some(a)
+    sink.finish(o.stream)
+}
+
+/// Callsites and names numbered across streams, as a [`Quick`] has them.
+#[derive(Default)]
+struct Numbering {
+    site_ids: HashMap<Callsite, u32>,
+    name_ids: HashMap<String, u32>,
+    callsites: Vec<Callsite>,
+    names: Vec<String>,
+}
+
+/// A user event's name, by (process, id): the first definition met in the
+/// process.
+type UserDefs = HashMap<(String, u64), String>;
+
+impl Numbering {
+    fn site(&mut self, c: Callsite) -> u32 {
+        let n = self.callsites.len() as u32;
+        match self.site_ids.entry(c) {
+            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.callsites.push(v.key().clone());
+                *v.insert(n)
             }
-            _ => None,
-        };
-        if !closed[slot] {
-            continue;
         }
-        if let Some(a) = addr {
-            codeptrs.push((kept, a));
-        }
-        spans[kept] = spans[slot];
-        kept += 1;
     }
-    spans.truncate(kept);
-    // A rank out of range is no rank (as `matrix::rank` has it).
-    let rank = sink.rank.filter(|r| r.me < r.size);
-    Scanned {
-        stream: o.stream,
-        events: sink.events,
-        first_last: (sink.events > 0).then_some((sink.first, sink.last)),
-        rank,
-        spans,
-        codeptrs,
-        sites: sink.sites,
-        names: sink.names,
-        sync: sink.sync,
+
+    fn name(&mut self, text: String) -> u32 {
+        let n = self.names.len() as u32;
+        match self.name_ids.entry(text) {
+            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.names.push(v.key().clone());
+                *v.insert(n)
+            }
+        }
+    }
+
+    /// The user events defined in `streams`' names.
+    fn user_defs<'a>(streams: impl Iterator<Item = (&'a str, &'a [Name])>) -> UserDefs {
+        let mut defs = UserDefs::default();
+        for (process, names) in streams {
+            for n in names {
+                if let Name::User(id, Some(def)) = n {
+                    defs.entry((process.to_string(), *id))
+                        .or_insert_with(|| def.clone());
+                }
+            }
+        }
+        defs
+    }
+
+    /// A stream's spans with times from the trace's start and callsites
+    /// and names numbered here (source lines of code addresses found as
+    /// the whole trace's reader finds them).
+    #[allow(clippy::too_many_arguments)]
+    fn spans(
+        &mut self,
+        process: &str,
+        spans: Vec<QuickSpan>,
+        sites: Vec<Callsite>,
+        names: Vec<Name>,
+        codeptrs: &[(usize, u64)],
+        user_defs: &UserDefs,
+        time: &Timebase,
+        sym: &mut crate::symbolize::Symbolizer,
+    ) -> Vec<QuickSpan> {
+        let sites: Vec<u32> = sites.into_iter().map(|c| self.site(c)).collect();
+        let names: Vec<u32> = names
+            .into_iter()
+            .map(|n| {
+                let text = match n {
+                    Name::Kind(k) => {
+                        kinds::kind(k).map_or_else(|| format!("kind_{k}"), |k| k.name.to_string())
+                    }
+                    Name::User(id, _) => user_defs
+                        .get(&(process.to_string(), id))
+                        .cloned()
+                        .unwrap_or_else(|| format!("user_event_{id}")),
+                    Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
+                };
+                self.name(text)
+            })
+            .collect();
+        let mut spans: Vec<QuickSpan> = spans
+            .into_iter()
+            .map(|sp| QuickSpan {
+                start: time.at(process, sp.start),
+                end: time.at(process, sp.end),
+                name: names[sp.name as usize],
+                callsite: sites[sp.callsite as usize],
+                ..sp
+            })
+            .collect();
+        for &(i, addr) in codeptrs {
+            if let Some((file, line)) = sym.source_of_return_address(process, addr) {
+                spans[i].callsite = self.site(Callsite {
+                    file: Some(file),
+                    line,
+                    col: 0,
+                });
+            }
+        }
+        spans
     }
 }
 
 /// Numbers callsites and names trace-wide, corrects the clocks and puts
 /// every time after the trace's start, as the whole trace's reader does.
 fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
-    let mut q = Quick::default();
-    let mut site_ids: HashMap<Callsite, u32> = HashMap::default();
-    let mut name_ids: HashMap<String, u32> = HashMap::default();
-    // A user event is named by the first definition met, per process.
-    let mut user_defs: HashMap<(String, u64), String> = HashMap::default();
-    for s in &scanned {
-        for n in &s.names {
-            if let Name::User(id, Some(def)) = n {
-                user_defs
-                    .entry((s.stream.process.clone(), *id))
-                    .or_insert_with(|| def.clone());
-            }
-        }
-    }
+    let user_defs = Numbering::user_defs(
+        scanned
+            .iter()
+            .map(|s| (s.stream.process.as_str(), s.names.as_slice())),
+    );
     let inputs: Vec<ClockInput<'_>> = scanned
         .iter()
         .map(|s| (s.stream.process.as_str(), s.sync.as_slice(), s.first_last))
         .collect();
     let time = Timebase::new(&mut t, &inputs);
     drop(inputs);
-    let at = |process: &str, v: u64| time.at(process, v);
     let mut sym = crate::symbolize::Symbolizer::new(&t.dir);
+    let mut numbering = Numbering::default();
     let mut streams = Vec::with_capacity(scanned.len());
     for s in scanned {
-        let sites: Vec<u32> = s
-            .sites
-            .into_iter()
-            .map(|c| {
-                let n = q.callsites.len() as u32;
-                *site_ids.entry(c.clone()).or_insert_with(|| {
-                    q.callsites.push(c);
-                    n
-                })
-            })
-            .collect();
         let process = s.stream.process.clone();
-        let names: Vec<u32> =
-            s.names
-                .into_iter()
-                .map(|n| {
-                    let text = match n {
-                        Name::Kind(k) => kinds::kind(k)
-                            .map_or_else(|| format!("kind_{k}"), |k| k.name.to_string()),
-                        Name::User(id, _) => user_defs
-                            .get(&(process.clone(), id))
-                            .cloned()
-                            .unwrap_or_else(|| format!("user_event_{id}")),
-                        Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
-                    };
-                    let next = q.names.len() as u32;
-                    *name_ids.entry(text.clone()).or_insert_with(|| {
-                        q.names.push(text);
-                        next
-                    })
-                })
-                .collect();
-        let mut spans: Vec<QuickSpan> = s
-            .spans
-            .into_iter()
-            .map(|sp| QuickSpan {
-                start: at(&process, sp.start),
-                end: at(&process, sp.end),
-                name: names[sp.name as usize],
-                callsite: sites[sp.callsite as usize],
-                ..sp
-            })
-            .collect();
-        // Source lines of code addresses, as the whole trace's reader finds them.
-        for &(i, addr) in &s.codeptrs {
-            if let Some((file, line)) = sym.source_of_return_address(&process, addr) {
-                let c = Callsite {
-                    file: Some(file),
-                    line,
-                    col: 0,
-                };
-                let n = q.callsites.len() as u32;
-                spans[i].callsite = *site_ids.entry(c.clone()).or_insert_with(|| {
-                    q.callsites.push(c);
-                    n
-                });
-            }
-        }
+        let spans = numbering.spans(
+            &process,
+            s.spans,
+            s.sites,
+            s.names,
+            &s.codeptrs,
+            &user_defs,
+            &time,
+            &mut sym,
+        );
         let name = thread_name(s.rank, &process, s.stream.stream);
         streams.push(QuickStream {
             first_last: s
                 .first_last
-                .map(|(f, l)| (at(&process, f), at(&process, l))),
+                .map(|(f, l)| (time.at(&process, f), time.at(&process, l))),
             process,
             stream: s.stream.stream,
             name,
@@ -685,8 +771,11 @@ fn merge(mut t: crate::trace::Trace, scanned: Vec<Scanned>) -> Quick {
         });
     }
     streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
-    q.streams = streams;
-    q
+    Quick {
+        streams,
+        callsites: numbering.callsites,
+        names: numbering.names,
+    }
 }
 
 /// One thread of an [`Overview`].
@@ -723,6 +812,8 @@ pub struct Overview {
     pub classes: usize,
     /// Streams ordered as [`Quick::streams`] are.
     pub streams: Vec<OverviewStream>,
+    /// What reading a window of the trace alone needs.
+    pub windows: Windows,
 }
 
 /// Bins of a stream's own time span that its pass counts busy time in,
@@ -779,6 +870,10 @@ where
 /// One stream's pass: its busy time in bins of its own span, in ticks of
 /// its process's clock (converted once, at the end).
 struct Passed {
+    /// Its chunks, times in ns of its process's clock.
+    chunks: Vec<WindowChunk>,
+    /// [`WindowStream::crossing`].
+    crossing: Vec<(u64, u64)>,
     stream: crate::trace::Stream,
     events: u64,
     /// Times of its first and last events, ns of its process's clock.
@@ -819,8 +914,14 @@ struct PassSink<'a, F> {
     /// position).
     open_kind: Vec<Vec<(u32, u64)>>,
     open: HashMap<(u16, u64), Vec<(u32, u64)>>,
-    /// Intervals open now, by START: (slot, class).
-    active: Vec<(u32, u8)>,
+    /// Intervals open now, by START.
+    active: Vec<Active>,
+    /// Each chunk's first event and the START positions of the intervals
+    /// open when it begins ([`Windows`]).
+    marks: Vec<(u64, Vec<u64>)>,
+    /// END position of each interval open at the beginning of a chunk, by
+    /// START position.
+    crossing: HashMap<u64, u64>,
     next_slot: u32,
     /// Time (ticks, as all times here) up to which busy time is counted.
     now: u64,
@@ -829,6 +930,16 @@ struct PassSink<'a, F> {
     /// Bins are `1 << shift` ticks wide, `(hi - lo) >> shift` the last one.
     shift: u32,
     bins: Vec<u64>,
+}
+
+/// An interval open in an [`overview`]'s pass.
+struct Active {
+    slot: u32,
+    class: u8,
+    /// Position of its START.
+    start: u64,
+    /// Whether a chunk began while it was open.
+    crossed: bool,
 }
 
 const UNKNOWN: u8 = u8::MAX;
@@ -859,10 +970,24 @@ impl<F: Fn(u16, bool) -> Option<u8>> PassSink<'_, F> {
         if t <= self.now {
             return;
         }
-        if let Some(&(_, c)) = self.active.last() {
-            self.add(self.now, t, c);
+        if let Some(a) = self.active.last() {
+            self.add(self.now, t, a.class);
         }
         self.now = t;
+    }
+
+    /// Marks the beginning of a chunk: its first event, and the intervals
+    /// open.
+    fn begin_chunk(&mut self) {
+        let open = self
+            .active
+            .iter_mut()
+            .map(|a| {
+                a.crossed = true;
+                a.start
+            })
+            .collect();
+        self.marks.push((self.events, open));
     }
 
     #[inline]
@@ -937,7 +1062,12 @@ impl<F: Fn(u16, bool) -> Option<u8>> Sink for PassSink<'_, F> {
                     .or_default()
             };
             stack.push((slot, index));
-            self.active.push((slot, class));
+            self.active.push(Active {
+                slot,
+                class,
+                start: index,
+                crossed: false,
+            });
         } else {
             let stack = if direct {
                 &mut self.open_kind[e.kind as usize]
@@ -950,8 +1080,11 @@ impl<F: Fn(u16, bool) -> Option<u8>> Sink for PassSink<'_, F> {
                 return;
             };
             self.advance(t);
-            if let Some(p) = self.active.iter().rposition(|&(s, _)| s == slot) {
-                self.active.remove(p);
+            if let Some(p) = self.active.iter().rposition(|a| a.slot == slot) {
+                let a = self.active.remove(p);
+                if a.crossed {
+                    self.crossing.insert(a.start, index);
+                }
             }
         }
     }
@@ -1055,6 +1188,8 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
             open_kind: (0..DIRECT_KINDS).map(|_| Vec::new()).collect(),
             open: HashMap::default(),
             active: Vec::new(),
+            marks: Vec::with_capacity(o.chunks.len()),
+            crossing: HashMap::default(),
             next_slot: 0,
             now: 0,
             lo,
@@ -1063,6 +1198,7 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
             bins: vec![0u64; nbins * classes],
         };
         for (h, at, len) in &o.chunks {
+            sink.begin_chunk();
             // What cannot be decoded is left out, as by the other readers.
             let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
         }
@@ -1081,7 +1217,29 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
         sink = run(unclosed);
     }
     let rank = sink.rank.filter(|r| r.me < r.size);
+    // Where each chunk is, for reading a window of the stream alone (the
+    // chunks the quick scan reads: event numbers are `u32`).
+    let mut chunks = Vec::with_capacity(o.chunks.len());
+    for ((h, at, len), (first, open)) in o.chunks.iter().zip(sink.marks) {
+        if first + u64::from(h.events) > crate::trace::MAX_STREAM_EVENTS as u64 {
+            break;
+        }
+        chunks.push(WindowChunk {
+            at: (at - CHUNK_HEADER_LEN) as u64,
+            len: *len as u32,
+            seq: h.seq,
+            events: h.events,
+            first,
+            open,
+            from: ns(h.base_ts),
+            to: ns(h.last_ts),
+        });
+    }
+    let mut crossing: Vec<(u64, u64)> = sink.crossing.into_iter().collect();
+    crossing.sort_unstable();
     Passed {
+        chunks,
+        crossing,
         stream: o.stream,
         events: sink.events,
         first_last: (sink.events > 0).then_some((ns(sink.first), ns(sink.last))),
@@ -1094,6 +1252,265 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
     }
 }
 
+/// What reading a window of a trace alone needs, found by [`overview`]:
+/// where each stream's chunks are, their times, and for each chunk its
+/// first event and the intervals open when it begins. [`Windows::window`]
+/// then reads only the chunks a window needs, and finds there the spans the
+/// quick scan ([`scan`]) finds in the whole trace. [`Windows::to_bytes`]
+/// keeps it (in the browser view's index).
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct Windows {
+    /// Ordered as [`Overview::streams`] are.
+    streams: Vec<WindowStream>,
+    clocks: HashMap<String, Clock>,
+    time: Timebase,
+    #[serde(skip)]
+    dir: std::path::PathBuf,
+    /// Source lines of code addresses (made when first needed).
+    #[serde(skip)]
+    sym: std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
+}
+
+/// One stream of [`Windows`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct WindowStream {
+    /// Its file's name in the trace directory.
+    file: String,
+    process: String,
+    stream: u32,
+    model: u32,
+    pts_bytes: u32,
+    chunks: Vec<WindowChunk>,
+    /// (START, END) positions of the intervals open at the beginning of a
+    /// chunk, by START.
+    crossing: Vec<(u64, u64)>,
+}
+
+/// One chunk of a [`WindowStream`].
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
+struct WindowChunk {
+    /// Offset of its header in the file.
+    at: u64,
+    /// Bytes of its payload.
+    len: u32,
+    seq: u32,
+    events: u32,
+    /// Position of its first event in the stream.
+    first: u64,
+    /// START positions of the intervals open when it begins.
+    open: Vec<u64>,
+    /// Times (ns from the trace's start) of its base and last timestamps.
+    from: u64,
+    to: u64,
+}
+
+/// The spans of a time window of a trace ([`Windows::window`]).
+#[derive(Debug, Default)]
+pub struct Window {
+    /// Per stream (ordered as [`Overview::streams`]), its spans that
+    /// overlap the window (end at or after its start, start before its
+    /// end), by START position, as the quick scan gives them.
+    pub streams: Vec<Vec<QuickSpan>>,
+    /// Callsites referred to by the spans.
+    pub callsites: Vec<Callsite>,
+    /// Span names.
+    pub names: Vec<String>,
+    /// Events decoded.
+    pub events: u64,
+}
+
+/// The chunks one stream's part of a window needs.
+struct Plan {
+    /// Chunks to read, ascending.
+    chunks: Vec<usize>,
+    /// The chunks read whole: `lo..hi`; the others give only the STARTs
+    /// and ENDs below.
+    lo: usize,
+    hi: usize,
+    starts: rustc_hash::FxHashSet<u64>,
+    ends: rustc_hash::FxHashSet<u64>,
+}
+
+impl Windows {
+    /// Streams.
+    pub fn len(&self) -> usize {
+        self.streams.len()
+    }
+
+    /// Whether there is no stream.
+    pub fn is_empty(&self) -> bool {
+        self.streams.is_empty()
+    }
+
+    /// The process (`host-pid`) and stream number of each stream.
+    pub fn rows(&self) -> Vec<(String, u32)> {
+        self.streams
+            .iter()
+            .map(|s| (s.process.clone(), s.stream))
+            .collect()
+    }
+
+    /// Kept as bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        postcard::to_stdvec(self).unwrap_or_default()
+    }
+
+    /// Those [`Windows::to_bytes`] kept, for the trace in `dir`.
+    pub fn from_bytes(dir: &Path, b: &[u8]) -> Option<Windows> {
+        let mut w: Windows = postcard::from_bytes(b).ok()?;
+        w.dir = dir.to_path_buf();
+        Some(w)
+    }
+
+    fn plan(s: &WindowStream, a: u64, b: u64) -> Plan {
+        let n = s.chunks.len();
+        let lo = s.chunks.iter().position(|c| c.to >= a).unwrap_or(n);
+        let hi = s
+            .chunks
+            .iter()
+            .rposition(|c| c.from < b)
+            .map_or(0, |i| i + 1)
+            .max(lo);
+        let chunk_of = |pos: u64| {
+            s.chunks
+                .partition_point(|c| c.first + u64::from(c.events) <= pos)
+                .min(n.saturating_sub(1))
+        };
+        let starts: rustc_hash::FxHashSet<u64> = s
+            .chunks
+            .get(lo)
+            .map(|c| c.open.iter().copied().collect())
+            .unwrap_or_default();
+        let ends: rustc_hash::FxHashSet<u64> = s
+            .chunks
+            .get(hi)
+            .map(|c| {
+                c.open
+                    .iter()
+                    .filter_map(|p| {
+                        let i = s.crossing.binary_search_by_key(p, |x| x.0).ok()?;
+                        Some(s.crossing[i].1)
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut chunks: Vec<usize> = starts
+            .iter()
+            .chain(&ends)
+            .map(|&p| chunk_of(p))
+            .chain(lo..hi)
+            .collect();
+        chunks.sort_unstable();
+        chunks.dedup();
+        Plan {
+            chunks,
+            lo,
+            hi,
+            starts,
+            ends,
+        }
+    }
+
+    /// Events the chunks of the window `[a, b)` (ns from the trace's start)
+    /// hold: what [`Windows::window`] decodes.
+    pub fn events_in(&self, a: u64, b: u64) -> u64 {
+        self.streams
+            .iter()
+            .map(|s| {
+                Windows::plan(s, a, b)
+                    .chunks
+                    .iter()
+                    .map(|&c| u64::from(s.chunks[c].events))
+                    .sum::<u64>()
+            })
+            .sum()
+    }
+
+    /// The spans that overlap `[a, b)` (ns from the trace's start), read
+    /// from the chunks that hold them alone: the same as the quick scan
+    /// gives. `None` when the trace's files cannot be read as they were
+    /// (changed since, or gone).
+    pub fn window(&self, a: u64, b: u64) -> Option<Window> {
+        let mut parts = Vec::with_capacity(self.streams.len());
+        let mut events = 0;
+        for s in &self.streams {
+            let clock = self.clocks.get(&s.process)?;
+            let (scanned, n) = self.read(s, clock, a, b)?;
+            events += n;
+            parts.push(scanned);
+        }
+        let user_defs =
+            Numbering::user_defs(parts.iter().map(|(p, s)| (p.as_str(), s.names.as_slice())));
+        let mut numbering = Numbering::default();
+        let mut sym = self.sym.lock().unwrap_or_else(|p| p.into_inner());
+        let sym = sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(&self.dir));
+        let streams = parts
+            .into_iter()
+            .map(|(process, s)| {
+                let mut spans = numbering.spans(
+                    &process,
+                    s.spans,
+                    s.sites,
+                    s.names,
+                    &s.codeptrs,
+                    &user_defs,
+                    &self.time,
+                    sym,
+                );
+                spans.retain(|sp| sp.end >= a && sp.start < b);
+                spans
+            })
+            .collect();
+        Some(Window {
+            streams,
+            callsites: numbering.callsites,
+            names: numbering.names,
+            events,
+        })
+    }
+
+    /// One stream's part of a window: its spans (times in ns of its
+    /// process's clock) and the events decoded.
+    fn read(
+        &self,
+        s: &WindowStream,
+        clock: &Clock,
+        a: u64,
+        b: u64,
+    ) -> Option<((String, Scanned), u64)> {
+        use std::os::unix::fs::FileExt;
+        let plan = Windows::plan(s, a, b);
+        let file = std::fs::File::open(self.dir.join(&s.file)).ok()?;
+        let stream = crate::trace::Stream {
+            process: s.process.clone(),
+            stream: s.stream,
+            model: s.model,
+            pts_bytes: s.pts_bytes,
+            ..Default::default()
+        };
+        let mut sink = ScanSink::new(clock, &stream);
+        sink.want = Some((plan.starts, plan.ends));
+        let mut buf = Vec::new();
+        let mut events = 0;
+        for &c in &plan.chunks {
+            let ch = &s.chunks[c];
+            buf.resize(CHUNK_HEADER_LEN + ch.len as usize, 0);
+            file.read_exact_at(&mut buf, ch.at).ok()?;
+            let (hb, payload) = buf.split_at(CHUNK_HEADER_LEN);
+            let h = ChunkHeader::parse(hb)?;
+            if h.seq != ch.seq || h.events != ch.events || !ChunkHeader::verify(hb, payload) {
+                return None;
+            }
+            sink.events = ch.first;
+            sink.filtering = !(plan.lo..plan.hi).contains(&c);
+            sink.begin_chunk();
+            let _ = codec::decode_into(&h, payload, &mut sink);
+            events += u64::from(h.events);
+        }
+        Some(((s.process.clone(), sink.finish(stream)), events))
+    }
+}
+
 /// What [`Timebase::new`] needs of a scanned stream: its process, its clock
 /// synchronization samples, and the times of its first and last events (ns
 /// of its process's clock).
@@ -1102,6 +1519,7 @@ type ClockInput<'a> = (&'a str, &'a [[u64; 4]], Option<(u64, u64)>);
 /// The clock corrections of a scanned trace's processes and the trace's
 /// start, as the whole trace's reader finds them: what puts a stream's times
 /// on the trace's.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Timebase {
     /// Per process, when corrections are applied.
     corrections: HashMap<String, crate::clocksync::Correction>,
@@ -1176,6 +1594,34 @@ fn place(
         .collect();
     let time = Timebase::new(&mut t, &inputs);
     drop(inputs);
+    let mut passed = passed;
+    let mut window_streams: Vec<WindowStream> = passed
+        .iter_mut()
+        .map(|s| {
+            let process = s.stream.process.as_str();
+            let mut chunks = std::mem::take(&mut s.chunks);
+            for c in &mut chunks {
+                c.from = time.at(process, c.from);
+                c.to = time.at(process, c.to);
+            }
+            WindowStream {
+                file: s
+                    .stream
+                    .path
+                    .file_name()
+                    .map(|f| f.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                process: process.to_string(),
+                stream: s.stream.stream,
+                model: s.stream.model,
+                pts_bytes: s.stream.pts_bytes,
+                chunks,
+                crossing: std::mem::take(&mut s.crossing),
+            }
+        })
+        .collect();
+    window_streams
+        .sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
     let at = |process: &str, v: u64| time.at(process, v);
     let spans: Vec<(u64, u64)> = passed
         .iter()
@@ -1241,11 +1687,19 @@ fn place(
         })
         .collect();
     streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+    let windows = Windows {
+        streams: window_streams,
+        clocks: clocks.iter().map(|(p, c)| (p.clone(), *c)).collect(),
+        time,
+        dir: t.dir.clone(),
+        sym: std::sync::Mutex::new(None),
+    };
     Overview {
         t0,
         t1,
         bins,
         classes,
         streams,
+        windows,
     }
 }

@@ -82,7 +82,7 @@ impl Event {
 }
 
 /// A stream: one context (thread and model) of one process.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Stream {
     /// `host-pid` of its process.
     pub process: String,
@@ -295,7 +295,7 @@ impl Trace {
 }
 
 /// A process's clock: ticks to nanoseconds.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Clock {
     t0: u64,
     n0: u64,

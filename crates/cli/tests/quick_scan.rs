@@ -12,8 +12,8 @@ use std::process::Command;
 use gaspard_analyze::dump::event_name;
 use gaspard_analyze::intervals::intervals;
 use gaspard_analyze::objects::arg;
-use gaspard_analyze::scan::{overview, scan, Quick};
-use gaspard_analyze::trace::{read, Trace};
+use gaspard_analyze::scan::{overview, scan, Quick, QuickSpan, Windows};
+use gaspard_analyze::trace::{read, Callsite, Trace};
 use gaspard_format::kinds::{self, Class};
 
 mod common;
@@ -163,6 +163,7 @@ fn check_overview(dir: &Path, t: &Trace, q: &Quick) {
     let bins = 4096;
     let o = overview(dir, bins, CLASSES, class).unwrap();
     assert_eq!(o.streams.len(), t.streams.len());
+    check_windows(dir, &o.windows, q);
     let t0 = q
         .streams
         .iter()
@@ -205,6 +206,193 @@ fn check_overview(dir: &Path, t: &Trace, q: &Quick) {
         }
     }
     assert!(busy > 0.0, "some time in intervals");
+}
+
+/// A span as the quick scan and a window give it, names and callsites
+/// looked up.
+fn described(sp: &QuickSpan, names: &[String], sites: &[Callsite]) -> String {
+    format!(
+        "{} user={} [{}, {}] event {} {:?} {:?} peer {:?}",
+        sp.kind,
+        sp.user,
+        sp.start,
+        sp.end,
+        sp.start_event,
+        names[sp.name as usize],
+        sites[sp.callsite as usize],
+        sp.peer()
+    )
+}
+
+/// Windows of the trace in `dir` read alone, from the chunks the overview
+/// marked (kept as bytes and read back, as the view index keeps them),
+/// give the quick scan's spans that overlap them, exactly: for the whole
+/// run and windows of 1/2 to 1/5000 of it at five places each, and empty
+/// windows before, between and after the events. Returns how many windows
+/// read fewer events than the whole trace holds.
+fn check_windows(dir: &Path, w: &Windows, q: &Quick) -> usize {
+    let w = Windows::from_bytes(dir, &w.to_bytes()).expect("kept windows read back");
+    assert_eq!(w.len(), q.streams.len());
+    let rows: Vec<(String, u32)> = q
+        .streams
+        .iter()
+        .map(|s| (s.process.clone(), s.stream))
+        .collect();
+    assert_eq!(w.rows(), rows);
+    let t0 = q
+        .streams
+        .iter()
+        .filter_map(|s| s.first_last.map(|f| f.0))
+        .min();
+    let t1 = q
+        .streams
+        .iter()
+        .filter_map(|s| s.first_last.map(|f| f.1))
+        .max();
+    let (Some(t0), Some(t1)) = (t0, t1) else {
+        return 0;
+    };
+    let run = (t1 - t0).max(1);
+    let mut windows = vec![(t0, t1 + 1), (0, t0), (t1 + 1, t1 + 1000)];
+    for k in [2u64, 7, 50, 400, 5000] {
+        let width = (run / k).max(1);
+        for i in 0..5 {
+            let a = t0 + (run - width) * i / 4;
+            windows.push((a, a + width));
+        }
+    }
+    let total = q.events();
+    let mut partial = 0;
+    for (a, b) in windows {
+        let got = w.window(a, b).expect("the window is read");
+        assert_eq!(got.streams.len(), q.streams.len());
+        assert_eq!(got.events, w.events_in(a, b));
+        if got.events < total {
+            partial += 1;
+        }
+        for (qs, spans) in q.streams.iter().zip(&got.streams) {
+            let want: Vec<String> = qs
+                .spans
+                .iter()
+                .filter(|sp| sp.end >= a && sp.start < b)
+                .map(|sp| described(sp, &q.names, &q.callsites))
+                .collect();
+            let have: Vec<String> = spans
+                .iter()
+                .map(|sp| described(sp, &got.names, &got.callsites))
+                .collect();
+            if have != want {
+                let i = have.iter().zip(&want).take_while(|(h, w)| h == w).count();
+                panic!(
+                    "{}: window [{a}, {b}): {} spans, the quick scan {}; first difference at {i}: {:?} against {:?}",
+                    qs.name,
+                    have.len(),
+                    want.len(),
+                    have.get(i),
+                    want.get(i)
+                );
+            }
+        }
+    }
+    partial
+}
+
+/// A thread's spans nest deep and long across many chunks: one over the
+/// whole run, phases, steps in steps of the same user event, remote
+/// reads and barriers; one START is never closed, in the middle of the
+/// run. Windows read a few chunks and give the same spans as the quick
+/// scan.
+const NESTED: &str = r#"
+#include <pthread.h>
+#include <stdint.h>
+#include <gasp_upc.h>
+
+typedef struct { uint64_t thread, addr; } pts_t;
+int gaspard_upc_resolve_pts(const gasp_upc_PTS_t *pts, uint64_t *thread, uint64_t *addr) {
+  const pts_t *p = (const pts_t *)pts;
+  *thread = p->thread;
+  *addr = p->addr;
+  return 0;
+}
+
+static int g_argc;
+static char **g_argv;
+static double sink;
+
+static void *run(void *arg) {
+  int t = (int)(intptr_t)arg;
+  gasp_context_t ctx = gasp_init(GASP_MODEL_UPC, &g_argc, &g_argv);
+  unsigned outer = gasp_create_event(ctx, "outer", NULL);
+  unsigned phase = gasp_create_event(ctx, "phase", "%d");
+  unsigned step = gasp_create_event(ctx, "step", NULL);
+  unsigned never = gasp_create_event(ctx, "never_closed", NULL);
+  gasp_event_notify(ctx, outer, GASP_START, __FILE__, __LINE__, 0);
+  for (int p = 0; p < 12; p++) {
+    if (p == 5) gasp_event_notify(ctx, never, GASP_START, __FILE__, __LINE__, 0);
+    gasp_event_notify(ctx, phase, GASP_START, __FILE__, __LINE__, 0, p);
+    for (int i = 0; i < 3000; i++) {
+      gasp_event_notify(ctx, step, GASP_START, __FILE__, __LINE__, 0);
+      if (i % 7 == 0) gasp_event_notify(ctx, step, GASP_START, __FILE__, __LINE__, 0);
+      double x = 0;
+      pts_t src = {(uint64_t)(1 - t), 0x1000 + 8 * (uint64_t)i};
+      gasp_event_notify(ctx, GASP_UPC_GET, GASP_START, __FILE__, __LINE__, 0, 1, &x, &src, sizeof x);
+      sink += x * i;
+      gasp_event_notify(ctx, GASP_UPC_GET, GASP_END, __FILE__, __LINE__, 0, 1, &x, &src, sizeof x);
+      if (i % 7 == 0) gasp_event_notify(ctx, step, GASP_END, __FILE__, __LINE__, 0);
+      gasp_event_notify(ctx, step, GASP_END, __FILE__, __LINE__, 0);
+    }
+    gasp_event_notify(ctx, GASP_UPC_NOTIFY, GASP_START, __FILE__, __LINE__, 0, 1, p);
+    gasp_event_notify(ctx, GASP_UPC_NOTIFY, GASP_END, __FILE__, __LINE__, 0, 1, p);
+    gasp_event_notify(ctx, GASP_UPC_WAIT, GASP_START, __FILE__, __LINE__, 0, 1, p);
+    gasp_event_notify(ctx, GASP_UPC_WAIT, GASP_END, __FILE__, __LINE__, 0, 1, p);
+    gasp_event_notify(ctx, phase, GASP_END, __FILE__, __LINE__, 0, p);
+  }
+  gasp_event_notify(ctx, outer, GASP_END, __FILE__, __LINE__, 0);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  g_argc = argc;
+  g_argv = argv;
+  pthread_t th[2];
+  for (int t = 0; t < 2; t++) pthread_create(&th[t], NULL, run, (void *)(intptr_t)t);
+  for (int t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  return 0;
+}
+"#;
+
+#[test]
+fn windows_of_spans_nested_across_many_chunks() {
+    let dir = common::tmpdir("quick-windows");
+    let exe = common::compile_gasp(&dir, "nested", NESTED, "-O1");
+    let trace = dir.join("trace");
+    let st = Command::new(&exe)
+        .env("GASPARD_DIR", &trace)
+        .env("GASPARD_BUFFER_KB", "64")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let (t, q, n) = check(&trace);
+    assert!(n > 100_000, "{n} intervals");
+    assert!(
+        t.streams.iter().all(|s| s.chunks >= 8),
+        "chunks: {:?}",
+        t.streams.iter().map(|s| s.chunks).collect::<Vec<_>>()
+    );
+    assert!(q.names.iter().any(|n| n == "outer"), "{:?}", q.names);
+    let never = q.names.iter().position(|n| n == "never_closed");
+    assert!(never.is_some(), "{:?}", q.names);
+    assert!(
+        q.streams
+            .iter()
+            .all(|s| s.spans.iter().all(|sp| Some(sp.name as usize) != never)),
+        "a START never closed is no span"
+    );
+    let o = overview(&trace, 64, CLASSES, class).unwrap();
+    // Most windows (all but the whole run and the halves) read a part of
+    // the trace.
+    let partial = check_windows(&trace, &o.windows, &q);
+    assert!(partial >= 20, "{partial} windows read in part");
 }
 
 #[test]
