@@ -87,11 +87,14 @@ for i in range(10):
     print(s, s + width)
 PY
 )
+# Each answer's stage, and whether its spans were read from the trace's
+# chunks (`"exact":true`, while the stage has columns only).
 zoom() {
   : >"$WORK/stages"
   while read -r a b; do
     curl -sf "${URL}api/timeline?t0=$a&t1=$b&width=1600" -o "$WORK/zoom.json"
     head -c 20 "$WORK/zoom.json" >>"$WORK/stages"
+    if grep -q '"exact":true' "$WORK/zoom.json"; then printf ' exact' >>"$WORK/stages"; fi
     echo >>"$WORK/stages"
   done <<<"$WINDOWS"
 }
@@ -100,6 +103,8 @@ zoom
 T5=$(now)
 QUICK_ZOOMS=$(grep -c quick "$WORK/stages" || true)
 OVERVIEW_ZOOMS=$(grep -c overview "$WORK/stages" || true)
+EXACT_ZOOMS=$(grep -c exact "$WORK/stages" || true)
+FIRST_ZOOM_SPANS=$(python3 -c 'import json,sys; print(sum(len(t["spans"]) for t in json.load(open(sys.argv[1]))["threads"]))' "$WORK/zoom.json")
 FIRST_STAGE=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["stage"])' "$WORK/tl.json")
 until curl -sf "${URL}api/core" | grep -q '"stage":"\(quick\|full\)"'; do sleep 0.05; done
 T11=$(now)
@@ -137,8 +142,11 @@ for ((i = 0; i < REPEAT; i++)); do
   A2=$(now)
   curl -sf "${URL}api/summary" -o "$WORK/summary2.json"
   A3=$(now)
+  zoom
+  A4=$(now)
   grep -q '"stage":"index"' "$WORK/tl2.json" || { say "not from the index"; exit 1; }
-  echo "$A0 $A1 $A2 $A3" >>"$WORK/again"
+  AGAIN_EXACT=$(grep -c 'index.*exact' "$WORK/stages" || true)
+  echo "$A0 $A1 $A2 $A3 $A4" >>"$WORK/again"
   kill "$VIEW_PID"
   wait "$VIEW_PID" 2>/dev/null || true
   VIEW_PID=
@@ -152,7 +160,8 @@ LOAD1=$(cut -d' ' -f1 /proc/loadavg)
 
 python3 - "$N" "$PROCS" "$THREADS" "$T0" "$T1" "$T2" "$T3" "$T4" "$T5" "$T6" "$T7" \
   "$SUM_BYTES" "$TL_BYTES" "$ZOOM_SPANS" "$HTML_BYTES" "$HWM_KB" "$T8" "$T9" "$T10" "$QUICK_ZOOMS" \
-  "$LOAD0" "$LOAD1" "$(nproc)" "$INDEX_BYTES" "$WORK/again" "$OVERVIEW_ZOOMS" "$FIRST_STAGE" "$T11" <<'PY'
+  "$LOAD0" "$LOAD1" "$(nproc)" "$INDEX_BYTES" "$WORK/again" "$OVERVIEW_ZOOMS" "$FIRST_STAGE" "$T11" \
+  "$EXACT_ZOOMS" "$FIRST_ZOOM_SPANS" "$AGAIN_EXACT" <<'PY'
 import statistics, sys
 hwm = int(sys.argv[16])
 n, procs, threads = map(int, sys.argv[1:4])
@@ -177,7 +186,8 @@ what = "overview, columns" if first_stage == "overview" else "quick scan, timeli
 print(f"| `gaspard view` start to URL printed ({what}) | {t[1]-t[0]:.2f} s |")
 print(f"| first `/api/timeline`, whole run, 1600 px ({tb/1e6:.2f} MB, stage `{first_stage}`) | {t[2]-t[1]:.3f} s |")
 print(f"| **start to first timeline** | **{t[2]-t[0]:.2f} s** |")
-print(f"| a zoomed view (1/1000 of the run, 1600 px) right after, mean of 10 ({overview_zooms} from the overview, {quick_zooms} from the quick scan, while the whole trace is read) | {(t[5]-t[4])/10*1000:.1f} ms |")
+exact_zooms, first_zoom_spans, again_exact = map(int, sys.argv[29:32])
+print(f"| a zoomed view (1/1000 of the run, 1600 px) right after, mean of 10 ({overview_zooms} at the overview stage, {exact_zooms} of them with spans read from the trace's chunks; {quick_zooms} from the quick scan) | {(t[5]-t[4])/10*1000:.1f} ms ({first_zoom_spans} spans in the last) |")
 print(f"| start to the quick scan's timeline (spans) | {t11-t[0]:.2f} s |")
 print(f"| start to the final timeline (stage `full`) | {t8-t[0]:.2f} s |")
 print(f"| start to the summary (report computed, {sb/1e6:.2f} MB) | {t[3]-t[0]:.2f} s |")
@@ -196,4 +206,6 @@ print("|---|---|")
 print(f"| start to URL printed (index read) | {med(lambda r: r[1]-r[0])} |")
 print(f"| **start to first timeline** (stage `index`) | **{med(lambda r: r[2]-r[0])}** |")
 print(f"| **start to summary** (stored report) | **{med(lambda r: r[3]-r[0])}** |")
+zooms = [(r[4] - r[3]) / 10 * 1000 for r in again]
+print(f"| a zoomed view then (1/1000 of the run), mean of 10 ({again_exact} of the last 10 with spans read from the trace's chunks) | {statistics.median(zooms):.1f} ms (from {min(zooms):.1f} to {max(zooms):.1f}) |")
 PY

@@ -1280,6 +1280,8 @@ struct WindowStream {
     stream: u32,
     model: u32,
     pts_bytes: u32,
+    /// Its process's rank or PE and their number, from its start-up event.
+    rank: Option<(usize, usize)>,
     chunks: Vec<WindowChunk>,
     /// (START, END) positions of the intervals open at the beginning of a
     /// chunk, by START.
@@ -1347,6 +1349,21 @@ impl Windows {
         self.streams
             .iter()
             .map(|s| (s.process.clone(), s.stream))
+            .collect()
+    }
+
+    /// Each stream's process's rank or PE, from its start-up event (as
+    /// [`QuickStream::rank`]).
+    pub fn ranks(&self) -> Vec<Option<Rank>> {
+        self.streams
+            .iter()
+            .map(|s| {
+                s.rank.map(|(me, size)| Rank {
+                    model: if s.model == 3 { "MPI" } else { "SHMEM" },
+                    me,
+                    size,
+                })
+            })
             .collect()
     }
 
@@ -1615,6 +1632,7 @@ fn place(
                 stream: s.stream.stream,
                 model: s.stream.model,
                 pts_bytes: s.stream.pts_bytes,
+                rank: s.rank.map(|r| (r.me, r.size)),
                 chunks,
                 crossing: std::mem::take(&mut s.crossing),
             }

@@ -239,6 +239,8 @@ fn check_windows(dir: &Path, w: &Windows, q: &Quick) -> usize {
         .map(|s| (s.process.clone(), s.stream))
         .collect();
     assert_eq!(w.rows(), rows);
+    let ranks: Vec<_> = q.streams.iter().map(|s| s.rank).collect();
+    assert_eq!(w.ranks(), ranks);
     let t0 = q
         .streams
         .iter()

@@ -816,11 +816,37 @@ fn view_index_opens_a_trace_again_at_once() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Every span of a timeline answer, resolved with the names and callsites
+/// of `tables` (the core, or the answer itself when it carries them), in
+/// order, with whether each row is complete.
+fn resolved_spans(tables: &Value, tl: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    for (row, th) in tl["threads"].as_array().unwrap().iter().enumerate() {
+        out.push(format!("row {row} complete {}", th["complete"]));
+        for sp in th["spans"].as_array().unwrap() {
+            let name = &tables["names"][sp[4].as_u64().unwrap() as usize];
+            let site = &tables["sites"][sp[5].as_u64().unwrap() as usize];
+            out.push(format!(
+                "{row} [{}, {}] class {} depth {} {name} {site} event {} peer {}",
+                sp[0], sp[1], sp[2], sp[3], sp[6], sp[7]
+            ));
+        }
+    }
+    out
+}
+
 /// A big trace (here any trace, with `GASPARD_VIEW_OVERVIEW_BYTES=0`)
 /// opens with an overview: every thread's columns over the whole run, from
 /// every event, before the quick scan. They are the whole trace's but for
 /// rounding at the edges of bins, whole run and a quarter of it; the page shows
 /// them, then follows the quick scan and the whole trace by itself.
+///
+/// Meanwhile a window of the timeline is read from the chunks that hold it
+/// (the overview marks where they are): its spans are the whole trace's,
+/// the same names, callsites, lanes and event numbers, and their details
+/// too; a window holding more events than `GASPARD_VIEW_WINDOW_EVENTS` is
+/// answered with columns. The view index keeps where the chunks are, and a
+/// trace opened again from it reads windows the same way.
 #[test]
 fn big_trace_opens_with_an_overview_first() {
     let dir = common::tmpdir("web-overview");
@@ -828,6 +854,7 @@ fn big_trace_opens_with_an_overview_first() {
     let held = [
         ("GASPARD_VIEW_OVERVIEW_BYTES", "0"),
         ("GASPARD_VIEW_DELAY_MS", "600000"),
+        ("GASPARD_VIEW_WINDOW_EVENTS", "1"),
     ];
     let v = Viewer::start_with(&trace, &held);
     let core_o = get_json(v.port, "/api/core");
@@ -859,6 +886,49 @@ fn big_trace_opens_with_an_overview_first() {
          document.getElementById('trace-stats').textContent.includes('overview');",
     );
     screenshot(&br, "overview-stage");
+    drop(v);
+
+    // Windows read from the trace's chunks while the overview is shown.
+    let narrow = format!(
+        "/api/timeline?t0={}&t1={}&width=800",
+        a + (b - a) * 3 / 5,
+        a + (b - a) * 3 / 5 + (b - a) / 200
+    );
+    let asked = [&whole, &zoomed, &narrow];
+    let v = Viewer::start_with(&trace, &held[..2]);
+    let read: Vec<Value> = asked.iter().map(|p| get_json(v.port, p)).collect();
+    for (path, tl) in asked.iter().zip(&read) {
+        assert_eq!(tl["stage"], "overview", "{path}");
+        assert_eq!(tl["exact"], true, "{path}");
+        assert!(tl.get("coarse").is_none(), "{path}");
+    }
+    let spans = some_spans(&read[2]);
+    let details_o = details(v.port, &spans);
+    for ((row, event), d) in spans.iter().zip(&details_o) {
+        let th = &read[2]["threads"][*row];
+        let sp = th["spans"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|sp| sp[6] == *event)
+            .unwrap();
+        assert_eq!(d["t_ns"], sp[0], "row {row} event {event}");
+        assert_eq!(d["phase"], "START", "row {row} event {event}");
+    }
+    br.goto(&v.url());
+    br.wait_for(
+        "const st = window.gaspard; return st.summary && st.summary.stage === 'overview' && \
+         st.data && st.data.exact === true;",
+    );
+    check_timeline_click(&br);
+    br.wait_for(
+        "const st = window.gaspard, d = document.getElementById('details'); \
+         const sp = st.data.threads[Number(d.dataset.row)].spans.find((s) => s[6] === Number(d.dataset.event)); \
+         const args = d.querySelector('.d-args'); \
+         return sp && d.querySelector('.d-name').textContent === st.data.names[sp[4]] && \
+           args !== null && args.textContent.startsWith('{');",
+    );
+    screenshot(&br, "overview-stage-window-read");
     drop((br, v));
 
     // Unheld: the quick scan, then the whole trace, by themselves.
@@ -900,6 +970,29 @@ fn big_trace_opens_with_an_overview_first() {
             "{path}: {classes} of {n} columns of another class"
         );
     }
+    let full: Vec<Value> = asked.iter().map(|p| get_json(v.port, p)).collect();
+    for ((path, o), f) in asked.iter().zip(&read).zip(&full) {
+        let (o, f) = (resolved_spans(o, o), resolved_spans(&core_f, f));
+        assert!(f.len() > 4, "{path}: spans in the whole trace's timeline");
+        assert_eq!(o, f, "{path}: the window read is the whole trace's");
+    }
+    assert_eq!(details(v.port, &spans), details_o, "the same details");
+    // The view index, written with the report, keeps where the chunks are.
+    wait_until("the index with the report", || {
+        let b = std::fs::read(trace.join("view.gvi")).unwrap_or_default();
+        b.windows(16).any(|w| w == b"\"finding_places\"")
+    });
+    drop(v);
+    let v = Viewer::start_with(&trace, &held[1..2]);
+    assert_eq!(get_json(v.port, "/api/core")["stage"], "index");
+    for ((path, f), o) in asked.iter().zip(&full).zip(&read) {
+        let i = get_json(v.port, path);
+        assert_eq!(i["stage"], "index");
+        assert_eq!(i["exact"], true, "{path}");
+        assert_eq!(columns(&i).len(), columns(o).len());
+        assert_eq!(resolved_spans(&i, &i), resolved_spans(&core_f, f), "{path}");
+    }
+    assert_eq!(details(v.port, &spans), details_o, "the same details");
     drop(v);
     let _ = std::fs::remove_dir_all(&dir);
 }

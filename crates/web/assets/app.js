@@ -235,17 +235,20 @@
     state.selected = { row, span };
     draw();
     const s = state.summary;
+    // A window read from the trace (before its spans are all known) names
+    // its spans and callsites itself.
+    const tables = state.data && state.data.names ? state.data : s;
     const box = document.getElementById("details");
-    const site = s.sites[span[5]] || [null, 0];
+    const site = tables.sites[span[5]] || [null, 0];
     const where = site[0] ? site[0] + ":" + site[1] : "unknown source position";
     box.replaceChildren(
-      el("div", { class: "d-name", text: s.names[span[4]] }),
+      el("div", { class: "d-name", text: tables.names[span[4]] }),
       el("div", { text: s.rows[row] }),
       el("div", { text: "from " + ns(span[0] - s.span[0]) + ", lasts " + ns(span[1] - span[0]) }),
       el("div", { class: "d-where", text: where }),
     );
     if (span[7] >= 0) box.append(el("div", { text: "other side: " + s.rows[span[7]] }));
-    const text = s.site_lines && s.site_lines[span[5]];
+    const text = tables === s && s.site_lines ? s.site_lines[span[5]] : null;
     if (text != null && !state.served) box.append(el("pre", { class: "d-line", text: String(site[1]).padStart(5) + "  " + text }));
     box.dataset.row = String(row);
     box.dataset.event = String(span[6]);

@@ -14,8 +14,10 @@
 //! Layout (integers little-endian): `GVIX`, the format version (u32), the
 //! body's length (u64) and CRC-32 (u32), then the body: the directory's
 //! canonical path, the block size of the report, the fingerprint, t0 and t1,
-//! names, callsites, threads (name, then every pyramid level's bins), and
-//! the summary's JSON text if known. Strings are a u32 length and UTF-8.
+//! names, callsites, threads (name, then every pyramid level's bins), the
+//! summary's JSON text if known, and where the chunks of a window are
+//! ([`gaspard_analyze::scan::Windows`], when an overview found them).
+//! Strings are a u32 length and UTF-8.
 //!
 //! [`ThreadLine::levels`]: crate::timeline::ThreadLine::levels
 
@@ -29,7 +31,7 @@ use crate::timeline::Timeline;
 
 const MAGIC: &[u8; 4] = b"GVIX";
 /// Changes whenever the layout, or what the pyramids mean, does.
-const VERSION: u32 = 1;
+const VERSION: u32 = 2;
 /// The index's name in the trace directory.
 pub const FILE_NAME: &str = "view.gvi";
 
@@ -70,6 +72,8 @@ pub struct Index {
     pub threads: Vec<(String, Vec<Vec<[u8; 2]>>)>,
     /// The report's summary (without the core), JSON text.
     pub summary: Option<String>,
+    /// [`gaspard_analyze::scan::Windows::to_bytes`], if known.
+    pub windows: Option<Vec<u8>>,
 }
 
 impl Index {
@@ -80,6 +84,7 @@ impl Index {
         tl: &Timeline,
         callsites: &[Callsite],
         summary: Option<String>,
+        windows: Option<Vec<u8>>,
     ) -> Index {
         Index {
             fingerprint,
@@ -94,6 +99,7 @@ impl Index {
                 .map(|th| (th.name.clone(), th.levels().to_vec()))
                 .collect(),
             summary,
+            windows,
         }
     }
 
@@ -142,6 +148,14 @@ impl Index {
                 b.push(1);
                 put_u64(&mut b, s.len() as u64);
                 b.extend_from_slice(s.as_bytes());
+            }
+            None => b.push(0),
+        }
+        match &self.windows {
+            Some(w) => {
+                b.push(1);
+                put_u64(&mut b, w.len() as u64);
+                b.extend_from_slice(w);
             }
             None => b.push(0),
         }
@@ -230,6 +244,14 @@ impl Index {
             }
             _ => return Err("bad summary flag".into()),
         };
+        let windows = match r.take(1)?[0] {
+            0 => None,
+            1 => {
+                let n = usize::try_from(r.u64()?).map_err(|_| "bad windows length".to_string())?;
+                Some(r.take(n)?.to_vec())
+            }
+            _ => return Err("bad windows flag".into()),
+        };
         if !r.b.is_empty() {
             return Err("bytes after the end".into());
         }
@@ -242,6 +264,7 @@ impl Index {
             callsites,
             threads,
             summary,
+            windows,
         };
         // The pyramids are checked by building the timeline once.
         index.timeline().ok_or("bad pyramid")?;
@@ -564,6 +587,7 @@ mod tests {
             ],
             threads: vec![("rank 0".into(), levels.clone()), ("rank 1".into(), levels)],
             summary: Some("{\"events\":12}".into()),
+            windows: Some(vec![1, 2, 3, 0, 255]),
         }
     }
 
@@ -579,6 +603,12 @@ mod tests {
         assert_eq!(back.callsites[0].file.as_deref(), Some("a.c"));
         assert_eq!(back.threads, ix.threads);
         assert_eq!(back.summary, ix.summary);
+        assert_eq!(back.windows, ix.windows);
+        let none = Index {
+            windows: None,
+            ..sample()
+        };
+        assert_eq!(Index::decode(&none.encode(dir), dir).unwrap().windows, None);
         assert_eq!((back.t0, back.t1, back.block_size), (10, 1_000_000, 4096));
         assert!(Index::decode(&b, Path::new("/other")).is_err());
     }
@@ -607,9 +637,9 @@ mod tests {
         assert!(Index::decode(&c, dir).is_err());
         // Another version.
         let mut c = b.clone();
-        c[4] = 2;
+        c[4] = 7;
         let e = Index::decode(&c, dir).unwrap_err();
-        assert!(e.contains("version 2"), "{e}");
+        assert!(e.contains("version 7"), "{e}");
     }
 
     #[test]

@@ -91,7 +91,29 @@ pub struct View {
     /// The last process read for the details of one of its events while
     /// the spans are a quick scan's.
     details: Mutex<Option<(PathBuf, String, Arc<Trace>)>>,
+    /// Where each stream's chunks are, when an overview found them (or the
+    /// view index kept them): windows of the timeline are then read from
+    /// the trace while the stage has only columns ([`View::timeline_json`]).
+    windows: OnceLock<Arc<gaspard_analyze::scan::Windows>>,
+    /// The start of each span sent from windows read so far, by (row, event).
+    window_starts: Mutex<std::collections::HashMap<(usize, u32), u64>>,
+    /// The files of the callsites of windows read so far (their text may
+    /// be shown, as the stage's callsites' are).
+    window_sources: Mutex<HashSet<String>>,
 }
+
+/// Events a window of the timeline may read from the trace at most
+/// (`GASPARD_VIEW_WINDOW_EVENTS` sets it): about 0.1 s of reading; a wider
+/// window is answered with columns until the spans are known.
+fn window_events() -> u64 {
+    std::env::var("GASPARD_VIEW_WINDOW_EVENTS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(2_000_000)
+}
+
+/// Span starts kept for the details of events of windows read, at most.
+const WINDOW_STARTS: usize = 1 << 20;
 
 impl View {
     /// The view of `trace`, whose report is already computed.
@@ -164,7 +186,7 @@ impl View {
             Some(now) => index::load(&canonical, now),
             None => index::Found::Absent,
         };
-        let ix = match found {
+        let mut ix = match found {
             index::Found::Valid(ix, _) => Some(ix),
             index::Found::Absent => None,
             index::Found::Invalid(why) => {
@@ -172,6 +194,10 @@ impl View {
                 None
             }
         };
+        let windows = ix.as_mut().and_then(|ix| {
+            let b = ix.windows.take()?;
+            gaspard_analyze::scan::Windows::from_bytes(dir, &b)
+        });
         let indexed = ix.map(|mut ix| {
             let summary = ix
                 .summary
@@ -193,8 +219,15 @@ impl View {
         };
         let (view, quick_events) = match indexed {
             Some((callsites, Some(timeline), summary)) => {
-                let stage = Stage::new("index", None, dir.to_path_buf(), callsites, timeline);
+                let mut stage = Stage::new("index", None, dir.to_path_buf(), callsites, timeline);
+                let windows = windows.filter(|w| w.len() == stage.timeline.threads.len());
+                if let Some(w) = &windows {
+                    stage.rows = w.rows();
+                }
                 let view = View::of(stage);
+                if let Some(w) = windows {
+                    let _ = view.windows.set(Arc::new(w));
+                }
                 let has_summary = summary.is_some();
                 if let Some(s) = summary {
                     let _ = view.report.set(s);
@@ -215,14 +248,19 @@ impl View {
                 };
                 // The background reads the quick scan after an overview;
                 // otherwise it only writes the index from this one.
-                let (stage, events, quick) = match overview {
-                    Some((stage, events)) => (stage, events, false),
+                let (stage, events, windows) = match overview {
+                    Some((stage, events, windows)) => (stage, events, Some(windows)),
                     None => {
                         let (stage, events) = quick_stage(dir)?;
-                        (stage, events, true)
+                        (stage, events, None)
                     }
                 };
-                let view = Arc::new(View::of(stage));
+                let quick = windows.is_none();
+                let view = View::of(stage);
+                if let Some(w) = windows {
+                    let _ = view.windows.set(Arc::new(w));
+                }
+                let view = Arc::new(view);
                 (view, quick.then_some(events))
             }
         };
@@ -317,6 +355,9 @@ impl View {
             failed: OnceLock::new(),
             note: OnceLock::new(),
             details: Mutex::new(None),
+            windows: OnceLock::new(),
+            window_starts: Mutex::new(std::collections::HashMap::new()),
+            window_sources: Mutex::new(HashSet::new()),
         }
     }
 
@@ -402,12 +443,60 @@ impl View {
         let stage = self.stage();
         let mut extra = format!("\"stage\":{},", stage.core["stage"]);
         if stage.timeline.coarse {
+            if let Some(text) = self.read_window(&stage, t0, t1, width, &extra) {
+                return text;
+            }
+        }
+        if stage.timeline.coarse {
             // Columns from the pyramids alone, no spans.
             extra.push_str("\"coarse\":true,");
         }
         stage
             .timeline
             .window_json(t0, t1, width, SPANS_PER_THREAD, &extra)
+    }
+
+    /// The timeline of `[t0, t1)` with its spans read from the trace's
+    /// chunks that hold them, while the stage has columns only: `None` when
+    /// the chunks are not known, or hold more than [`window_events`].
+    fn read_window(
+        &self,
+        stage: &Stage,
+        t0: u64,
+        t1: u64,
+        width: usize,
+        extra: &str,
+    ) -> Option<String> {
+        let windows = self.windows.get()?;
+        let rows = stage.timeline.threads.len();
+        if windows.len() != rows || windows.events_in(t0, t1) > window_events() {
+            return None;
+        }
+        let w = windows.window(t0, t1)?;
+        {
+            let mut starts = self.window_starts.lock().unwrap_or_else(|p| p.into_inner());
+            if starts.len() > WINDOW_STARTS {
+                starts.clear();
+            }
+            for (row, spans) in w.streams.iter().enumerate() {
+                for sp in spans {
+                    starts.insert((row, sp.start_event), sp.start);
+                }
+            }
+        }
+        self.window_sources
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(w.callsites.iter().filter_map(|c| c.file.clone()));
+        Some(stage.timeline.window_json_read(
+            w,
+            &windows.ranks(),
+            t0,
+            t1,
+            width,
+            SPANS_PER_THREAD,
+            extra,
+        ))
     }
 
     /// The time span of the timeline now shown.
@@ -436,14 +525,27 @@ impl View {
             // Its process was read alone: its times are from the process's
             // first event. The span's start is its time in the trace.
             let line = stage.timeline.threads.get(row).ok_or(Details::NoSuch)?;
-            let span = line.spans.iter().find(|sp| sp.event as usize == event);
-            v["t_ns"] = json!(span.ok_or(Details::NoSuch)?.start);
+            let start = match line.spans.iter().find(|sp| sp.event as usize == event) {
+                Some(sp) => Some(sp.start),
+                // A span of a window read from the trace.
+                None => u32::try_from(event).ok().and_then(|e| {
+                    let starts = self.window_starts.lock().unwrap_or_else(|p| p.into_inner());
+                    starts.get(&(row, e)).copied()
+                }),
+            };
+            // The spans not known yet (columns alone), nor this one read.
+            let unknown = if line.spans.is_empty() {
+                Details::NotYet
+            } else {
+                Details::NoSuch
+            };
+            v["t_ns"] = json!(start.ok_or(unknown)?);
         }
         let site = trace.callsites.get(e.callsite as usize);
         if let Some(c) = site {
             v["file"] = json!(c.file);
             v["line"] = json!(c.line);
-            if let Some(text) = c.file.as_deref().and_then(|f| stage.source(f)) {
+            if let Some(text) = c.file.as_deref().and_then(|f| self.source(f)) {
                 let l = c.line as usize;
                 let lines: Vec<&str> = text.lines().collect();
                 if l >= 1 && l <= lines.len() {
@@ -494,10 +596,20 @@ impl View {
         Ok(t)
     }
 
-    /// The text of a source file named by one of the trace's callsites;
-    /// `None` for any other path or an unreadable file.
+    /// The text of a source file named by one of the trace's callsites
+    /// (the stage's, or those of windows read); `None` for any other path
+    /// or an unreadable file.
     pub fn source(&self, file: &str) -> Option<String> {
-        self.stage().source(file)
+        let stage = self.stage();
+        if stage.sources.contains(file) {
+            return read_source(&stage.dir, file);
+        }
+        let named = self
+            .window_sources
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(file);
+        named.then(|| read_source(&stage.dir, file)).flatten()
     }
 
     /// The page as served: assets and data come from the server.
@@ -637,24 +749,31 @@ impl Stage {
         if !self.sources.contains(file) {
             return None;
         }
-        let p = Path::new(file);
-        let candidates: Vec<PathBuf> = if p.is_absolute() {
-            vec![p.to_path_buf()]
-        } else {
-            let mut v = vec![p.to_path_buf()];
-            if let Some(parent) = self.dir.parent() {
-                v.push(parent.join(p));
-            }
-            v
-        };
-        candidates.iter().find_map(|c| {
-            let meta = std::fs::metadata(c).ok()?;
-            if !meta.is_file() || meta.len() > 4 << 20 {
-                return None;
-            }
-            std::fs::read_to_string(c).ok()
-        })
+        read_source(&self.dir, file)
     }
+}
+
+/// The text of `file`, a callsite's file of the trace in `dir` (a relative
+/// path from where the program ran, taken to be `dir`'s parent), if it is
+/// a readable file of 4 MiB at most.
+fn read_source(dir: &Path, file: &str) -> Option<String> {
+    let p = Path::new(file);
+    let candidates: Vec<PathBuf> = if p.is_absolute() {
+        vec![p.to_path_buf()]
+    } else {
+        let mut v = vec![p.to_path_buf()];
+        if let Some(parent) = dir.parent() {
+            v.push(parent.join(p));
+        }
+        v
+    };
+    candidates.iter().find_map(|c| {
+        let meta = std::fs::metadata(c).ok()?;
+        if !meta.is_file() || meta.len() > 4 << 20 {
+            return None;
+        }
+        std::fs::read_to_string(c).ok()
+    })
 }
 
 /// The report's summary with a stage's core.
@@ -702,19 +821,21 @@ const DEFAULT_OVERVIEW_BYTES: u64 = 32 << 20;
 /// The stage of an overview of the trace in `dir` (each thread's busy time
 /// per class, columns alone), and the events read; `None` if it gives no
 /// timeline.
-fn overview_stage(dir: &Path) -> Result<Option<(Stage, u64)>, TraceError> {
-    let o = gaspard_analyze::scan::overview(
+fn overview_stage(
+    dir: &Path,
+) -> Result<Option<(Stage, u64, gaspard_analyze::scan::Windows)>, TraceError> {
+    let mut o = gaspard_analyze::scan::overview(
         dir,
         timeline::FINEST_BINS,
         timeline::CLASSES.len(),
         timeline::Timeline::overview_class,
     )?;
     let events = o.streams.iter().map(|s| s.events).sum();
+    let windows = std::mem::take(&mut o.windows);
     Ok(timeline::Timeline::from_overview(o).map(|timeline| {
-        (
-            Stage::new("overview", None, dir.to_path_buf(), Vec::new(), timeline),
-            events,
-        )
+        let mut stage = Stage::new("overview", None, dir.to_path_buf(), Vec::new(), timeline);
+        stage.rows = windows.rows();
+        (stage, events, windows)
     }))
 }
 
@@ -763,7 +884,7 @@ impl Background {
         // The view index is written from the quick scan's timeline (not from
         // an overview's).
         if self.write_quick && quick_events.is_some() {
-            self.save(&view.stage(), None);
+            self.save(view, &view.stage(), None);
         }
         // GASPARD_VIEW_DELAY_MS holds the first stage that long (to look at
         // it, or test it, on a small trace).
@@ -785,7 +906,7 @@ impl Background {
                     }
                     view.show(Arc::clone(&stage));
                     if self.write_quick && self.fingerprint.is_some() {
-                        self.save(&stage, None);
+                        self.save(view, &stage, None);
                     }
                     events
                 }
@@ -803,26 +924,26 @@ impl Background {
             view.show(Arc::clone(&full));
             view.report_by_process(&self.dir, self.block_size);
             if self.write_full && view.report.get().is_some() {
-                self.save(&full, view.report_json());
+                self.save(view, &full, view.report_json());
             }
             return;
         }
         if view.too_big(events) {
             view.report_by_process(&self.dir, self.block_size);
             if self.write_full && view.report.get().is_some() {
-                self.save(&view.stage(), view.report_json());
+                self.save(view, &view.stage(), view.report_json());
             }
             return;
         }
         if let Some(stage) = view.read_whole(&self.dir, self.block_size) {
             if self.write_full {
-                self.save(&stage, view.report_json());
+                self.save(view, &stage, view.report_json());
             }
         }
     }
 
     /// Writes the view index of `stage`, with the report's summary if known.
-    fn save(&self, stage: &Stage, summary: Option<String>) {
+    fn save(&self, view: &View, stage: &Stage, summary: Option<String>) {
         let Some(fingerprint) = &self.fingerprint else {
             return;
         };
@@ -832,6 +953,7 @@ impl Background {
             &stage.timeline,
             &stage.callsites,
             summary,
+            view.windows.get().map(|w| w.to_bytes()),
         );
         index::save(&self.canonical, &ix);
     }

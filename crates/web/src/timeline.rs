@@ -423,6 +423,93 @@ impl Timeline {
         out
     }
 
+    /// [`Timeline::window_json`] with the spans of `w`, a window of the
+    /// trace read from its chunks ([`gaspard_analyze::scan::Windows::window`],
+    /// streams in this timeline's row order, `ranks` their processes'),
+    /// the columns from this timeline's pyramids. The answer carries the
+    /// window's own span names and callsites (`names`, `sites`), which its
+    /// spans refer to, and `"exact":true`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn window_json_read(
+        &self,
+        w: gaspard_analyze::scan::Window,
+        ranks: &[Option<gaspard_analyze::matrix::Rank>],
+        a: u64,
+        b: u64,
+        width: usize,
+        limit: usize,
+        extra: &str,
+    ) -> String {
+        let width = width.clamp(1, 8192);
+        let b = b.max(a.saturating_add(1));
+        let mut row_of_rank: HashMap<(&str, usize), u32> = HashMap::default();
+        for (i, r) in ranks.iter().enumerate() {
+            if let Some(r) = r {
+                row_of_rank.entry((r.model, r.me)).or_insert(i as u32);
+            }
+        }
+        let mut parts = Vec::with_capacity(self.threads.len());
+        for (i, th) in self.threads.iter().enumerate() {
+            let rank = ranks.get(i).copied().flatten();
+            let spans: Vec<Span> = w
+                .streams
+                .get(i)
+                .map(|v| v.as_slice())
+                .unwrap_or_default()
+                .iter()
+                .filter(|sp| !is_tool(sp.kind))
+                .map(|sp| {
+                    let class = class_of(sp.kind, sp.user);
+                    let peer = if class == 2 {
+                        rank.and_then(|r| {
+                            let p = sp.peer()?;
+                            row_of_rank.get(&(r.model, p as usize)).copied()
+                        })
+                    } else {
+                        None
+                    };
+                    Span::new(
+                        sp.start,
+                        sp.end.max(sp.start),
+                        class,
+                        sp.name,
+                        sp.callsite,
+                        sp.start_event,
+                        peer,
+                    )
+                })
+                .collect();
+            let line = ThreadLine::lanes_of(th.name.clone(), spans);
+            let mut out = String::new();
+            th.window_into_with(&line, &mut out, self.t0, self.t1, a, b, width, Some(limit));
+            parts.push(out);
+        }
+        let sites: Vec<Value> = w
+            .callsites
+            .iter()
+            .map(|c| serde_json::json!([c.file, c.line]))
+            .collect();
+        let extra = format!(
+            "{extra}\"exact\":true,\"names\":{},\"sites\":{},",
+            serde_json::to_string(&w.names).unwrap_or_else(|_| "[]".into()),
+            serde_json::to_string(&sites).unwrap_or_else(|_| "[]".into()),
+        );
+        let mut out =
+            String::with_capacity(parts.iter().map(String::len).sum::<usize>() + extra.len() + 128);
+        let _ = write!(
+            out,
+            "{{{extra}\"t0\":{a},\"t1\":{b},\"width\":{width},\"threads\":["
+        );
+        for (i, p) in parts.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(p);
+        }
+        out.push_str("]}");
+        out
+    }
+
     /// [`Timeline::window_json`], parsed.
     pub fn window(&self, a: u64, b: u64, width: usize, limit: usize) -> Value {
         serde_json::from_str(&self.window_json(a, b, width, limit, "")).unwrap_or(Value::Null)
@@ -430,7 +517,14 @@ impl Timeline {
 }
 
 impl ThreadLine {
-    fn new(name: String, mut spans: Vec<Span>, t0: u64, t1: u64) -> ThreadLine {
+    fn new(name: String, spans: Vec<Span>, t0: u64, t1: u64) -> ThreadLine {
+        let mut line = ThreadLine::lanes_of(name, spans);
+        line.levels = pyramid(&line.spans, t0, t1);
+        line
+    }
+
+    /// A thread's spans in lanes, without a pyramid.
+    fn lanes_of(name: String, mut spans: Vec<Span>) -> ThreadLine {
         // By start, an enclosing span before those it holds, then in event
         // order (spans come in START order, mostly sorted already).
         sort_nearly_sorted(&mut spans, |s: &Span| {
@@ -464,12 +558,11 @@ impl ThreadLine {
             lane.spans.push(i as u32);
             lane.max_end.push(m);
         }
-        let levels = pyramid(&spans, t0, t1);
         ThreadLine {
             name,
             spans,
             lanes,
-            levels,
+            levels: Vec::new(),
         }
     }
 
@@ -490,6 +583,23 @@ impl ThreadLine {
     #[allow(clippy::too_many_arguments)]
     fn window_into(
         &self,
+        out: &mut String,
+        t0: u64,
+        t1: u64,
+        a: u64,
+        b: u64,
+        width: usize,
+        limit: Option<usize>,
+    ) {
+        self.window_into_with(self, out, t0, t1, a, b, width, limit);
+    }
+
+    /// [`ThreadLine::window_into`] with the columns from this line's
+    /// pyramid and the spans from `spans`'s lanes.
+    #[allow(clippy::too_many_arguments)]
+    fn window_into_with(
+        &self,
+        spans_of: &ThreadLine,
         out: &mut String,
         t0: u64,
         t1: u64,
@@ -526,14 +636,14 @@ impl ThreadLine {
             busy.push(sum.checked_div(n).unwrap_or(0));
         }
         // Spans: whole lanes, outermost first, while they fit.
-        let ranges: Vec<(usize, usize)> = self
+        let ranges: Vec<(usize, usize)> = spans_of
             .lanes
             .iter()
             .map(|l| {
                 let lo = l.max_end.partition_point(|&m| m <= a);
                 let hi = l
                     .spans
-                    .partition_point(|&i| self.spans[i as usize].start < b);
+                    .partition_point(|&i| spans_of.spans[i as usize].start < b);
                 (lo, hi.max(lo))
             })
             .collect();
@@ -542,14 +652,14 @@ impl ThreadLine {
         let mut complete = limit.is_some();
         let limit = limit.unwrap_or(0);
         let mut count = 0;
-        for (lane, &(lo, hi)) in self.lanes.iter().zip(&ranges) {
+        for (lane, &(lo, hi)) in spans_of.lanes.iter().zip(&ranges) {
             if count + (hi - lo) > limit {
                 complete = false;
                 break;
             }
             count += hi - lo;
             for &i in &lane.spans[lo..hi] {
-                let s = &self.spans[i as usize];
+                let s = &spans_of.spans[i as usize];
                 if s.end < a {
                     continue;
                 }
@@ -586,7 +696,7 @@ impl ThreadLine {
             serde_json::to_string(&self.name).unwrap_or_else(|_| "\"\"".into()),
             list(&cls),
             list(&busy),
-            self.lanes.len(),
+            spans_of.lanes.len(),
         );
     }
 }
