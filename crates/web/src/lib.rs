@@ -103,13 +103,14 @@ pub struct View {
 }
 
 /// Events a window of the timeline may read from the trace at most
-/// (`GASPARD_VIEW_WINDOW_EVENTS` sets it): about 0.1 s of reading; a wider
-/// window is answered with columns until the spans are known.
+/// (`GASPARD_VIEW_WINDOW_EVENTS` sets it): about 0.2 s of reading (2.5 M
+/// events of `bench/gen_trace.c` in 50 ms, BENCHMARKS.md); a wider window
+/// is answered with columns until the spans are known.
 fn window_events() -> u64 {
     std::env::var("GASPARD_VIEW_WINDOW_EVENTS")
         .ok()
         .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(2_000_000)
+        .unwrap_or(8_000_000)
 }
 
 /// Span starts kept for the details of events of windows read, at most.
