@@ -286,26 +286,12 @@ impl Timeline {
             .into_par_iter()
             .map(|s| {
                 let mut spans = Vec::with_capacity(s.spans.len());
-                spans.extend(s.spans.iter().filter(|sp| !is_tool(sp.kind)).map(|sp| {
-                    let class = class_of(sp.kind, sp.user);
-                    let peer = if class == 2 {
-                        s.rank.and_then(|r| {
-                            let p = sp.peer()?;
-                            row_of_rank.get(&(r.model, p as usize)).copied()
-                        })
-                    } else {
-                        None
-                    };
-                    Span::new(
-                        sp.start,
-                        sp.end.max(sp.start),
-                        class,
-                        sp.name,
-                        sp.callsite,
-                        sp.start_event,
-                        peer,
-                    )
-                }));
+                spans.extend(
+                    s.spans
+                        .iter()
+                        .filter(|sp| !is_tool(sp.kind))
+                        .map(|sp| span_of_quick(sp, s.rank, &row_of_rank)),
+                );
                 drop(s.spans);
                 ThreadLine::new(s.name, spans, t0, t1)
             })
@@ -408,19 +394,7 @@ impl Timeline {
                 out
             })
             .collect();
-        let mut out = String::with_capacity(parts.iter().map(String::len).sum::<usize>() + 128);
-        let _ = write!(
-            out,
-            "{{{extra}\"t0\":{a},\"t1\":{b},\"width\":{width},\"threads\":["
-        );
-        for (i, p) in parts.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(p);
-        }
-        out.push_str("]}");
-        out
+        answer(extra, a, b, width, &parts)
     }
 
     /// [`Timeline::window_json`] with the spans of `w`, a window of the
@@ -458,26 +432,7 @@ impl Timeline {
                 .unwrap_or_default()
                 .iter()
                 .filter(|sp| !is_tool(sp.kind))
-                .map(|sp| {
-                    let class = class_of(sp.kind, sp.user);
-                    let peer = if class == 2 {
-                        rank.and_then(|r| {
-                            let p = sp.peer()?;
-                            row_of_rank.get(&(r.model, p as usize)).copied()
-                        })
-                    } else {
-                        None
-                    };
-                    Span::new(
-                        sp.start,
-                        sp.end.max(sp.start),
-                        class,
-                        sp.name,
-                        sp.callsite,
-                        sp.start_event,
-                        peer,
-                    )
-                })
+                .map(|sp| span_of_quick(sp, rank, &row_of_rank))
                 .collect();
             let line = ThreadLine::lanes_of(th.name.clone(), spans);
             let mut out = String::new();
@@ -494,20 +449,7 @@ impl Timeline {
             serde_json::to_string(&w.names).unwrap_or_else(|_| "[]".into()),
             serde_json::to_string(&sites).unwrap_or_else(|_| "[]".into()),
         );
-        let mut out =
-            String::with_capacity(parts.iter().map(String::len).sum::<usize>() + extra.len() + 128);
-        let _ = write!(
-            out,
-            "{{{extra}\"t0\":{a},\"t1\":{b},\"width\":{width},\"threads\":["
-        );
-        for (i, p) in parts.iter().enumerate() {
-            if i > 0 {
-                out.push(',');
-            }
-            out.push_str(p);
-        }
-        out.push_str("]}");
-        out
+        answer(&extra, a, b, width, &parts)
     }
 
     /// [`Timeline::window_json`], parsed.
@@ -699,6 +641,52 @@ impl ThreadLine {
             spans_of.lanes.len(),
         );
     }
+}
+
+/// A timeline answer: `extra` (`"key":value,...`), the window and each
+/// thread's part.
+fn answer(extra: &str, a: u64, b: u64, width: usize, parts: &[String]) -> String {
+    let mut out =
+        String::with_capacity(parts.iter().map(String::len).sum::<usize>() + extra.len() + 128);
+    let _ = write!(
+        out,
+        "{{{extra}\"t0\":{a},\"t1\":{b},\"width\":{width},\"threads\":["
+    );
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(p);
+    }
+    out.push_str("]}");
+    out
+}
+
+/// The timeline's span of a quick scan's (or a window's) span of a thread
+/// of `rank`: its peer's row found by rank.
+fn span_of_quick(
+    sp: &gaspard_analyze::scan::QuickSpan,
+    rank: Option<gaspard_analyze::matrix::Rank>,
+    row_of_rank: &HashMap<(&str, usize), u32>,
+) -> Span {
+    let class = class_of(sp.kind, sp.user);
+    let peer = if class == 2 {
+        rank.and_then(|r| {
+            let p = sp.peer()?;
+            row_of_rank.get(&(r.model, p as usize)).copied()
+        })
+    } else {
+        None
+    };
+    Span::new(
+        sp.start,
+        sp.end.max(sp.start),
+        class,
+        sp.name,
+        sp.callsite,
+        sp.start_event,
+        peer,
+    )
 }
 
 /// Sorts `v` by `key`, fast when it is nearly sorted already (as spans
