@@ -922,6 +922,10 @@ struct PassSink<'a, F> {
     /// END position of each interval open at the beginning of a chunk, by
     /// START position.
     crossing: HashMap<u64, u64>,
+    /// The earliest and latest time (ticks) of each chunk's events, and of
+    /// the chunk being read (time may go back within a chunk).
+    ranges: Vec<(u64, u64)>,
+    range: (u64, u64),
     next_slot: u32,
     /// Time (ticks, as all times here) up to which busy time is counted.
     now: u64,
@@ -988,6 +992,12 @@ impl<F: Fn(u16, bool) -> Option<u8>> PassSink<'_, F> {
             })
             .collect();
         self.marks.push((self.events, open));
+        self.range = (u64::MAX, 0);
+    }
+
+    /// Marks the end of a chunk: the times of its events.
+    fn end_chunk(&mut self) {
+        self.ranges.push(self.range);
     }
 
     #[inline]
@@ -1030,6 +1040,7 @@ impl<F: Fn(u16, bool) -> Option<u8>> Sink for PassSink<'_, F> {
             self.first = t;
             self.now = t;
         }
+        self.range = (self.range.0.min(t), self.range.1.max(t));
         self.last = t;
         if e.kind == kinds::GASPARD_CLOCK_SYNC && args.len() >= 4 {
             self.sync.push([args[0], args[1], args[2], args[3]]);
@@ -1190,6 +1201,8 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
             active: Vec::new(),
             marks: Vec::with_capacity(o.chunks.len()),
             crossing: HashMap::default(),
+            ranges: Vec::with_capacity(o.chunks.len()),
+            range: (u64::MAX, 0),
             next_slot: 0,
             now: 0,
             lo,
@@ -1201,6 +1214,7 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
             sink.begin_chunk();
             // What cannot be decoded is left out, as by the other readers.
             let _ = codec::decode_into(h, &o.data[*at..*at + *len], &mut sink);
+            sink.end_chunk();
         }
         sink
     };
@@ -1220,10 +1234,16 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
     // Where each chunk is, for reading a window of the stream alone (the
     // chunks the quick scan reads: event numbers are `u32`).
     let mut chunks = Vec::with_capacity(o.chunks.len());
-    for ((h, at, len), (first, open)) in o.chunks.iter().zip(sink.marks) {
+    for (((h, at, len), (first, open)), range) in o.chunks.iter().zip(sink.marks).zip(sink.ranges) {
         if first + u64::from(h.events) > crate::trace::MAX_STREAM_EVENTS as u64 {
             break;
         }
+        // The times of its events (none: its header's).
+        let (from, to) = if range.0 <= range.1 {
+            range
+        } else {
+            (h.base_ts, h.last_ts)
+        };
         chunks.push(WindowChunk {
             at: (at - CHUNK_HEADER_LEN) as u64,
             len: *len as u32,
@@ -1231,8 +1251,8 @@ fn pass_stream<F: Fn(u16, bool) -> Option<u8>>(
             events: h.events,
             first,
             open,
-            from: ns(h.base_ts),
-            to: ns(h.last_ts),
+            from: ns(from),
+            to: ns(to),
         });
     }
     let mut crossing: Vec<(u64, u64)> = sink.crossing.into_iter().collect();
@@ -1301,7 +1321,8 @@ struct WindowChunk {
     first: u64,
     /// START positions of the intervals open when it begins.
     open: Vec<u64>,
-    /// Times (ns from the trace's start) of its base and last timestamps.
+    /// The earliest and latest times of its events (ns from the trace's
+    /// start).
     from: u64,
     to: u64,
 }
