@@ -36,7 +36,7 @@ fn write(dir: &std::path::Path, chunks: u32) -> u64 {
     let mut events = 0u64;
     for c in 0..chunks {
         let mut enc = Encoder::new();
-        let mut push = |enc: &mut Encoder, ts: u64, start: bool, line: u32| {
+        let push = |enc: &mut Encoder, ts: u64, start: bool, line: u32| {
             let w = common::get(ts, start, line, 0x1000 + u64::from(line % 3), 8);
             enc.push(&w, &mut Files).unwrap();
         };
