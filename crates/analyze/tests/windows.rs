@@ -8,6 +8,7 @@ use gaspard_analyze::scan::{overview, scan, Quick, QuickSpan, Windows};
 use gaspard_format::chunk::{file_header, ChunkHeader};
 use gaspard_format::codec::{Encoder, Resolver, UserDef};
 
+#[allow(dead_code)] // The other tests use the rest.
 mod common;
 
 struct Files;
