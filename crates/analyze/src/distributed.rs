@@ -362,9 +362,9 @@ pub fn report(
     };
     // One bar for every reading of this rank's files.
     let progress = trace::progress_bar(&my_paths, if low_memory { 2 } else { 1 });
-    let read = |files: &[usize]| {
+    let read = |files: &[usize], reading: trace::Reading| {
         let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
-        let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref());
+        let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref(), reading);
         trace::split_parts(dir, parts)
     };
     // The first reading: the heads of this rank's files (in `mine`'s
@@ -377,7 +377,8 @@ pub fn report(
         let first: Vec<_> = groups
             .par_iter()
             .map(|files| {
-                let (heads, bodies) = read(files);
+                // Only what the trace as a whole needs is kept of the events.
+                let (heads, bodies) = read(files, trace::Reading::Light);
                 let mut streams = trace::in_ns(bodies);
                 let corrections = crate::clocksync::apply(&mut streams);
                 let firsts: Vec<(String, u64)> = streams
@@ -394,7 +395,7 @@ pub fn report(
             early.push(e);
         }
     } else {
-        let (heads, b) = read(&mine);
+        let (heads, b) = read(&mine, trace::Reading::Whole);
         for (&i, h) in mine.iter().zip(heads) {
             heads_of[i] = Some(h);
         }
@@ -547,7 +548,7 @@ pub fn report(
         groups
             .into_par_iter()
             .map(|(files, ids)| {
-                let (heads, bodies) = read(&files);
+                let (heads, bodies) = read(&files, trace::Reading::Whole);
                 let read_files = read_of(&files, &heads);
                 let numbering = Numbering {
                     ids,

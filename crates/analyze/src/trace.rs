@@ -659,7 +659,7 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
                 process: s.process.clone(),
                 path: s.path.clone(),
                 damaged: s.damaged,
-                events: s.events.len() as u64,
+                events: part.counted.unwrap_or(s.events.len() as u64),
                 sites: local.sites,
                 found,
                 users: local.users,
@@ -1110,6 +1110,9 @@ pub struct StreamPart {
     /// ([`crate::trace::read`] gives them in ns as it renumbers them, in
     /// the same pass over the events).
     pub(crate) clock: Option<Clock>,
+    /// Its events, when it was read light ([`Reading::Light`]: not all
+    /// kept).
+    pub(crate) counted: Option<u64>,
 }
 
 /// Reads, decodes and converts stream files, in parallel. Every stream file
@@ -1117,7 +1120,7 @@ pub struct StreamPart {
 /// references of all its streams). The parts come in the order of `paths`.
 pub fn read_streams(paths: &[PathBuf], manifest_refs: &ClockRefs) -> Vec<StreamPart> {
     let progress = progress_bar(paths, 1);
-    let parts = read_streams_shown(paths, manifest_refs, progress.as_ref());
+    let parts = read_streams_shown(paths, manifest_refs, progress.as_ref(), Reading::Whole);
     if let Some(pb) = progress {
         pb.finish_and_clear();
     }
@@ -1129,6 +1132,7 @@ pub(crate) fn read_streams_shown(
     paths: &[PathBuf],
     manifest_refs: &ClockRefs,
     progress: Option<&indicatif::ProgressBar>,
+    reading: Reading,
 ) -> Vec<StreamPart> {
     // Each stream file is read and decoded on its own, in parallel; what was
     // wrong with it is reported in file order.
@@ -1136,7 +1140,7 @@ pub(crate) fn read_streams_shown(
         .par_iter()
         .map_init(ChunkDefs::default, |defs, path| {
             let mut problems = Vec::new();
-            let r = read_stream(path, defs, &mut problems);
+            let r = read_stream(path, defs, &mut problems, reading);
             if let Some(pb) = progress {
                 pb.inc(std::fs::metadata(path).map_or(0, |m| m.len()));
             }
@@ -1147,7 +1151,7 @@ pub(crate) fn read_streams_shown(
         manifest_refs,
         read.iter()
             .filter_map(|(r, _)| r.as_ref())
-            .flat_map(|(s, chunks, _)| {
+            .flat_map(|(s, chunks, _, _)| {
                 let p = s.process.as_str();
                 std::iter::once((p, None)).chain(chunks.iter().map(move |c| (p, Some(c))))
             }),
@@ -1159,11 +1163,13 @@ pub(crate) fn read_streams_shown(
         .map(|(r, problems)| {
             let clock = r
                 .as_ref()
-                .and_then(|(s, _, _)| clocks.get(&s.process).copied());
+                .and_then(|(s, _, _, _)| clocks.get(&s.process).copied());
+            let counted = r.as_ref().and_then(|r| r.3);
             StreamPart {
                 problems,
-                stream: r.map(|(s, _, local)| (s, local)),
+                stream: r.map(|(s, _, local, _)| (s, local)),
                 clock,
+                counted,
             }
         })
         .collect()
@@ -1347,6 +1353,56 @@ struct Convert<'a> {
     /// Set when an event would pass [`MAX_STREAM_EVENTS`] events or
     /// argument words: it and the chunk's later events are not kept.
     full: bool,
+    /// For what the trace as a whole needs of a stream ([`Reading::Light`]):
+    /// every event numbers callsites, texts and user events, and only the
+    /// first event, clock measurements and events with a code address are
+    /// kept; the others are counted in `seen`.
+    light: bool,
+    seen: &'a mut u64,
+}
+
+impl ChunkDefs {
+    /// The stream's numbers of the text of a function event (`first`: its
+    /// signature's string id) or of the user event of a user event (`first`:
+    /// its id), numbered when first met.
+    #[inline]
+    fn number(
+        strings: &HashMap<u32, String>,
+        users: &HashMap<u64, UserDef>,
+        local: &mut Local,
+        kind: u16,
+        first: Option<u64>,
+    ) -> (u32, u32) {
+        let (mut text, mut user) = (NO_TEXT, NO_USER);
+        if kind == gaspard_format::kinds::C_FUNC {
+            if let Some(id) = first {
+                let sig = strings.get(&(id as u32)).map_or("?", |s| s.as_str());
+                text = match local.text_ids.get(sig) {
+                    Some(&n) => n,
+                    None => {
+                        let n = local.texts.len() as u32;
+                        local.texts.push(sig.to_string());
+                        local.text_ids.insert(sig.to_string(), n);
+                        n
+                    }
+                };
+            }
+        } else if kind == gaspard_format::kinds::GASPARD_USER {
+            if let Some(id) = first {
+                let n = local.users.len() as u32;
+                user = *local.user_ids.entry(id).or_insert_with(|| {
+                    local.users.push(users.get(&id).cloned().unwrap_or(UserDef {
+                        id,
+                        name: format!("user_event_{id}"),
+                        desc: None,
+                        unreadable: None,
+                    }));
+                    n
+                });
+            }
+        }
+        (text, user)
+    }
 }
 
 impl gaspard_format::codec::Sink for Convert<'_> {
@@ -1359,10 +1415,33 @@ impl gaspard_format::codec::Sink for Convert<'_> {
     fn user(&mut self, def: UserDef) {
         self.defs.users.insert(def.id, def);
     }
+    #[inline(always)]
+    fn wants_args(&mut self, kind: u16) -> bool {
+        !self.light
+            || kind == gaspard_format::kinds::C_FUNC
+            || kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
+            || codeptr_kinds()[kind as usize]
+    }
+
     #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
-        let local = &mut *self.local;
-        let site = self.defs.site(e.callsite, local);
+        let site = self.defs.site(e.callsite, self.local);
+        if self.light {
+            if self.full || *self.seen >= MAX_STREAM_EVENTS as u64 {
+                self.full = true;
+                return;
+            }
+            *self.seen += 1;
+            let keep = *self.seen == 1
+                || e.kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
+                || codeptr_kinds()[e.kind as usize];
+            if !keep {
+                let first = user_id.or_else(|| words.first().copied());
+                let d = &*self.defs;
+                ChunkDefs::number(&d.strings, &d.users, self.local, e.kind, first);
+                return;
+            }
+        }
         let args: &[u64] = match user_id {
             Some(u) => {
                 let w = &mut self.defs.words;
@@ -1380,40 +1459,10 @@ impl gaspard_format::codec::Sink for Convert<'_> {
             self.full = true;
             return;
         }
-        let mut text = NO_TEXT;
-        let mut user = NO_USER;
-        if e.kind == gaspard_format::kinds::C_FUNC {
-            if let Some(&id) = args.first() {
-                let sig = self
-                    .defs
-                    .strings
-                    .get(&(id as u32))
-                    .map_or("?", |s| s.as_str());
-                text = match local.text_ids.get(sig) {
-                    Some(&n) => n,
-                    None => {
-                        let n = local.texts.len() as u32;
-                        local.texts.push(sig.to_string());
-                        local.text_ids.insert(sig.to_string(), n);
-                        n
-                    }
-                };
-            }
-        } else if e.kind == gaspard_format::kinds::GASPARD_USER {
-            if let Some(&id) = args.first() {
-                let n = local.users.len() as u32;
-                let defs = &self.defs.users;
-                user = *local.user_ids.entry(id).or_insert_with(|| {
-                    local.users.push(defs.get(&id).cloned().unwrap_or(UserDef {
-                        id,
-                        name: format!("user_event_{id}"),
-                        desc: None,
-                        unreadable: None,
-                    }));
-                    n
-                });
-            }
-        }
+        let first = args.first().copied();
+        let local = &mut *self.local;
+        let (text, user) =
+            ChunkDefs::number(&self.defs.strings, &self.defs.users, local, e.kind, first);
         let arg_words = &mut *self.arg_words;
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {
@@ -1463,7 +1512,21 @@ impl Local {
 /// One stream file, read: its stream with its times in ticks, the headers
 /// of its chunks (with their clock references) and its own numbering of
 /// callsites and user events.
-type ReadStream = (Stream, Vec<ChunkHeader>, Local);
+type ReadStream = (Stream, Vec<ChunkHeader>, Local, Option<u64>);
+
+/// How [`read_streams_shown`] reads stream files.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Every event kept.
+    Whole,
+    /// For what the trace as a whole needs of each stream ([`Head`], clock
+    /// corrections, first events): every event counted and numbering
+    /// callsites, texts and user events, but only the first one, the clock
+    /// measurements and the events with a code address kept, with their
+    /// arguments (the others' arguments are not decoded). Files too big for
+    /// it are read whole.
+    Light,
+}
 
 /// Events are placed at most this many nanoseconds (52 days) after the
 /// trace's start: later ones come from damaged clock data, and sums of times
@@ -1531,6 +1594,7 @@ fn read_stream(
     path: &Path,
     defs: &mut ChunkDefs,
     problems: &mut Vec<String>,
+    reading: Reading,
 ) -> Option<ReadStream> {
     let name = path
         .file_name()
@@ -1547,7 +1611,13 @@ fn read_stream(
     // Sized once from the chunk headers: no copy as they grow, no memory
     // touched for nothing.
     let announced = gaspard_format::stream::announced_in(&data).min(MAX_STREAM_EVENTS);
-    let mut events = Vec::with_capacity(announced);
+    // Read light only where its argument words could not pass
+    // MAX_STREAM_EVENTS (which the light reading does not count): at most
+    // 256 words an event (a user event's id, and 255 words).
+    let light = reading == Reading::Light
+        && (announced as u64).saturating_mul(256) <= MAX_STREAM_EVENTS as u64;
+    let mut seen = 0u64;
+    let mut events = Vec::with_capacity(if light { 64 } else { announced });
     let mut arg_words = Vec::new();
     let mut local = Local::default();
     let mut headers = Vec::new();
@@ -1569,10 +1639,14 @@ fn read_stream(
             local: &mut local,
             defs,
             full: false,
+            light,
+            seen: &mut seen,
         };
+        let seen_before = *sink.seen;
         let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
         if sink.full {
             // The chunk is left out whole, and every chunk after it.
+            *sink.seen = seen_before;
             events.truncate(before.0);
             arg_words.truncate(before.1);
             local.truncate(before.2);
@@ -1606,7 +1680,7 @@ fn read_stream(
              its last {left_out} chunks are left out"
         ));
     }
-    Some((s, headers, local))
+    Some((s, headers, local, light.then_some(seen)))
 }
 
 #[cfg(test)]

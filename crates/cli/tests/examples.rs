@@ -45,13 +45,33 @@ fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
     (v, out)
 }
 
-/// Runs `cmd` under gaspard: the dump, the program's output, the report.
+/// Runs `cmd` under gaspard: the dump, the program's output, the report
+/// (the same read whole and one process at a time).
 fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
     let (trace, out) = common::gaspard_run(dir, cmd);
+    let r = report(&trace);
+    let low = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(&trace)
+        .args(["--json", "--low-memory"])
+        .output()
+        .unwrap();
+    assert!(
+        low.status.success(),
+        "{}",
+        String::from_utf8_lossy(&low.stderr)
+    );
+    let low: Value = serde_json::from_slice(&low.stdout).unwrap();
+    assert_eq!(
+        low,
+        r,
+        "{}: the report one process at a time",
+        trace.display()
+    );
     (
         dump(&trace),
         String::from_utf8_lossy(&out.stdout).into_owned(),
-        report(&trace),
+        r,
     )
 }
 
