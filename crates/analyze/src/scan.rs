@@ -91,6 +91,14 @@ pub struct Quick {
 }
 
 impl Quick {
+    /// The times of the first and last events of all streams, if any.
+    pub fn span(&self) -> Option<(u64, u64)> {
+        let firsts = self.streams.iter().filter_map(|s| s.first_last);
+        let t0 = firsts.clone().map(|f| f.0).min()?;
+        let t1 = firsts.map(|f| f.1).max()?;
+        Some((t0, t1))
+    }
+
     /// Events read.
     pub fn events(&self) -> u64 {
         self.streams.iter().map(|s| s.events).sum()
@@ -280,11 +288,7 @@ const DIRECT_KINDS: usize = 2048;
 
 impl ScanSink<'_> {
     fn name(&mut self, n: Name) -> u32 {
-        let next = self.names.len() as u32;
-        *self.name_ids.entry(n.clone()).or_insert_with(|| {
-            self.names.push(n);
-            next
-        })
+        intern(&mut self.name_ids, &mut self.names, n)
     }
 
     fn site(&mut self, id: u32) -> u32 {
@@ -303,11 +307,7 @@ impl ScanSink<'_> {
             return n;
         }
         let key = crate::trace::chunk_callsite(&self.chunk_sites, &self.strings, id);
-        let next = self.sites.len() as u32;
-        let n = *self.site_ids.entry(key.clone()).or_insert_with(|| {
-            self.sites.push(key);
-            next
-        });
+        let n = intern(&mut self.site_ids, &mut self.sites, key);
         self.site_of.insert(id, n);
         n
     }
@@ -636,27 +636,30 @@ struct Numbering {
 /// process.
 type UserDefs = HashMap<(String, u64), String>;
 
+/// The number of `k` in `list` (indexed by `ids`), added at its end when
+/// first met.
+fn intern<K: Clone + Eq + std::hash::Hash>(
+    ids: &mut HashMap<K, u32>,
+    list: &mut Vec<K>,
+    k: K,
+) -> u32 {
+    let n = list.len() as u32;
+    match ids.entry(k) {
+        std::collections::hash_map::Entry::Occupied(o) => *o.get(),
+        std::collections::hash_map::Entry::Vacant(v) => {
+            list.push(v.key().clone());
+            *v.insert(n)
+        }
+    }
+}
+
 impl Numbering {
     fn site(&mut self, c: Callsite) -> u32 {
-        let n = self.callsites.len() as u32;
-        match self.site_ids.entry(c) {
-            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                self.callsites.push(v.key().clone());
-                *v.insert(n)
-            }
-        }
+        intern(&mut self.site_ids, &mut self.callsites, c)
     }
 
     fn name(&mut self, text: String) -> u32 {
-        let n = self.names.len() as u32;
-        match self.name_ids.entry(text) {
-            std::collections::hash_map::Entry::Occupied(o) => *o.get(),
-            std::collections::hash_map::Entry::Vacant(v) => {
-                self.names.push(v.key().clone());
-                *v.insert(n)
-            }
-        }
+        intern(&mut self.name_ids, &mut self.names, text)
     }
 
     /// The user events defined in `streams`' names.

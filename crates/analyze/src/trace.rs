@@ -1361,18 +1361,20 @@ struct Convert<'a> {
     seen: &'a mut u64,
 }
 
-impl ChunkDefs {
+impl Local {
     /// The stream's numbers of the text of a function event (`first`: its
-    /// signature's string id) or of the user event of a user event (`first`:
-    /// its id), numbered when first met.
+    /// signature's string id among the chunk's `strings`) or of the user
+    /// event of a user event (`first`: its id, defined among `users`),
+    /// numbered when first met.
     #[inline]
     fn number(
+        &mut self,
         strings: &HashMap<u32, String>,
         users: &HashMap<u64, UserDef>,
-        local: &mut Local,
         kind: u16,
         first: Option<u64>,
     ) -> (u32, u32) {
+        let local = self;
         let (mut text, mut user) = (NO_TEXT, NO_USER);
         if kind == gaspard_format::kinds::C_FUNC {
             if let Some(id) = first {
@@ -1438,7 +1440,7 @@ impl gaspard_format::codec::Sink for Convert<'_> {
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
-                ChunkDefs::number(&d.strings, &d.users, self.local, e.kind, first);
+                self.local.number(&d.strings, &d.users, e.kind, first);
                 return;
             }
         }
@@ -1461,8 +1463,7 @@ impl gaspard_format::codec::Sink for Convert<'_> {
         }
         let first = args.first().copied();
         let local = &mut *self.local;
-        let (text, user) =
-            ChunkDefs::number(&self.defs.strings, &self.defs.users, local, e.kind, first);
+        let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, first);
         let arg_words = &mut *self.arg_words;
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {

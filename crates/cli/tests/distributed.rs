@@ -307,12 +307,16 @@ fn mpi_libraries_are_loaded_only_for_mpi() {
     let libs = dir.join("libs");
     std::fs::create_dir_all(&libs).unwrap();
     std::fs::write(libs.join("libmpi.so.40"), b"").unwrap();
-    let gaspard = env!("CARGO_BIN_EXE_gaspard");
-    let help = Command::new(gaspard)
-        .arg("--version")
-        .env("LD_LIBRARY_PATH", &libs)
-        .output()
-        .unwrap();
+    // gaspard with the broken libmpi first on the library path.
+    let run = |args: &[&str], trace: Option<&Path>| {
+        Command::new(env!("CARGO_BIN_EXE_gaspard"))
+            .args(args)
+            .args(trace)
+            .env("LD_LIBRARY_PATH", &libs)
+            .output()
+            .unwrap()
+    };
+    let help = run(&["--version"], None);
     assert!(
         help.status.success(),
         "{}",
@@ -320,12 +324,7 @@ fn mpi_libraries_are_loaded_only_for_mpi() {
     );
     let heat = common::compile_heat(&dir);
     let t = common::gaspard_run(&dir, &[heat.to_str().unwrap(), "5"]).0;
-    let plain = Command::new(gaspard)
-        .args(["report", "--json"])
-        .arg(&t)
-        .env("LD_LIBRARY_PATH", &libs)
-        .output()
-        .unwrap();
+    let plain = run(&["report", "--json"], Some(&t));
     assert!(
         plain.status.success(),
         "{}",
@@ -333,12 +332,7 @@ fn mpi_libraries_are_loaded_only_for_mpi() {
     );
     let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
     assert!(v["events"].as_u64().unwrap() > 0);
-    let mpi = Command::new(gaspard)
-        .args(["report", "--mpi"])
-        .arg(&t)
-        .env("LD_LIBRARY_PATH", &libs)
-        .output()
-        .unwrap();
+    let mpi = run(&["report", "--mpi"], Some(&t));
     assert_eq!(mpi.status.code(), Some(2));
     let err = String::from_utf8_lossy(&mpi.stderr);
     assert!(

@@ -50,18 +50,7 @@ fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
 fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
     let (trace, out) = common::gaspard_run(dir, cmd);
     let r = report(&trace);
-    let low = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("report")
-        .arg(&trace)
-        .args(["--json", "--low-memory"])
-        .output()
-        .unwrap();
-    assert!(
-        low.status.success(),
-        "{}",
-        String::from_utf8_lossy(&low.stderr)
-    );
-    let low: Value = serde_json::from_slice(&low.stdout).unwrap();
+    let low = common::report_with(&trace, &["--low-memory"]);
     assert_eq!(
         low,
         r,

@@ -164,18 +164,9 @@ fn check_overview(dir: &Path, t: &Trace, q: &Quick) {
     let o = overview(dir, bins, CLASSES, class).unwrap();
     assert_eq!(o.streams.len(), t.streams.len());
     check_windows(dir, &o.windows, q);
-    let t0 = q
-        .streams
-        .iter()
-        .filter_map(|s| s.first_last.map(|f| f.0))
-        .min();
-    let t1 = q
-        .streams
-        .iter()
-        .filter_map(|s| s.first_last.map(|f| f.1))
-        .max();
-    assert_eq!(Some(o.t0), t0, "the same start");
-    assert_eq!(Some(o.t1), t1.map(|t1| t1.max(o.t0 + 1)), "the same end");
+    let (t0, t1) = q.span().expect("events");
+    assert_eq!(o.t0, t0, "the same start");
+    assert_eq!(o.t1, t1.max(o.t0 + 1), "the same end");
     let bin_w = (o.t1 - o.t0) as f64 / bins as f64;
     let mut busy = 0.0;
     for (s, os) in t.streams.iter().zip(&o.streams) {
@@ -241,17 +232,7 @@ fn check_windows(dir: &Path, w: &Windows, q: &Quick) -> usize {
     assert_eq!(w.rows(), rows);
     let ranks: Vec<_> = q.streams.iter().map(|s| s.rank).collect();
     assert_eq!(w.ranks(), ranks);
-    let t0 = q
-        .streams
-        .iter()
-        .filter_map(|s| s.first_last.map(|f| f.0))
-        .min();
-    let t1 = q
-        .streams
-        .iter()
-        .filter_map(|s| s.first_last.map(|f| f.1))
-        .max();
-    let (Some(t0), Some(t1)) = (t0, t1) else {
+    let Some((t0, t1)) = q.span() else {
         return 0;
     };
     let run = (t1 - t0).max(1);

@@ -260,19 +260,8 @@ impl Timeline {
     /// The timeline of a quick scan: the same as [`Timeline::build`] gives
     /// for the whole trace (but for what the whole trace's reader adds).
     pub fn from_quick(q: Quick) -> Timeline {
-        let t0 = q
-            .streams
-            .iter()
-            .filter_map(|s| s.first_last.map(|f| f.0))
-            .min()
-            .unwrap_or(0);
-        let t1 = q
-            .streams
-            .iter()
-            .filter_map(|s| s.first_last.map(|f| f.1))
-            .max()
-            .unwrap_or(t0)
-            .max(t0 + 1);
+        let (t0, t1) = q.span().unwrap_or((0, 0));
+        let t1 = t1.max(t0 + 1);
         let mut row_of_rank: HashMap<(&str, usize), u32> = HashMap::default();
         for (i, s) in q.streams.iter().enumerate() {
             if let Some(r) = s.rank {
@@ -390,7 +379,7 @@ impl Timeline {
                 let mut out = String::new();
                 // Without spans, the page draws the columns.
                 let limit = if self.coarse { None } else { Some(limit) };
-                th.window_into(&mut out, self.t0, self.t1, a, b, width, limit);
+                th.window_into(th, &mut out, self.t0, self.t1, a, b, width, limit);
                 out
             })
             .collect();
@@ -436,7 +425,7 @@ impl Timeline {
                 .collect();
             let line = ThreadLine::lanes_of(th.name.clone(), spans);
             let mut out = String::new();
-            th.window_into_with(&line, &mut out, self.t0, self.t1, a, b, width, Some(limit));
+            th.window_into(&line, &mut out, self.t0, self.t1, a, b, width, Some(limit));
             parts.push(out);
         }
         let sites: Vec<Value> = w
@@ -518,28 +507,15 @@ impl ThreadLine {
     #[cfg(test)]
     fn window(&self, t0: u64, t1: u64, a: u64, b: u64, width: usize, limit: usize) -> Value {
         let mut out = String::new();
-        self.window_into(&mut out, t0, t1, a, b, width, Some(limit));
+        self.window_into(self, &mut out, t0, t1, a, b, width, Some(limit));
         serde_json::from_str(&out).unwrap()
     }
 
+    /// One thread's part of a timeline answer: columns from this line's
+    /// pyramid, spans from `spans_of`'s lanes (this line's own, or a window
+    /// read from the trace).
     #[allow(clippy::too_many_arguments)]
     fn window_into(
-        &self,
-        out: &mut String,
-        t0: u64,
-        t1: u64,
-        a: u64,
-        b: u64,
-        width: usize,
-        limit: Option<usize>,
-    ) {
-        self.window_into_with(self, out, t0, t1, a, b, width, limit);
-    }
-
-    /// [`ThreadLine::window_into`] with the columns from this line's
-    /// pyramid and the spans from `spans`'s lanes.
-    #[allow(clippy::too_many_arguments)]
-    fn window_into_with(
         &self,
         spans_of: &ThreadLine,
         out: &mut String,

@@ -53,10 +53,16 @@ pub fn events(v: &Value) -> Vec<Vec<Value>> {
 
 /// `gaspard report DIR --json`, parsed.
 pub fn report(dir: &Path) -> Value {
+    report_with(dir, &[])
+}
+
+/// `gaspard report DIR --json` with `args` too, parsed.
+pub fn report_with(dir: &Path, args: &[&str]) -> Value {
     let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg("report")
         .arg(dir)
         .arg("--json")
+        .args(args)
         .output()
         .unwrap();
     assert!(
