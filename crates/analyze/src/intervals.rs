@@ -150,6 +150,9 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     // so that `out` is in START order, and is filled in by its END.
     const KINDS: usize = 2048;
     let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
+    // User events' (by user event below USERS) and the other kinds' (in a map).
+    const USERS: usize = 4096;
+    let mut open_user: Vec<Vec<usize>> = Vec::new();
     let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
     // An interval whose END is not met keeps `end_event` at `u32::MAX` (no
     // event's index) and is dropped at the end.
@@ -162,10 +165,16 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         if e.phase > 1 {
             continue;
         }
-        let stack = if e.user().is_none() && (e.kind as usize) < KINDS {
-            &mut open_kind[e.kind as usize]
-        } else {
-            open_other.entry((e.kind, e.user())).or_default()
+        let stack = match e.user() {
+            None if (e.kind as usize) < KINDS => &mut open_kind[e.kind as usize],
+            Some(u) if (u as usize) < USERS && e.kind == gaspard_format::kinds::GASPARD_USER => {
+                let u = u as usize;
+                if u >= open_user.len() {
+                    open_user.resize(u + 1, Vec::new());
+                }
+                &mut open_user[u]
+            }
+            user => open_other.entry((e.kind, user)).or_default(),
         };
         if e.phase == 0 {
             stack.push(slots.len());

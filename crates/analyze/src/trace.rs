@@ -1244,6 +1244,10 @@ pub(crate) struct Local {
     /// [`SHARED_ARG_KINDS`]) are: an event with the same words (an END
     /// repeating its START's, a loop repeating a call) shares them.
     last_args: Vec<(u32, u32)>,
+    /// The last user event numbered (its id, its number), looked for
+    /// before `user_ids`: a user event's START is mostly followed by its
+    /// END or by the same event again.
+    last_user: Option<(u64, u32)>,
 }
 
 /// Kinds whose events may share their argument words with the previous
@@ -1365,9 +1369,25 @@ impl Local {
     /// The stream's numbers of the text of a function event (`first`: its
     /// signature's string id among the chunk's `strings`) or of the user
     /// event of a user event (`first`: its id, defined among `users`),
-    /// numbered when first met.
-    #[inline]
+    /// numbered when first met. Other kinds have neither (most events:
+    /// answered without a call).
+    #[inline(always)]
     fn number(
+        &mut self,
+        strings: &HashMap<u32, String>,
+        users: &HashMap<u64, UserDef>,
+        kind: u16,
+        first: Option<u64>,
+    ) -> (u32, u32) {
+        if kind != gaspard_format::kinds::C_FUNC && kind != gaspard_format::kinds::GASPARD_USER {
+            return (NO_TEXT, NO_USER);
+        }
+        self.number_named(strings, users, kind, first)
+    }
+
+    /// [`Local::number`] of a function or user event.
+    #[inline(never)]
+    fn number_named(
         &mut self,
         strings: &HashMap<u32, String>,
         users: &HashMap<u64, UserDef>,
@@ -1391,6 +1411,11 @@ impl Local {
             }
         } else if kind == gaspard_format::kinds::GASPARD_USER {
             if let Some(id) = first {
+                if let Some((last, n)) = local.last_user {
+                    if last == id {
+                        return (text, n);
+                    }
+                }
                 let n = local.users.len() as u32;
                 user = *local.user_ids.entry(id).or_insert_with(|| {
                     local.users.push(users.get(&id).cloned().unwrap_or(UserDef {
@@ -1401,6 +1426,7 @@ impl Local {
                     }));
                     n
                 });
+                local.last_user = Some((id, user));
             }
         }
         (text, user)
@@ -1498,6 +1524,7 @@ impl Local {
 
     /// Forgets what was numbered since `lens`.
     fn truncate(&mut self, (sites, users, texts): (usize, usize, usize)) {
+        self.last_user = None;
         for s in self.sites.drain(sites..) {
             self.site_ids.remove(&s);
         }
@@ -1619,7 +1646,9 @@ fn read_stream(
         && (announced as u64).saturating_mul(256) <= MAX_STREAM_EVENTS as u64;
     let mut seen = 0u64;
     let mut events = Vec::with_capacity(if light { 64 } else { announced });
-    let mut arg_words = Vec::new();
+    // Events keep about one argument word each (those equal to the previous
+    // ones of their kind are shared): reserved for 1.25, grown past it.
+    let mut arg_words = Vec::with_capacity(if light { 0 } else { announced + announced / 4 });
     let mut local = Local::default();
     let mut headers = Vec::new();
     // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
@@ -1665,9 +1694,10 @@ fn read_stream(
         }
     };
     let mut s = new_stream(path, &name, &file.header, problems);
-    // The words grew by doubling: copied to their size (the allocator keeps
-    // a block shrunk by less than half as it is).
-    if arg_words.capacity() > arg_words.len() {
+    // Words that grew past what was reserved (by doubling) are copied to
+    // their size (the allocator keeps a block shrunk by less than half as
+    // it is); a reserve used to three quarters or more is kept.
+    if arg_words.capacity() - arg_words.len() > arg_words.len() / 3 {
         arg_words = arg_words.to_vec();
     }
     s.events = events;

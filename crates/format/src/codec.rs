@@ -689,147 +689,149 @@ pub fn decode_into<S: Sink>(
     };
     while !r.is_empty() {
         let op = tr!(r, r.byte());
-        match op {
-            DEF_STRING => {
-                let id = tr!(r, r.u64()) as u32;
-                let s = tr!(r, get_string(&mut r));
-                out.string(id, s);
-            }
-            DEF_CALLSITE => {
-                let mut v = [0u64; 4];
-                for x in &mut v {
-                    *x = tr!(r, r.u64());
+        // Definitions have both low bits set; events (most records) not.
+        if op & 3 == 3 {
+            match op {
+                DEF_STRING => {
+                    let id = tr!(r, r.u64()) as u32;
+                    let s = tr!(r, get_string(&mut r));
+                    out.string(id, s);
                 }
-                out.callsite(
-                    v[0] as u32,
-                    Callsite {
-                        file: v[1] as u32,
-                        line: v[2] as u32,
-                        col: v[3] as u32,
-                    },
-                );
-            }
-            DEF_TIME => {
-                last_ts = tr!(r, r.u64());
-            }
-            DEF_USER => {
-                let id = tr!(r, r.u64());
-                let name = tr!(r, get_string(&mut r));
-                let desc = match tr!(r, r.byte()) {
-                    0 => None,
-                    _ => Some(tr!(r, get_string(&mut r))),
-                };
-                let why = tr!(r, get_string(&mut r));
-                let unreadable = if why.is_empty() { None } else { Some(why) };
-                let def = UserDef {
-                    id,
-                    name,
-                    desc,
-                    unreadable,
-                };
-                schemas.insert(id, user_schema(&def));
-                out.user(def);
-            }
-            _ if op & 3 == 3 => return Err(err(&r, &format!("unknown definition {op:#x}"))),
-            _ => {
-                let key = if op & OP_SAME_KIND != 0 {
-                    last.ok_or_else(|| err(&r, "event refers to a previous kind but is the first"))?
-                } else {
-                    let kind = tr!(r, r.u64()) as u16;
-                    let user = (kind == kinds::GASPARD_USER).then(|| r.u64()).transpose();
-                    (kind, tr!(r, user))
-                };
-                let site = if op & OP_SAME_SITE != 0 {
-                    last_site
-                } else {
-                    tr!(r, r.u64()) as u32
-                };
-                let ts = last_ts.wrapping_add(tr!(r, r.u64()));
-                let words = prev.get(key.0, key.1);
-                let same = op & OP_SAME_ARGS != 0;
-                let wanted = key.1.is_some() || out.wants_args(key.0);
-                let n = if same {
-                    0
-                } else if op & OP_SAME_NARGS != 0 {
-                    words.len()
-                } else {
-                    tr!(r, r.u64()) as usize
-                };
-                if n > crate::raw::MAX_ARG_WORDS {
-                    return Err(err(&r, "too many arguments"));
+                DEF_CALLSITE => {
+                    let mut v = [0u64; 4];
+                    for x in &mut v {
+                        *x = tr!(r, r.u64());
+                    }
+                    out.callsite(
+                        v[0] as u32,
+                        Callsite {
+                            file: v[1] as u32,
+                            line: v[2] as u32,
+                            col: v[3] as u32,
+                        },
+                    );
                 }
-                if !wanted {
-                    // Only how many words there are is kept.
-                    if !same {
-                        tr!(r, r.skip_values(n));
-                        words.resize(n, 0);
-                    }
-                } else if !same && key.1.is_none() {
-                    // A system kind's words are remembered whole: each is
-                    // decoded against the previous one of the kind in place.
-                    words.resize(n, 0);
-                    for w in words.iter_mut() {
-                        *w = w.wrapping_add(tr!(r, r.i64()) as u64);
-                    }
-                } else if !same {
-                    scratch.clear();
-                    let schema: &[VaType] = match key.1 {
-                        Some(u) => schemas.get(&u).map_or(&[], |v| v.as_slice()),
-                        None => &[],
+                DEF_TIME => {
+                    last_ts = tr!(r, r.u64());
+                }
+                DEF_USER => {
+                    let id = tr!(r, r.u64());
+                    let name = tr!(r, get_string(&mut r));
+                    let desc = match tr!(r, r.byte()) {
+                        0 => None,
+                        _ => Some(tr!(r, get_string(&mut r))),
                     };
-                    let mut classes = WordClasses::new(schema);
-                    // Without a schema (system events) no word is a float:
-                    // the same decoding, without asking word by word.
-                    let n = if schema.is_empty() {
-                        for i in 0..n {
-                            let before = words.get(i).copied().unwrap_or(0);
-                            scratch.push(before.wrapping_add(tr!(r, r.i64()) as u64));
-                        }
-                        0
-                    } else {
-                        n
+                    let why = tr!(r, get_string(&mut r));
+                    let unreadable = if why.is_empty() { None } else { Some(why) };
+                    let def = UserDef {
+                        id,
+                        name,
+                        desc,
+                        unreadable,
                     };
-                    for i in 0..n {
-                        let before = words.get(i).copied().unwrap_or(0);
-                        let v = if classes.next_is_float() {
-                            before ^ tr!(r, get_xor(&mut r))
-                        } else {
-                            before.wrapping_add(tr!(r, r.i64()) as u64)
-                        };
-                        scratch.push(v);
-                        classes.feed(v);
-                    }
-                    remember(words, &scratch, key.1.is_some());
+                    schemas.insert(id, user_schema(&def));
+                    out.user(def);
                 }
-                let mut flags = 0;
-                if op & OP_RESOLVED != 0 {
-                    flags |= FLAG_PTS_RESOLVED;
-                }
-                if op & OP_UNREAD != 0 {
-                    flags |= FLAG_ARGS_UNREAD;
-                }
-                let e = Event {
-                    ts,
-                    kind: key.0,
-                    phase: op & 3,
-                    flags,
-                    callsite: site,
-                    args_start: 0,
-                    nargs: 0,
-                };
-                let args: &[u64] = if !wanted {
-                    &[]
-                } else if same || key.1.is_none() {
-                    words
-                } else {
-                    &scratch
-                };
-                out.event(e, key.1, args);
-                last = Some(key);
-                last_site = site;
-                last_ts = ts;
+                _ => return Err(err(&r, &format!("unknown definition {op:#x}"))),
             }
+            continue;
         }
+        let key = if op & OP_SAME_KIND != 0 {
+            last.ok_or_else(|| err(&r, "event refers to a previous kind but is the first"))?
+        } else {
+            let kind = tr!(r, r.u64()) as u16;
+            let user = (kind == kinds::GASPARD_USER).then(|| r.u64()).transpose();
+            (kind, tr!(r, user))
+        };
+        let site = if op & OP_SAME_SITE != 0 {
+            last_site
+        } else {
+            tr!(r, r.u64()) as u32
+        };
+        let ts = last_ts.wrapping_add(tr!(r, r.u64()));
+        let words = prev.get(key.0, key.1);
+        let same = op & OP_SAME_ARGS != 0;
+        let wanted = key.1.is_some() || out.wants_args(key.0);
+        let n = if same {
+            0
+        } else if op & OP_SAME_NARGS != 0 {
+            words.len()
+        } else {
+            tr!(r, r.u64()) as usize
+        };
+        if n > crate::raw::MAX_ARG_WORDS {
+            return Err(err(&r, "too many arguments"));
+        }
+        if !wanted {
+            // Only how many words there are is kept.
+            if !same {
+                tr!(r, r.skip_values(n));
+                words.resize(n, 0);
+            }
+        } else if !same && key.1.is_none() {
+            // A system kind's words are remembered whole: each is
+            // decoded against the previous one of the kind in place.
+            words.resize(n, 0);
+            for w in words.iter_mut() {
+                *w = w.wrapping_add(tr!(r, r.i64()) as u64);
+            }
+        } else if !same {
+            scratch.clear();
+            let schema: &[VaType] = match key.1 {
+                Some(u) => schemas.get(&u).map_or(&[], |v| v.as_slice()),
+                None => &[],
+            };
+            let mut classes = WordClasses::new(schema);
+            // Without a schema (system events) no word is a float:
+            // the same decoding, without asking word by word.
+            let n = if schema.is_empty() {
+                for i in 0..n {
+                    let before = words.get(i).copied().unwrap_or(0);
+                    scratch.push(before.wrapping_add(tr!(r, r.i64()) as u64));
+                }
+                0
+            } else {
+                n
+            };
+            for i in 0..n {
+                let before = words.get(i).copied().unwrap_or(0);
+                let v = if classes.next_is_float() {
+                    before ^ tr!(r, get_xor(&mut r))
+                } else {
+                    before.wrapping_add(tr!(r, r.i64()) as u64)
+                };
+                scratch.push(v);
+                classes.feed(v);
+            }
+            remember(words, &scratch, key.1.is_some());
+        }
+        let mut flags = 0;
+        if op & OP_RESOLVED != 0 {
+            flags |= FLAG_PTS_RESOLVED;
+        }
+        if op & OP_UNREAD != 0 {
+            flags |= FLAG_ARGS_UNREAD;
+        }
+        let e = Event {
+            ts,
+            kind: key.0,
+            phase: op & 3,
+            flags,
+            callsite: site,
+            args_start: 0,
+            nargs: 0,
+        };
+        let args: &[u64] = if !wanted {
+            &[]
+        } else if same || key.1.is_none() {
+            words
+        } else {
+            &scratch
+        };
+        out.event(e, key.1, args);
+        last = Some(key);
+        last_site = site;
+        last_ts = ts;
     }
     Ok(())
 }

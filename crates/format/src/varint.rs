@@ -74,6 +74,13 @@ impl<'a> Reader<'a> {
     /// [`Reader::u64`] for values of more than one byte (and the errors).
     #[inline(never)]
     fn u64_long(&mut self) -> Result<u64, Truncated> {
+        // Two bytes (times between events, mostly) without the loop.
+        if let Some(&[b0, b1]) = self.buf.get(self.pos..self.pos + 2) {
+            if b0 >= 0x80 && b1 < 0x80 {
+                self.pos += 2;
+                return Ok(u64::from(b0 & 0x7f) | u64::from(b1) << 7);
+            }
+        }
         let mut v = 0u64;
         let mut shift = 0u32;
         loop {
@@ -120,6 +127,20 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn two_byte_values_and_the_end_of_the_buffer() {
+        for v in [128u64, 255, 300, 16_383, 16_384, 2_097_151] {
+            let mut out = Vec::new();
+            put_u64(&mut out, v);
+            let mut r = Reader::new(&out);
+            assert_eq!(r.u64(), Ok(v));
+            assert!(r.is_empty());
+            // Cut short by one byte: an error, not another value.
+            let mut r = Reader::new(&out[..out.len() - 1]);
+            assert_eq!(r.u64(), Err(Truncated));
+        }
+    }
 
     #[test]
     fn round_trip() {
