@@ -118,12 +118,17 @@ impl Context {
 impl StreamSummary {
     /// The summary of `s`, one of the streams of `t`, whose context is `cx`.
     pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
-        let lost = s
-            .events
-            .iter()
-            .filter(|e| e.kind == kinds::GASPARD_LOST)
-            .map(|e| s.args(e).first().copied().unwrap_or(0))
-            .fold(0u64, u64::saturating_add);
+        // Looked for only in a stream that has such events (the kinds of
+        // its events are known once its intervals are).
+        let lost = if crate::intervals::has_kind(s, kinds::GASPARD_LOST) {
+            s.events
+                .iter()
+                .filter(|e| e.kind == kinds::GASPARD_LOST)
+                .map(|e| s.args(e).first().copied().unwrap_or(0))
+                .fold(0u64, u64::saturating_add)
+        } else {
+            0
+        };
         StreamSummary {
             profile: crate::profile::profile_part(t, s),
             lost,

@@ -326,6 +326,21 @@ impl Clock {
     /// are 0).
     #[inline]
     pub(crate) fn ns_u64(&self, t: u64) -> u64 {
+        // The same as clamping `ns`, in 64 bits where the product holds.
+        let d = if t >= self.t0 {
+            (t - self.t0) as f64
+        } else {
+            -((self.t0 - t) as f64)
+        };
+        let x = d * self.slope;
+        if x.abs() < 9_223_372_036_854_775_808.0 {
+            let off = x as i64;
+            return if off >= 0 {
+                self.n0.saturating_add(off as u64)
+            } else {
+                self.n0.saturating_sub(off.unsigned_abs())
+            };
+        }
         self.ns(t).clamp(0, u64::MAX as i128) as u64
     }
 
@@ -890,6 +905,18 @@ pub(crate) fn shift(streams: &mut [Stream], base: i128) -> Vec<u64> {
         .par_iter_mut()
         .map(|s| {
             let mut late = 0u64;
+            // The same in 64 bits, for a base within them (always, but for
+            // a clock gone wild).
+            if let Ok(b) = u64::try_from(base) {
+                for e in &mut s.events {
+                    let t = e.t_ns.saturating_sub(b);
+                    if t > MAX_T_NS {
+                        late += 1;
+                    }
+                    e.t_ns = t.min(MAX_T_NS);
+                }
+                return late;
+            }
             for e in &mut s.events {
                 let t = e.t_ns as i128 - base;
                 if t > MAX_T_NS as i128 {
@@ -1724,6 +1751,48 @@ mod tests {
     }
 
     #[test]
+    fn shifting_times_is_the_128_bit_formula() {
+        use super::{shift, Stream, MAX_T_NS};
+        let times = [
+            0u64,
+            1,
+            999,
+            1000,
+            1001,
+            MAX_T_NS,
+            MAX_T_NS + 1000,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        let bases = [
+            -5i128,
+            0,
+            1000,
+            MAX_T_NS as i128,
+            u64::MAX as i128,
+            u64::MAX as i128 + 5,
+        ];
+        for base in bases {
+            let mut s = Stream::empty("h-1", 0, 1, 8);
+            for &t in &times {
+                s.push(t, 1, 2, 0, &[]);
+            }
+            let late = shift(std::slice::from_mut(&mut s), base);
+            let want: Vec<u64> = times
+                .iter()
+                .map(|&t| (t as i128 - base).clamp(0, MAX_T_NS as i128) as u64)
+                .collect();
+            let want_late = times
+                .iter()
+                .filter(|&&t| t as i128 - base > MAX_T_NS as i128)
+                .count() as u64;
+            let got: Vec<u64> = s.events.iter().map(|e| e.t_ns).collect();
+            assert_eq!(got, want, "base {base}");
+            assert_eq!(late, vec![want_late], "base {base}");
+        }
+    }
+
+    #[test]
     fn clock_conversion_is_the_128_bit_one() {
         let slopes = [
             1.0,
@@ -1768,6 +1837,8 @@ mod tests {
                         if let Some(want) = ns_i128(&c, t) {
                             assert_eq!(c.ns(t), want, "t0 {t0} n0 {n0} slope {slope} t {t}");
                         }
+                        let clamped = c.ns(t).clamp(0, u64::MAX as i128) as u64;
+                        assert_eq!(c.ns_u64(t), clamped, "t0 {t0} n0 {n0} slope {slope} t {t}");
                     }
                 }
             }
