@@ -766,12 +766,16 @@ pub fn decode_into<S: Sink>(
             // Only how many words there are is kept.
             if !same {
                 tr!(r, r.skip_values(n));
-                words.resize(n, 0);
+                if words.len() != n {
+                    words.resize(n, 0);
+                }
             }
         } else if !same && key.1.is_none() {
             // A system kind's words are remembered whole: each is
             // decoded against the previous one of the kind in place.
-            words.resize(n, 0);
+            if words.len() != n {
+                words.resize(n, 0);
+            }
             for w in words.iter_mut() {
                 *w = w.wrapping_add(tr!(r, r.i64()) as u64);
             }

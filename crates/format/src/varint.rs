@@ -105,14 +105,26 @@ impl<'a> Reader<'a> {
     /// does on a value cut short or longer than ten bytes.
     #[inline]
     pub fn skip_values(&mut self, n: usize) -> Result<(), Truncated> {
-        for _ in 0..n {
-            let rest = self.buf.get(self.pos..).ok_or(Truncated)?;
-            let len = rest.iter().position(|&b| b & 0x80 == 0).ok_or(Truncated)? + 1;
-            if len > 10 {
+        // One pass over the bytes: a value ends at a byte whose last bit is
+        // clear, and may not take more than ten.
+        // On error the reader stays at the start of the value that failed.
+        let (mut left, mut pos, mut len) = (n, self.pos, 0);
+        while left > 0 {
+            let Some(&b) = self.buf.get(pos) else {
+                self.pos = pos - len;
+                return Err(Truncated);
+            };
+            pos += 1;
+            len += 1;
+            if b & 0x80 == 0 {
+                left -= 1;
+                len = 0;
+            } else if len == 10 {
+                self.pos = pos - len;
                 return Err(Truncated);
             }
-            self.pos += len;
         }
+        self.pos = pos;
         Ok(())
     }
     /// Reads `n` raw bytes.
@@ -127,6 +139,46 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `skip_values` as it was first written, value by value.
+    fn skip_slowly(r: &mut Reader<'_>, n: usize) -> Result<(), Truncated> {
+        for _ in 0..n {
+            let rest = r.buf.get(r.pos..).ok_or(Truncated)?;
+            let len = rest.iter().position(|&b| b & 0x80 == 0).ok_or(Truncated)? + 1;
+            if len > 10 {
+                return Err(Truncated);
+            }
+            r.pos += len;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn skipping_values_stops_where_reading_them_would() {
+        let mut out = Vec::new();
+        for v in [0u64, 127, 128, 300, 1 << 40, u64::MAX, 5] {
+            put_u64(&mut out, v);
+        }
+        // Eleven bytes of one value: too long.
+        let mut long = vec![0x80u8; 10];
+        long.push(1);
+        let bufs = [
+            out.clone(),
+            out[..out.len() - 2].to_vec(),
+            [&out[..4], &long[..]].concat(),
+        ];
+        for buf in &bufs {
+            for n in 0..9 {
+                let (mut a, mut b) = (Reader::new(buf), Reader::new(buf));
+                assert_eq!(
+                    a.skip_values(n),
+                    skip_slowly(&mut b, n),
+                    "n {n} buf {buf:?}"
+                );
+                assert_eq!(a.pos(), b.pos(), "n {n} buf {buf:?}");
+            }
+        }
+    }
 
     #[test]
     fn two_byte_values_and_the_end_of_the_buffer() {
