@@ -1118,9 +1118,6 @@ fn codeptr_kinds() -> &'static [bool] {
     })
 }
 
-/// `unplaced[i]`: whether stream `i` has events with a return address and
-/// no known callsite (the others are not looked at); `unknown[c]`: whether
-/// callsite `c` has no file.
 /// Each process's clock references (ticks, ns) from its manifest.
 pub type ClockRefs = HashMap<String, Vec<(u64, u64)>>;
 
@@ -1390,6 +1387,8 @@ struct Convert<'a> {
     /// kept; the others are counted in `seen`.
     light: bool,
     seen: &'a mut u64,
+    /// [`codeptr_kinds`], looked up once per chunk.
+    codeptr: &'static [bool],
 }
 
 impl Local {
@@ -1475,7 +1474,7 @@ impl gaspard_format::codec::Sink for Convert<'_> {
         !self.light
             || kind == gaspard_format::kinds::C_FUNC
             || kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
-            || codeptr_kinds()[kind as usize]
+            || self.codeptr[kind as usize]
     }
 
     #[inline]
@@ -1489,7 +1488,7 @@ impl gaspard_format::codec::Sink for Convert<'_> {
             *self.seen += 1;
             let keep = *self.seen == 1
                 || e.kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
-                || codeptr_kinds()[e.kind as usize];
+                || self.codeptr[e.kind as usize];
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
@@ -1698,6 +1697,7 @@ fn read_stream(
             full: false,
             light,
             seen: &mut seen,
+            codeptr: codeptr_kinds(),
         };
         let seen_before = *sink.seen;
         let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
