@@ -189,6 +189,7 @@ pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
         v
     });
     crate::intervals::derived(s).regions.get_or_init(|| {
+        const NEAR: usize = 8;
         let mut at: HashMap<RegionKey, usize> = HashMap::default();
         let mut v: Vec<RegionTime> = Vec::new();
         for (iv, e) in with_events(s, Which::Start, false) {
@@ -200,13 +201,18 @@ pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
                 continue;
             }
             let key = (e.kind, e.user(), e.text, iv.callsite);
-            let i = *at.entry(key).or_insert_with(|| {
-                v.push(RegionTime {
-                    key,
-                    start_event: iv.start_event,
-                    total: 0,
-                });
-                v.len() - 1
+            // A stream has a few regions, mostly: looked for among the first
+            // ones, then in the map (which has every key).
+            let near = v[..v.len().min(NEAR)].iter().position(|r| r.key == key);
+            let i = near.unwrap_or_else(|| {
+                *at.entry(key).or_insert_with(|| {
+                    v.push(RegionTime {
+                        key,
+                        start_event: iv.start_event,
+                        total: 0,
+                    });
+                    v.len() - 1
+                })
             });
             v[i].total = v[i].total.saturating_add(iv.end.saturating_sub(iv.start));
         }
