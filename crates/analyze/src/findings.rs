@@ -269,7 +269,9 @@ fn find_barriers(s: &Stream) -> Vec<Interval> {
     let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let all = intervals(s);
-    let has_caf = all.iter().any(|iv| Some(iv.kind) == caf_sync);
+    // Intervals looked at only where the stream has events of the kind.
+    let has_caf = caf_sync
+        .is_some_and(|k| crate::intervals::has_kind(s, k) && all.iter().any(|iv| iv.kind == k));
     all.iter()
         .filter(|iv| barrier[iv.kind as usize] && !(has_caf && Some(iv.kind) == mpi_barrier))
         .copied()
