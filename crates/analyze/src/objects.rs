@@ -3,6 +3,7 @@
 //! becomes (object, offset). An object is named by the source line that
 //! allocated it.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::codec::arg_layout;
@@ -253,14 +254,23 @@ impl Objects {
             }
             v
         });
+        // Where those events are, stream by stream in parallel (the events
+        // are read once, the objects then made in stream order).
+        let hits: Vec<Vec<u32>> = streams
+            .par_iter()
+            .map(|s| {
+                (0u32..)
+                    .zip(&s.events)
+                    .filter(|(_, e)| wanted[e.kind as usize])
+                    .map(|(i, _)| i)
+                    .collect()
+            })
+            .collect();
         let mut o = Objects::default();
-        for s in streams {
+        for (s, hits) in streams.iter().zip(&hits) {
             let mut open: Option<String> = None;
             let mut count: u32 = 0;
-            for e in &s.events {
-                if !wanted[e.kind as usize] {
-                    continue;
-                }
+            for e in hits.iter().map(|&i| &s.events[i as usize]) {
                 let Some(k) = kinds::kind(e.kind) else {
                     continue;
                 };
