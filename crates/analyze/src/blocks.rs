@@ -234,10 +234,11 @@ fn access_kind(name: &str) -> Option<(bool, bool, Target)> {
 impl Part {
     /// The part of `s`, whose process's shared objects are in `objects`.
     pub fn of(s: &Stream, objects: &Objects) -> Part {
-        let caf = s
-            .events
+        // Whether it holds coarray events, from the kinds it has (not a
+        // pass over its events).
+        let caf = crate::summary::caf_kinds()
             .iter()
-            .any(|e| kinds::kind(e.kind).is_some_and(|k| k.name.starts_with("GASP_CAF_")));
+            .any(|&k| crate::intervals::has_kind(s, k));
         let model: &'static str = if caf {
             "CAF"
         } else {

@@ -329,6 +329,9 @@ struct Slots {
     /// Slot of each plain kind (no user event, not a function), plus one; 0: none yet.
     by_kind: Vec<u32>,
     other: HashMap<Key, u32>,
+    /// The last key found in `other` and its slot (a user event's START is
+    /// mostly followed by its END).
+    last_other: Option<(Key, u32)>,
     /// Per key slot, its last callsite and that (key, callsite)'s slot.
     last_site: Vec<(u32, u32)>,
     sites: Vec<((Key, u32), Stats)>,
@@ -349,8 +352,17 @@ impl Slots {
             if at > 0 {
                 return at as usize - 1;
             }
-        } else if let Some(&at) = self.other.get(&key_of(e)) {
-            return at as usize;
+        } else {
+            let key = key_of(e);
+            if let Some((last, at)) = self.last_other {
+                if last == key {
+                    return at as usize;
+                }
+            }
+            if let Some(&at) = self.other.get(&key) {
+                self.last_other = Some((key, at));
+                return at as usize;
+            }
         }
         let at = self.keys.len() as u32;
         let key = key_of(e);
