@@ -31,7 +31,7 @@ use serde::{Deserialize, Serialize};
 use crate::findings::{barriers, location_in, Finding, Location};
 use crate::intervals::{intervals, with_events, Which};
 use crate::matrix::rank;
-use crate::objects::{args_by_name, Objects};
+use crate::objects::Objects;
 use crate::summary::Identity;
 use crate::trace::{Callsite, Stream, Trace};
 
@@ -264,6 +264,7 @@ impl Part {
         // The accesses met, by what they are: where each is in `part.accesses`.
         type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
         let mut seen: HashMap<Same, usize> = HashMap::default();
+        let mut names = crate::objects::ArgNames::new(s);
         for (iv, start) in with_events(s, Which::Start, true) {
             let Some(k) = kinds::kind(iv.kind) else {
                 continue;
@@ -274,7 +275,7 @@ impl Part {
             let Some((write, read, target)) = access_kind(k.name) else {
                 continue;
             };
-            let a = args_by_name(s, start);
+            let a = names.of(s, start);
             let len = a.get("nbytes").copied().unwrap_or(0);
             let (home, ordinal, name, size, offset) = match target {
                 Target::Addr(arg) => {

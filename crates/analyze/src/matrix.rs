@@ -108,6 +108,7 @@ impl Part {
             "GASP_SHMEM_"
         };
         let mut row: Vec<(u64, u64, u64)> = Vec::new();
+        let mut names = crate::objects::ArgNames::new(s);
         for (iv, end) in with_events(s, Which::End, true) {
             let Some(k) = kinds::kind(iv.kind) else {
                 continue;
@@ -115,7 +116,7 @@ impl Part {
             if k.class != Class::Comm || !k.name.starts_with(prefix) {
                 continue;
             }
-            let a = args_by_name(s, end);
+            let a = names.of(s, end);
             let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
             let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
                 continue;

@@ -143,6 +143,107 @@ pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
     out
 }
 
+/// The arguments of events by name, as [`args_by_name`] gives them, without
+/// a map per event: each kind's (phase's, flags') names and places are found
+/// once per stream and kept.
+pub(crate) struct ArgNames {
+    pts_words: usize,
+    /// Kinds, phases and flags met, with their (name, word) list; looked for
+    /// in order (a stream has few), the ones past [`ArgNames::SEEN`] by map.
+    seen: Vec<(Key, Vec<(&'static str, usize)>)>,
+    more: HashMap<Key, usize>,
+}
+
+type Key = (u16, u8, u8);
+
+/// One event's arguments by name ([`ArgNames::of`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Named<'a> {
+    names: &'a [(&'static str, usize)],
+    words: &'a [u64],
+}
+
+impl Named<'_> {
+    /// The argument `name`, as the map of [`args_by_name`] holds it (the
+    /// last of that name whose word the event has).
+    pub(crate) fn get(&self, name: &str) -> Option<&u64> {
+        self.names
+            .iter()
+            .rev()
+            .find(|&&(n, at)| n == name && at < self.words.len())
+            .map(|&(_, at)| &self.words[at])
+    }
+}
+
+impl ArgNames {
+    /// Kinds, phases and flags looked for in order.
+    const SEEN: usize = 16;
+
+    /// For the events of `s`.
+    pub(crate) fn new(s: &Stream) -> ArgNames {
+        ArgNames {
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            seen: Vec::new(),
+            more: HashMap::default(),
+        }
+    }
+
+    /// The arguments of `e`, one of the events of `s`.
+    pub(crate) fn of<'a>(&'a mut self, s: &'a Stream, e: &Event) -> Named<'a> {
+        let i = self.index(e);
+        Named {
+            names: &self.seen[i].1,
+            words: s.args(e),
+        }
+    }
+
+    /// The arguments of `a` and of `b`, two of the events of `s`.
+    pub(crate) fn pair<'a>(
+        &'a mut self,
+        s: &'a Stream,
+        a: &Event,
+        b: &Event,
+    ) -> (Named<'a>, Named<'a>) {
+        let (i, j) = (self.index(a), self.index(b));
+        let named = |i: usize, e: &Event| Named {
+            names: &self.seen[i].1,
+            words: s.args(e),
+        };
+        (named(i, a), named(j, b))
+    }
+
+    fn index(&mut self, e: &Event) -> usize {
+        let key = (e.kind, e.phase, e.flags);
+        match self.seen[..self.seen.len().min(Self::SEEN)]
+            .iter()
+            .position(|(k, _)| *k == key)
+        {
+            Some(i) => i,
+            None => self.locate(key),
+        }
+    }
+
+    #[cold]
+    fn locate(&mut self, key: Key) -> usize {
+        if let Some(&i) = self.more.get(&key) {
+            return i;
+        }
+        let (kind, phase, flags) = key;
+        let mut names = Vec::new();
+        let mut at = 0;
+        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
+            names.push((n, at));
+            at += w;
+        }
+        self.seen.push((key, names));
+        let i = self.seen.len() - 1;
+        if i >= Self::SEEN {
+            self.more.insert(key, i);
+        }
+        i
+    }
+}
+
 /// One argument of an event, by name, without building the whole map.
 pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
     let mut at = 0;
@@ -385,6 +486,45 @@ impl Objects {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arguments_by_name_are_those_of_the_map() {
+        // Every kind, phase and flags, with its words whole, cut short and
+        // none, with pointers-to-shared of one and two words.
+        for pts_bytes in [8, 16] {
+            let mut s = Stream::empty("h-1", 0, 1, pts_bytes);
+            let mut met = Vec::new();
+            for k in kinds::all_kinds() {
+                for phase in 0..3u8 {
+                    for flags in 0..4u8 {
+                        let words: usize =
+                            arg_layout(k.id, phase, (pts_bytes as usize).div_ceil(8), flags)
+                                .iter()
+                                .map(|(_, _, w)| w)
+                                .sum();
+                        for n in [words, words / 2, 0] {
+                            let args: Vec<u64> = (0..n as u64).map(|i| i * 7 + 1).collect();
+                            s.push(0, k.id, phase, 0, &args);
+                            s.events.last_mut().unwrap().flags = flags;
+                            met.push(s.events.len() - 1);
+                        }
+                    }
+                }
+            }
+            let mut names = ArgNames::new(&s);
+            for i in met {
+                let e = s.events[i].clone();
+                let map = args_by_name(&s, &e);
+                let named = names.of(&s, &e);
+                for (n, _, _) in
+                    arg_layout(e.kind, e.phase, (pts_bytes as usize).div_ceil(8), e.flags)
+                {
+                    assert_eq!(named.get(n), map.get(n), "{} {n}", e.kind);
+                }
+                assert_eq!(named.get("no such argument"), None);
+            }
+        }
+    }
 
     /// What `find_allocation` gives, by looking at every allocation.
     fn every(v: &[Allocation], addr: u64, t: u64) -> Option<u32> {

@@ -69,7 +69,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::findings::{location_in, Finding, Location};
 use crate::intervals::intervals;
-use crate::objects::{args_by_name, Objects};
+use crate::objects::Objects;
 use crate::summary::Identity;
 use crate::trace::{Callsite, Stream, Trace};
 
@@ -275,7 +275,7 @@ fn kind_name(k: u16) -> &'static str {
 }
 
 /// A recorded `Int` argument as a signed number.
-fn int(a: &HashMap<&'static str, u64>, name: &str) -> Option<i64> {
+fn int(a: &crate::objects::Named<'_>, name: &str) -> Option<i64> {
     a.get(name).map(|&v| v as i64)
 }
 
@@ -322,7 +322,7 @@ pub fn mpi_rank<'a>(streams: impl IntoIterator<Item = &'a Stream>) -> Option<i64
                         Some("GASP_MPI_INIT" | "GASP_MPI_INIT_THREAD")
                     )
             })?;
-            int(&args_by_name(s, init), "rank").filter(|&r| r >= 0)
+            int(&crate::objects::ArgNames::new(s).of(s, init), "rank").filter(|&r| r >= 0)
         })
         .last()
 }
@@ -406,6 +406,7 @@ impl Part {
         let mut pending: Vec<(u64, Pending)> = Vec::new();
         let mut windows: HashMap<u64, usize> = HashMap::default();
         let sync_kind = one_sided_sync_kinds();
+        let mut names = crate::objects::ArgNames::new(s);
         for iv in intervals(s) {
             if sync_kind[iv.kind as usize] {
                 let i = *sync_at.entry((iv.kind, iv.callsite)).or_insert_with(|| {
@@ -431,8 +432,11 @@ impl Part {
                 continue;
             }
             let name = kind_name(iv.kind);
-            let sa = args_by_name(s, &s.events[iv.start_event as usize]);
-            let ea = args_by_name(s, &s.events[iv.end_event as usize]);
+            let (sa, ea) = names.pair(
+                s,
+                &s.events[iv.start_event as usize],
+                &s.events[iv.end_event as usize],
+            );
             let mut call = || {
                 calls.push(Blocking {
                     kind: iv.kind,
