@@ -189,6 +189,7 @@ pub struct Blocks {
 }
 
 /// The kinds that read or write a shared object, and where its address is.
+#[derive(Clone, Copy)]
 enum Target {
     /// An address argument in a symmetric allocation.
     Addr(&'static str),
@@ -231,6 +232,23 @@ fn access_kind(name: &str) -> Option<(bool, bool, Target)> {
     }
 }
 
+/// By kind number, for the communication kinds that access shared data:
+/// whether the kind is a coarray one, and its [`access_kind`] (found once;
+/// the names are compared for every interval otherwise).
+fn accesses() -> &'static [Option<(bool, bool, bool, Target)>] {
+    static TABLE: std::sync::OnceLock<Vec<Option<(bool, bool, bool, Target)>>> =
+        std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|id| {
+                let k = kinds::kind(id).filter(|k| k.class == Class::Comm)?;
+                let (write, read, target) = access_kind(k.name)?;
+                Some((k.name.starts_with("GASP_CAF_"), write, read, target))
+            })
+            .collect()
+    })
+}
+
 impl Part {
     /// The part of `s`, whose process's shared objects are in `objects`.
     pub fn of(s: &Stream, objects: &Objects) -> Part {
@@ -266,15 +284,12 @@ impl Part {
         let mut seen: HashMap<Same, usize> = HashMap::default();
         let mut names = crate::objects::ArgNames::new(s);
         for (iv, start) in with_events(s, Which::Start, true) {
-            let Some(k) = kinds::kind(iv.kind) else {
+            let Some((coarray, write, read, target)) = accesses()[iv.kind as usize] else {
                 continue;
             };
-            if k.class != Class::Comm || (caf != k.name.starts_with("GASP_CAF_")) {
+            if caf != coarray {
                 continue;
             }
-            let Some((write, read, target)) = access_kind(k.name) else {
-                continue;
-            };
             let a = names.of(s, start);
             let len = a.get("nbytes").copied().unwrap_or(0);
             let (home, ordinal, name, size, offset) = match target {

@@ -699,6 +699,7 @@ fn find_sources(
     let mut found: HashMap<Callsite, u32> = HashMap::default();
     let mut list: Vec<Callsite> = Vec::new();
     let mut slot: HashMap<(u16, u8, u8), Option<usize>> = HashMap::default();
+    let mut by_addr: HashMap<u64, Option<u32>> = HashMap::default();
     let pts_words = (s.pts_bytes as usize).div_ceil(8);
     let words = &s.arg_words;
     for e in &mut s.events {
@@ -727,17 +728,23 @@ fn find_sources(
         let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
             continue;
         };
-        if let Some((file, line)) = sym.source_of_return_address(&s.process, addr) {
+        // An address met before gives the same callsite (most events come
+        // from a few call instructions).
+        let site = *by_addr.entry(addr).or_insert_with(|| {
+            let (file, line) = sym.source_of_return_address(&s.process, addr)?;
             let c = Callsite {
                 file: Some(file),
                 line,
                 col: 0,
             };
             let n = (known + list.len()) as u32;
-            e.callsite = *found.entry(c.clone()).or_insert_with(|| {
+            Some(*found.entry(c.clone()).or_insert_with(|| {
                 list.push(c);
                 n
-            });
+            }))
+        });
+        if let Some(site) = site {
+            e.callsite = site;
         }
     }
     list
