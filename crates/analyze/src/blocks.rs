@@ -232,12 +232,15 @@ fn access_kind(name: &str) -> Option<(bool, bool, Target)> {
     }
 }
 
+/// A kind's access: whether it is a coarray kind, whether it writes, whether
+/// it reads, and where its target is.
+type KindAccess = (bool, bool, bool, Target);
+
 /// By kind number, for the communication kinds that access shared data:
 /// whether the kind is a coarray one, and its [`access_kind`] (found once;
 /// the names are compared for every interval otherwise).
-fn accesses() -> &'static [Option<(bool, bool, bool, Target)>] {
-    static TABLE: std::sync::OnceLock<Vec<Option<(bool, bool, bool, Target)>>> =
-        std::sync::OnceLock::new();
+fn accesses() -> &'static [Option<KindAccess>] {
+    static TABLE: std::sync::OnceLock<Vec<Option<KindAccess>>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
         (0..=u16::MAX)
             .map(|id| {
