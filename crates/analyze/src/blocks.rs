@@ -286,6 +286,9 @@ impl Part {
         type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
         let mut seen: HashMap<Same, usize> = HashMap::default();
         let mut names = crate::objects::ArgNames::new(s);
+        // The process's objects, found once (not by its name per access).
+        let allocations = objects.allocations_of(&s.process);
+        let mut windows: HashMap<u64, Option<&crate::objects::Window>> = HashMap::default();
         for (iv, start) in with_events(s, Which::Start, true) {
             let Some((coarray, write, read, target)) = accesses()[iv.kind as usize] else {
                 continue;
@@ -300,7 +303,7 @@ impl Part {
                     let (Some(&pe), Some(&addr)) = (a.get("pe"), a.get(arg)) else {
                         continue;
                     };
-                    let Some((alloc, off)) = objects.find_allocation(&s.process, addr, iv.start)
+                    let Some((alloc, off)) = allocations.and_then(|a| a.find(addr, iv.start))
                     else {
                         continue;
                     };
@@ -321,7 +324,10 @@ impl Part {
                             a.get("disp").copied().unwrap_or(0),
                         )
                     };
-                    let Some(w) = objects.window(&s.process, win) else {
+                    let w = *windows
+                        .entry(win)
+                        .or_insert_with(|| objects.window(&s.process, win));
+                    let Some(w) = w else {
                         continue;
                     };
                     let unit = if caf { 1 } else { w.disp_unit };

@@ -102,18 +102,23 @@ impl Part {
         let Some(Rank { model, size, .. }) = rank(s) else {
             return Part::default();
         };
-        let prefix = if model == "MPI" {
-            "GASP_MPI_"
-        } else {
-            "GASP_SHMEM_"
-        };
+        // By kind number: 1 for MPI's communication kinds, 2 for OpenSHMEM's
+        // (found once; the names were compared for every interval).
+        static MODEL_OF: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let model_of = MODEL_OF.get_or_init(|| {
+            (0..=u16::MAX)
+                .map(|id| match kinds::kind(id) {
+                    Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_MPI_") => 1,
+                    Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_SHMEM_") => 2,
+                    _ => 0,
+                })
+                .collect()
+        });
+        let mine = if model == "MPI" { 1 } else { 2 };
         let mut row: Vec<(u64, u64, u64)> = Vec::new();
         let mut names = crate::objects::ArgNames::new(s);
         for (iv, end) in with_events(s, Which::End, true) {
-            let Some(k) = kinds::kind(iv.kind) else {
-                continue;
-            };
-            if k.class != Class::Comm || !k.name.starts_with(prefix) {
+            if model_of[iv.kind as usize] != mine {
                 continue;
             }
             let a = names.of(s, end);

@@ -55,6 +55,22 @@ pub struct Objects {
     by_address: HashMap<String, ByAddress>,
 }
 
+/// One process's allocations ([`Objects::allocations_of`]).
+#[derive(Clone, Copy)]
+pub(crate) struct ProcessAllocations<'a> {
+    made: &'a [Allocation],
+    by_address: &'a ByAddress,
+}
+
+impl<'a> ProcessAllocations<'a> {
+    /// [`Objects::find_allocation`] in this process.
+    pub(crate) fn find(&self, addr: u64, t: u64) -> Option<(&'a Allocation, u64)> {
+        let i = self.by_address.find(self.made, addr, t)?;
+        let a = &self.made[i as usize];
+        Some((a, addr - a.base))
+    }
+}
+
 /// A process's allocations by address, for [`Objects::find_allocation`]:
 /// a program may make thousands of objects and millions of accesses, too
 /// many to look at every allocation for every access.
@@ -471,10 +487,16 @@ impl Objects {
 
     /// The allocation holding `addr` at time `t` in `process`, and the offset in it.
     pub fn find_allocation(&self, process: &str, addr: u64, t: u64) -> Option<(&Allocation, u64)> {
-        let v = self.allocations.get(process)?;
-        let i = self.by_address.get(process)?.find(v, addr, t)?;
-        let a = &v[i as usize];
-        Some((a, addr - a.base))
+        self.allocations_of(process)?.find(addr, t)
+    }
+
+    /// The allocations of `process`, to look for many addresses in (the
+    /// process found once).
+    pub(crate) fn allocations_of(&self, process: &str) -> Option<ProcessAllocations<'_>> {
+        Some(ProcessAllocations {
+            made: self.allocations.get(process)?,
+            by_address: self.by_address.get(process)?,
+        })
     }
 
     /// The window `win` of `process`.
