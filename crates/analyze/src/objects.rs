@@ -56,15 +56,15 @@ pub struct Objects {
 }
 
 /// One process's allocations ([`Objects::allocations_of`]).
-#[derive(Clone, Copy)]
-pub(crate) struct ProcessAllocations<'a> {
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessAllocations<'a> {
     made: &'a [Allocation],
     by_address: &'a ByAddress,
 }
 
 impl<'a> ProcessAllocations<'a> {
     /// [`Objects::find_allocation`] in this process.
-    pub(crate) fn find(&self, addr: u64, t: u64) -> Option<(&'a Allocation, u64)> {
+    pub fn find(&self, addr: u64, t: u64) -> Option<(&'a Allocation, u64)> {
         let i = self.by_address.find(self.made, addr, t)?;
         let a = &self.made[i as usize];
         Some((a, addr - a.base))
@@ -162,7 +162,8 @@ pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
 /// The arguments of events by name, as [`args_by_name`] gives them, without
 /// a map per event: each kind's (phase's, flags') names and places are found
 /// once per stream and kept.
-pub(crate) struct ArgNames {
+#[derive(Debug)]
+pub struct ArgNames {
     pts_words: usize,
     /// Kinds, phases and flags met, with their (name, word) list; looked for
     /// in order (a stream has few), the ones past [`ArgNames::SEEN`] by map.
@@ -173,8 +174,8 @@ pub(crate) struct ArgNames {
 type Key = (u16, u8, u8);
 
 /// One event's arguments by name ([`ArgNames::of`]).
-#[derive(Clone, Copy)]
-pub(crate) struct Named<'a> {
+#[derive(Debug, Clone, Copy)]
+pub struct Named<'a> {
     names: &'a [(&'static str, usize)],
     words: &'a [u64],
 }
@@ -182,7 +183,7 @@ pub(crate) struct Named<'a> {
 impl Named<'_> {
     /// The argument `name`, as the map of [`args_by_name`] holds it (the
     /// last of that name whose word the event has).
-    pub(crate) fn get(&self, name: &str) -> Option<&u64> {
+    pub fn get(&self, name: &str) -> Option<&u64> {
         self.names
             .iter()
             .rev()
@@ -196,7 +197,7 @@ impl ArgNames {
     const SEEN: usize = 16;
 
     /// For the events of `s`.
-    pub(crate) fn new(s: &Stream) -> ArgNames {
+    pub fn new(s: &Stream) -> ArgNames {
         ArgNames {
             pts_words: (s.pts_bytes as usize).div_ceil(8),
             seen: Vec::new(),
@@ -205,7 +206,7 @@ impl ArgNames {
     }
 
     /// The arguments of `e`, one of the events of `s`.
-    pub(crate) fn of<'a>(&'a mut self, s: &'a Stream, e: &Event) -> Named<'a> {
+    pub fn of<'a>(&'a mut self, s: &'a Stream, e: &Event) -> Named<'a> {
         let i = self.index(e);
         Named {
             names: &self.seen[i].1,
@@ -214,12 +215,7 @@ impl ArgNames {
     }
 
     /// The arguments of `a` and of `b`, two of the events of `s`.
-    pub(crate) fn pair<'a>(
-        &'a mut self,
-        s: &'a Stream,
-        a: &Event,
-        b: &Event,
-    ) -> (Named<'a>, Named<'a>) {
+    pub fn pair<'a>(&'a mut self, s: &'a Stream, a: &Event, b: &Event) -> (Named<'a>, Named<'a>) {
         let (i, j) = (self.index(a), self.index(b));
         let named = |i: usize, e: &Event| Named {
             names: &self.seen[i].1,
@@ -492,7 +488,7 @@ impl Objects {
 
     /// The allocations of `process`, to look for many addresses in (the
     /// process found once).
-    pub(crate) fn allocations_of(&self, process: &str) -> Option<ProcessAllocations<'_>> {
+    pub fn allocations_of(&self, process: &str) -> Option<ProcessAllocations<'_>> {
         Some(ProcessAllocations {
             made: self.allocations.get(process)?,
             by_address: self.by_address.get(process)?,

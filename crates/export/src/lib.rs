@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use gaspard_analyze::intervals::intervals;
 use gaspard_analyze::matrix::rank;
-use gaspard_analyze::objects::args_by_name;
+use gaspard_analyze::objects::{args_by_name, ArgNames, Named};
 use gaspard_analyze::trace::Trace;
 use gaspard_format::kinds::{self, Class};
 use rustc_hash::FxHashMap as HashMap;
@@ -30,6 +30,45 @@ pub enum Format {
     Perfetto,
     /// A directory holding `events.parquet` and `communication.parquet`.
     Parquet,
+}
+
+/// A kind's model (1 MPI, 2 OpenSHMEM) and class.
+type KindOp = (u8, Option<OpClass>);
+
+/// By kind number, the kinds whose intervals are operations: 1 for MPI's,
+/// 2 for OpenSHMEM's, with their class (found once; [`classify`] compares
+/// names).
+fn ops_by_kind() -> &'static [Option<KindOp>] {
+    static TABLE: std::sync::OnceLock<Vec<Option<KindOp>>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        (0..=u16::MAX)
+            .map(|id| {
+                let k = kinds::kind(id)?;
+                let model = if k.name.starts_with("GASP_MPI_") {
+                    1
+                } else if k.name.starts_with("GASP_SHMEM_") {
+                    2
+                } else {
+                    return None;
+                };
+                let class = classify(k.name);
+                (class.is_some() || k.class == Class::Comm).then_some((model, class))
+            })
+            .collect()
+    })
+}
+
+/// An interval's arguments by name: its END's where the END has them, else
+/// its START's (as a map of the START's extended by the END's gives them).
+struct Merged<'a> {
+    first: Named<'a>,
+    then: Named<'a>,
+}
+
+impl Merged<'_> {
+    fn get(&self, name: &str) -> Option<&u64> {
+        self.then.get(name).or_else(|| self.first.get(name))
+    }
 }
 
 /// What one operation of a message-passing or one-sided model is.
@@ -280,27 +319,27 @@ impl<'t> Model<'t> {
             if slots[r.me].is_none() {
                 slots[r.me] = Some(si);
             }
-            let prefix = if r.model == "MPI" {
-                "GASP_MPI_"
-            } else {
-                "GASP_SHMEM_"
-            };
+            let mine = if r.model == "MPI" { 1 } else { 2 };
+            let mut names = ArgNames::new(s);
+            let allocations = trace.objects.allocations_of(&s.process);
             for iv in intervals(s) {
+                let Some((model, class)) = ops_by_kind()[iv.kind as usize] else {
+                    continue;
+                };
+                if model != mine {
+                    continue;
+                }
                 let Some(k) = kinds::kind(iv.kind) else {
                     continue;
                 };
-                if !k.name.starts_with(prefix) {
-                    continue;
-                }
-                let class = classify(k.name);
-                if class.is_none() && k.class != Class::Comm {
-                    continue;
-                }
                 let start = &s.events[iv.start_event as usize];
                 // END arguments where the END has them (the actual source of
                 // a receive), else those of the START.
-                let mut a = args_by_name(s, start);
-                a.extend(args_by_name(s, &s.events[iv.end_event as usize]));
+                let (sa, ea) = names.pair(s, start, &s.events[iv.end_event as usize]);
+                let a = Merged {
+                    first: sa,
+                    then: ea,
+                };
                 let in_range = |v: Option<&u64>| {
                     v.copied()
                         .filter(|&o| (o as i64) >= 0 && (o as usize) < r.size)
@@ -338,9 +377,8 @@ impl<'t> Model<'t> {
                             "dest"
                         };
                         a.get(addr_arg).and_then(|&addr| {
-                            trace
-                                .objects
-                                .find_allocation(&s.process, addr, iv.start)
+                            allocations?
+                                .find(addr, iv.start)
                                 .map(|(al, off)| (al.ordinal, al.name.clone(), off))
                         })
                     } else {
