@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use gaspard_analyze::intervals::intervals;
 use gaspard_analyze::matrix::rank;
-use gaspard_analyze::objects::{args_by_name, ArgNames, Named};
+use gaspard_analyze::objects::{ArgNames, Named};
 use gaspard_analyze::trace::Trace;
 use gaspard_format::kinds::{self, Class};
 use rustc_hash::FxHashMap as HashMap;
@@ -438,13 +438,17 @@ impl<'t> Model<'t> {
         let s = &trace.streams[si];
         let size = self.ranks.get("MPI").map_or(0, Vec::len);
         let mut pending: Vec<(u64, usize)> = Vec::new();
+        let mut names = ArgNames::new(s);
         for iv in intervals(s) {
             let Some(rest) = kinds::kind(iv.kind).and_then(|k| k.name.strip_prefix("GASP_MPI_"))
             else {
                 continue;
             };
-            let sa = args_by_name(s, &s.events[iv.start_event as usize]);
-            let ea = args_by_name(s, &s.events[iv.end_event as usize]);
+            let (sa, ea) = names.pair(
+                s,
+                &s.events[iv.start_event as usize],
+                &s.events[iv.end_event as usize],
+            );
             let flag = ea.get("flag").copied() == Some(1);
             let by_handle = |pending: &mut Vec<(u64, usize)>| -> Vec<usize> {
                 sa.get("request")
