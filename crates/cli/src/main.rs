@@ -242,7 +242,8 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum)]
         format: ExportFormat,
-        /// Output: a directory for otf2 and parquet, a file for perfetto.
+        /// Output: a directory for otf2 and parquet, a file for perfetto
+        /// (missing directories on the way are made).
         #[arg(short, long)]
         output: PathBuf,
         /// Replace OUT if it exists.
@@ -684,6 +685,12 @@ fn main() -> ExitCode {
                         "{} already exists: choose another output or pass --force to replace it",
                         output.display()
                     );
+                }
+                // The output's directory is made before the trace is read:
+                // a place that cannot be written to is said at once.
+                if let Some(parent) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(parent)
+                        .with_context(|| format!("cannot create {}", parent.display()))?;
                 }
                 let t = read(&dir)?;
                 if t.streams.is_empty() {

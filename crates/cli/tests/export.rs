@@ -358,6 +358,28 @@ fn check_perfetto(
 ) -> BTreeMap<String, usize> {
     let out = dir.join("out.pftrace");
     export(trace, "perfetto", &out);
+    // In directories not made yet: the export makes them, and writes the same.
+    let nested = dir.join("perfetto/of").join(who.to_string() + ".pftrace");
+    export(trace, "perfetto", &nested);
+    assert_eq!(
+        std::fs::read(&nested).unwrap(),
+        std::fs::read(&out).unwrap()
+    );
+    // Under a file: refused with the reason, before the trace is read.
+    let under_file = out.join("inside.pftrace");
+    let o = gaspard(&[
+        "export",
+        trace.to_str().unwrap(),
+        "--format",
+        "perfetto",
+        "-o",
+        under_file.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("cannot create"),
+        "{err}"
+    );
     let packets = perfetto_packets(&out);
     // Interned names: every kind of the trace.
     let names: BTreeSet<String> = field(&packets[0], "name")

@@ -202,6 +202,10 @@ fn annotation_s(name: &str, v: String) -> DebugAnnotation {
 /// Writes the Perfetto trace `out`.
 pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
     let t = m.trace;
+    // Its directory is made as the OTF2 and Parquet exports make theirs.
+    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
     let file =
         std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
     let mut o = Out {
