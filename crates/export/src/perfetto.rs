@@ -199,6 +199,54 @@ fn annotation_s(name: &str, v: String) -> DebugAnnotation {
     }
 }
 
+/// Flows leaving (or ending at) slices, by stream and START event: pushed in
+/// any order, then handed out event by event, each stream's in event order
+/// (a map by (stream, event) was a cache miss per slice).
+struct Flows {
+    /// Per stream, (event, flow) in the order pushed, then sorted by event
+    /// (stably: an event's flows keep their order).
+    per: Vec<Vec<(usize, u64)>>,
+    /// Per stream, how many of its entries were handed out or passed.
+    next: Vec<usize>,
+}
+
+impl Flows {
+    fn new(streams: usize) -> Flows {
+        Flows {
+            per: vec![Vec::new(); streams],
+            next: vec![0; streams],
+        }
+    }
+
+    fn push(&mut self, (stream, event): (usize, usize), flow: u64) {
+        if let Some(v) = self.per.get_mut(stream) {
+            v.push((event, flow));
+        }
+    }
+
+    fn sort(&mut self) {
+        for v in &mut self.per {
+            v.sort_by_key(|&(event, _)| event);
+        }
+    }
+
+    /// The flows of `event` of `stream`; asked in event order.
+    fn take(&mut self, stream: usize, event: usize) -> Vec<u64> {
+        let (Some(v), Some(at)) = (self.per.get(stream), self.next.get_mut(stream)) else {
+            return Vec::new();
+        };
+        while *at < v.len() && v[*at].0 < event {
+            *at += 1;
+        }
+        let mut out = Vec::new();
+        while *at < v.len() && v[*at].0 == event {
+            out.push(v[*at].1);
+            *at += 1;
+        }
+        out
+    }
+}
+
 /// Writes the Perfetto trace `out`.
 pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
     let t = m.trace;
@@ -215,12 +263,32 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     // Names, interned once in the first packet of the sequence.
     let mut names: HashMap<String, u64> = HashMap::default();
     let mut name_of = crate::Names::default();
+    // Each event's name's number by its kind, user event and text (the text
+    // by where it is: the same text, the same place), made once per key
+    // rather than names hashed for every event.
+    let key = |e: &gaspard_analyze::trace::Event| {
+        (
+            e.kind,
+            e.user(),
+            t.text(e).map_or(0, |x| x.as_ptr() as usize),
+        )
+    };
+    let mut iid_of: HashMap<(u16, Option<u32>, usize), u64> = HashMap::default();
     for s in &t.streams {
         for e in &s.events {
-            let n = name_of.of(t, e);
-            if !names.contains_key(n) {
-                names.insert(n.to_string(), names.len() as u64 + 1);
+            if iid_of.contains_key(&key(e)) {
+                continue;
             }
+            let n = name_of.of(t, e);
+            let iid = match names.get(n) {
+                Some(&iid) => iid,
+                None => {
+                    let iid = names.len() as u64 + 1;
+                    names.insert(n.to_string(), iid);
+                    iid
+                }
+            };
+            iid_of.insert(key(e), iid);
         }
     }
     for n in ["remote put", "remote get", "remote atomic"] {
@@ -311,8 +379,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     // Flows: each matched message (send -> receive) and each one-sided
     // access (access -> instant on the target), numbered from 1.
     // Flows leaving and ending at slices, by (stream, START event).
-    let mut flow_out: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
-    let mut flow_in: HashMap<(usize, usize), Vec<u64>> = HashMap::default();
+    let mut flow_out = Flows::new(t.streams.len());
+    let mut flow_in = Flows::new(t.streams.len());
     // A non-blocking receive's flow ends at the call that completed it (the
     // data has arrived when it returns).
     let mut start_of_end: HashMap<usize, HashMap<usize, usize>> = HashMap::default();
@@ -334,11 +402,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
     let mut next_flow = 1u64;
     for (s, r) in m.messages() {
         let op = &m.ops[s];
-        flow_out
-            .entry((op.stream, op.start_event))
-            .or_default()
-            .push(next_flow);
-        flow_in.entry(receive_slice(r)).or_default().push(next_flow);
+        flow_out.push((op.stream, op.start_event), next_flow);
+        flow_in.push(receive_slice(r), next_flow);
         next_flow += 1;
     }
     // Remote instants per target stream: (time, name, flow).
@@ -355,10 +420,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
             OpClass::Get => "remote get",
             _ => "remote atomic",
         };
-        flow_out
-            .entry((op.stream, op.start_event))
-            .or_default()
-            .push(next_flow);
+        flow_out.push((op.stream, op.start_event), next_flow);
         remote
             .entry(target)
             .or_default()
@@ -366,6 +428,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         next_flow += 1;
     }
 
+    flow_out.sort();
+    flow_in.sort();
     let (mut begins, mut ends, mut instants) = (0u64, 0u64, 0u64);
     for (si, s) in t.streams.iter().enumerate() {
         let track = thread_uuid(si);
@@ -418,7 +482,7 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                 ..Default::default()
             };
             if ty != SLICE_END {
-                ev.name_iid = Some(names[name_of.of(t, e)]);
+                ev.name_iid = Some(iid_of[&key(e)]);
                 if t.callsites
                     .get(e.callsite as usize)
                     .is_some_and(|c| c.file.is_some())
@@ -441,8 +505,8 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
                         ev.debug_annotations.push(annotation_u("offset", off));
                     }
                 }
-                ev.flow_ids = flow_out.remove(&(si, i)).unwrap_or_default();
-                ev.terminating_flow_ids = flow_in.remove(&(si, i)).unwrap_or_default();
+                ev.flow_ids = flow_out.take(si, i);
+                ev.terminating_flow_ids = flow_in.take(si, i);
             }
             match ty {
                 SLICE_BEGIN => begins += 1,
