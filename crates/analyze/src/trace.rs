@@ -345,7 +345,7 @@ impl Clock {
     }
 
     /// `n0 + (t - t0) * slope`, in integer ns (as `i128` arithmetic gives
-    /// it), with the conversions between floating point and 128-bit
+    /// it, the sum saturating), with the conversions between floating point and 128-bit
     /// integers, slow, only where 64 bits do not hold the values: the
     /// conversions round the same way (to nearest for the difference,
     /// towards zero for the product).
@@ -362,7 +362,9 @@ impl Clock {
         } else {
             x as i128
         };
-        self.n0 as i128 + off
+        // Saturating: a clock gone wild (a slope of 1e30) gives the latest
+        // time, not one wrapped around.
+        (self.n0 as i128).saturating_add(off)
     }
 }
 
