@@ -120,6 +120,16 @@ impl Table {
         }
     }
 
+    /// [`Table::s`] of a value made by the caller (kept for the values
+    /// that repeat: no string hashed per row).
+    fn b(&mut self, c: usize, v: Option<&ByteArray>) {
+        let col = &mut self.cols[c];
+        col.defs.push(v.is_some() as i16);
+        if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
+            d.push(v.clone());
+        }
+    }
+
     fn end_row(&mut self) -> Result<()> {
         self.rows += 1;
         self.total += 1;
@@ -190,8 +200,27 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         ],
     )?;
     let mut names = crate::Names::default();
+    // The values that repeat from row to row, made once: an event's name by
+    // its kind, user event and text (the text by where it is), the phases,
+    // a callsite's file, an object's name.
+    let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
+    let phases: Vec<ByteArray> = (0..=3u8).map(|p| ByteArray::from(phase_name(p))).collect();
+    let files: Vec<Option<ByteArray>> = t
+        .callsites
+        .iter()
+        .map(|c| c.file.as_deref().map(ByteArray::from))
+        .collect();
+    let objects: Vec<ByteArray> = m
+        .windows
+        .iter()
+        .map(|w| ByteArray::from(w.name.as_str()))
+        .collect();
     for (si, s) in t.streams.iter().enumerate() {
         let name = location_name(m, si);
+        let (process_b, name_b) = (
+            ByteArray::from(s.process.as_str()),
+            ByteArray::from(name.as_str()),
+        );
         let rank = m.stream_rank[si].map(|r| r.1 as i64);
         // Each START's duration, by event (u64::MAX: none).
         let mut dur = vec![u64::MAX; s.events.len()];
@@ -201,24 +230,31 @@ pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result
         for (i, e) in s.events.iter().enumerate() {
             let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
             let site = t.callsites.get(e.callsite as usize);
-            ev.s(0, Some(&s.process));
+            ev.b(0, Some(&process_b));
             ev.i(1, Some(s.pid as i64));
             ev.i(2, Some(si as i64));
-            ev.s(3, Some(&name));
+            ev.b(3, Some(&name_b));
             ev.i(4, rank);
             ev.i(5, Some(e.t_ns as i64));
             ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
-            ev.s(7, Some(names.of(t, e)));
-            ev.s(8, Some(phase_name(e.phase)));
-            ev.s(9, site.and_then(|c| c.file.as_deref()));
+            let key = (
+                e.kind,
+                e.user(),
+                t.text(e).map_or(0, |x| x.as_ptr() as usize),
+            );
+            let kind = name_of
+                .entry(key)
+                .or_insert_with(|| ByteArray::from(names.of(t, e)));
+            ev.b(7, Some(kind));
+            match phases.get(e.phase as usize) {
+                Some(p) => ev.b(8, Some(p)),
+                None => ev.s(8, Some(phase_name(e.phase))),
+            }
+            ev.b(9, files.get(e.callsite as usize).and_then(Option::as_ref));
             ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));
             ev.i(11, op.and_then(|o| o.peer).map(|p| p as i64));
             ev.i(12, op.map(|o| o.bytes as i64));
-            ev.s(
-                13,
-                op.and_then(|o| o.window)
-                    .map(|w| m.windows[w].name.as_str()),
-            );
+            ev.b(13, op.and_then(|o| o.window).map(|w| &objects[w]));
             ev.i(14, op.and_then(|o| o.offset).map(|o| o as i64));
             ev.end_row()?;
         }
