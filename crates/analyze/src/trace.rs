@@ -345,10 +345,10 @@ impl Clock {
     }
 
     /// `n0 + (t - t0) * slope`, in integer ns (as `i128` arithmetic gives
-    /// it, the sum saturating), with the conversions between floating point and 128-bit
-    /// integers, slow, only where 64 bits do not hold the values: the
-    /// conversions round the same way (to nearest for the difference,
-    /// towards zero for the product).
+    /// it, the sum saturating), with the conversions between floating
+    /// point and 128-bit integers, slow, only where 64 bits do not hold the
+    /// values: the conversions round the same way (to nearest for the
+    /// difference, towards zero for the product).
     #[inline]
     pub(crate) fn ns(&self, t: u64) -> i128 {
         let d = if t >= self.t0 {
