@@ -286,6 +286,7 @@ impl Part {
         type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
         let mut seen: HashMap<Same, usize> = HashMap::default();
         let mut names = crate::objects::ArgNames::new(s);
+        let mut epoch_at = 0usize;
         // The process's objects, found once (not by its name per access).
         let allocations = objects.allocations_of(&s.process);
         let mut windows: HashMap<u64, Option<&crate::objects::Window>> = HashMap::default();
@@ -350,7 +351,16 @@ impl Part {
             let o = &mut part.objects[object as usize];
             o.size = o.size.max(size);
             let (home, len) = (home as u32, len.max(1));
-            let epoch = ends.partition_point(|&e| e <= iv.start) as u32;
+            // The epoch: how many ends are at or before the START, walked on
+            // from the previous access's (STARTs come in order; a search
+            // where one goes back).
+            if epoch_at > 0 && ends[epoch_at - 1] > iv.start {
+                epoch_at = ends.partition_point(|&e| e <= iv.start);
+            }
+            while epoch_at < ends.len() && ends[epoch_at] <= iv.start {
+                epoch_at += 1;
+            }
+            let epoch = epoch_at as u32;
             let time_ns = iv.end.saturating_sub(iv.start);
             let same = (object, home, offset, len, write, read, epoch, iv.callsite);
             match seen.get(&same) {
