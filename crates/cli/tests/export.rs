@@ -127,15 +127,22 @@ fn gaspard(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn export(trace: &Path, format: &str, out: &Path) -> String {
-    let o = gaspard(&[
+/// `gaspard export TRACE --format FORMAT -o OUT` and `more`, as it ended.
+fn export_run(trace: &Path, format: &str, out: &Path, more: &[&str]) -> std::process::Output {
+    let mut args = vec![
         "export",
         trace.to_str().unwrap(),
         "--format",
         format,
         "-o",
         out.to_str().unwrap(),
-    ]);
+    ];
+    args.extend_from_slice(more);
+    gaspard(&args)
+}
+
+fn export(trace: &Path, format: &str, out: &Path) -> String {
+    let o = export_run(trace, format, out, &[]);
     assert!(
         o.status.success(),
         "export {format}: {}",
@@ -367,14 +374,7 @@ fn check_perfetto(
     );
     // Under a file: refused with the reason, before the trace is read.
     let under_file = out.join("inside.pftrace");
-    let o = gaspard(&[
-        "export",
-        trace.to_str().unwrap(),
-        "--format",
-        "perfetto",
-        "-o",
-        under_file.to_str().unwrap(),
-    ]);
+    let o = export_run(trace, "perfetto", &under_file, &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         !o.status.success() && err.contains("cannot create"),
@@ -605,14 +605,7 @@ fn check_refusals(dir: &Path, trace: &Path) {
     let out = dir.join("out.pftrace");
     let before = std::fs::read(&out).unwrap();
     std::fs::write(&out, b"keep me").unwrap();
-    let o = gaspard(&[
-        "export",
-        trace.to_str().unwrap(),
-        "--format",
-        "perfetto",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = export_run(trace, "perfetto", &out, &[]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -620,28 +613,12 @@ fn check_refusals(dir: &Path, trace: &Path) {
         "{err}"
     );
     assert_eq!(std::fs::read(&out).unwrap(), b"keep me");
-    let o = gaspard(&[
-        "export",
-        trace.to_str().unwrap(),
-        "--format",
-        "perfetto",
-        "-o",
-        out.to_str().unwrap(),
-        "--force",
-    ]);
+    let o = export_run(trace, "perfetto", &out, &["--force"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(std::fs::read(&out).unwrap().len(), before.len());
     // Never the trace itself, nor a directory holding it, even with --force.
     for o in [trace.to_path_buf(), trace.parent().unwrap().to_path_buf()] {
-        let r = gaspard(&[
-            "export",
-            trace.to_str().unwrap(),
-            "--format",
-            "parquet",
-            "-o",
-            o.to_str().unwrap(),
-            "--force",
-        ]);
+        let r = export_run(trace, "parquet", &o, &["--force"]);
         assert!(!r.status.success());
         assert!(
             String::from_utf8_lossy(&r.stderr).contains("holds the trace"),
@@ -764,27 +741,13 @@ fn bad_input_is_a_clear_error() {
         (dir.join("missing"), "does not exist"),
         (dir.clone(), "no gaspard trace"),
     ] {
-        let o = gaspard(&[
-            "export",
-            trace.to_str().unwrap(),
-            "--format",
-            "otf2",
-            "-o",
-            out.to_str().unwrap(),
-        ]);
+        let o = export_run(&trace, "otf2", &out, &[]);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(!o.status.success());
         assert!(err.contains(want), "{err}");
         assert!(!err.contains("panicked"), "{err}");
     }
-    let o = gaspard(&[
-        "export",
-        dir.to_str().unwrap(),
-        "--format",
-        "csv",
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = export_run(&dir, "csv", &out, &[]);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("otf2, perfetto, parquet"));
     assert!(!out.exists());
@@ -814,14 +777,7 @@ fn gasp_program_exports_regions_and_profile_only_is_refused() {
     let q = parquet_query(&dir, &trace);
     assert_eq!(q["events"].as_u64().unwrap(), x.starts + x.ends + x.atomics);
     assert_eq!(q["matrix"].as_array().unwrap().len(), 0);
-    let o = gaspard(&[
-        "export",
-        dir.join("prof").to_str().unwrap(),
-        "--format",
-        "parquet",
-        "-o",
-        dir.join("prof-tables").to_str().unwrap(),
-    ]);
+    let o = export_run(&dir.join("prof"), "parquet", &dir.join("prof-tables"), &[]);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("profile-only"), "{err}");
