@@ -242,13 +242,11 @@ type KindAccess = (bool, bool, bool, Target);
 fn accesses() -> &'static [Option<KindAccess>] {
     static TABLE: std::sync::OnceLock<Vec<Option<KindAccess>>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|id| {
-                let k = kinds::kind(id).filter(|k| k.class == Class::Comm)?;
-                let (write, read, target) = access_kind(k.name)?;
-                Some((k.name.starts_with("GASP_CAF_"), write, read, target))
-            })
-            .collect()
+        kinds::table(|k| {
+            let k = k.filter(|k| k.class == Class::Comm)?;
+            let (write, read, target) = access_kind(k.name)?;
+            Some((k.name.starts_with("GASP_CAF_"), write, read, target))
+        })
     })
 }
 

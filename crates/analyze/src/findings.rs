@@ -93,11 +93,7 @@ pub fn active_span(s: &Stream) -> u64 {
 fn class_of(kind: u16) -> Option<Class> {
     // By number (asked once or more per interval by several analyses).
     static CLASSES: std::sync::OnceLock<Vec<Option<Class>>> = std::sync::OnceLock::new();
-    CLASSES.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|k| kinds::kind(k).map(|k| k.class))
-            .collect()
-    })[kind as usize]
+    CLASSES.get_or_init(|| kinds::table(|k| k.map(|k| k.class)))[kind as usize]
 }
 
 /// Each thread's time: the outermost synchronization and communication

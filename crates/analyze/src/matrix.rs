@@ -106,13 +106,11 @@ impl Part {
         // (found once; the names were compared for every interval).
         static MODEL_OF: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
         let model_of = MODEL_OF.get_or_init(|| {
-            (0..=u16::MAX)
-                .map(|id| match kinds::kind(id) {
-                    Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_MPI_") => 1,
-                    Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_SHMEM_") => 2,
-                    _ => 0,
-                })
-                .collect()
+            kinds::table(|k| match k {
+                Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_MPI_") => 1,
+                Some(k) if k.class == Class::Comm && k.name.starts_with("GASP_SHMEM_") => 2,
+                _ => 0,
+            })
         });
         let mine = if model == "MPI" { 1 } else { 2 };
         let mut row: Vec<(u64, u64, u64)> = Vec::new();

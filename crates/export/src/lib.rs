@@ -41,20 +41,18 @@ type KindOp = (u8, Option<OpClass>);
 fn ops_by_kind() -> &'static [Option<KindOp>] {
     static TABLE: std::sync::OnceLock<Vec<Option<KindOp>>> = std::sync::OnceLock::new();
     TABLE.get_or_init(|| {
-        (0..=u16::MAX)
-            .map(|id| {
-                let k = kinds::kind(id)?;
-                let model = if k.name.starts_with("GASP_MPI_") {
-                    1
-                } else if k.name.starts_with("GASP_SHMEM_") {
-                    2
-                } else {
-                    return None;
-                };
-                let class = classify(k.name);
-                (class.is_some() || k.class == Class::Comm).then_some((model, class))
-            })
-            .collect()
+        kinds::table(|k| {
+            let k = k?;
+            let model = if k.name.starts_with("GASP_MPI_") {
+                1
+            } else if k.name.starts_with("GASP_SHMEM_") {
+                2
+            } else {
+                return None;
+            };
+            let class = classify(k.name);
+            (class.is_some() || k.class == Class::Comm).then_some((model, class))
+        })
     })
 }
 

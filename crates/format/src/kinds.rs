@@ -295,6 +295,12 @@ pub fn kind(id: u16) -> Option<&'static KindInfo> {
     by_id().get(id as usize).copied().flatten()
 }
 
+/// A table by kind number (every `u16`) of what `f` says of each kind
+/// (`None`: no kind has that number), for per-event lookups without names.
+pub fn table<T>(f: impl FnMut(Option<&'static KindInfo>) -> T) -> Vec<T> {
+    (0..=u16::MAX).map(kind).map(f).collect()
+}
+
 /// Looks a kind up by its symbolic name.
 pub fn kind_by_name(name: &str) -> Option<&'static KindInfo> {
     static NAMES: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static KindInfo>> =
