@@ -46,6 +46,7 @@ pub(crate) fn run(p: &'static Process) {
         // Read before looking for work, so that a wake-up after the look is not missed.
         let seq = p.wake_seq.load(Ordering::Acquire);
         let requested = p.requested.load(Ordering::Acquire);
+        p.populate_fresh();
         let mut head = p.queue.swap(std::ptr::null_mut(), Ordering::Acquire);
         let mut batch = Vec::new();
         while !head.is_null() {
