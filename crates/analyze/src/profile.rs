@@ -332,8 +332,10 @@ struct Slots {
     /// The last key found in `other` and its slot (a user event's START is
     /// mostly followed by its END).
     last_other: Option<(Key, u32)>,
-    /// Per key slot, its last callsite and that (key, callsite)'s slot.
-    last_site: Vec<(u32, u32)>,
+    /// Per key slot, its last two callsites and their (key, callsite)
+    /// slots, the latest first (a START and its END often have callsites
+    /// of their own, one line apart; two calls of a kind alternate).
+    last_site: Vec<[(u32, u32); 2]>,
     sites: Vec<((Key, u32), Stats)>,
     /// The key slot of each (key, callsite) slot.
     site_key: Vec<u32>,
@@ -373,14 +375,18 @@ impl Slots {
         }
         self.keys.push(key);
         self.by_key.push(Stats::default());
-        self.last_site.push((0, u32::MAX));
+        self.last_site.push([(0, u32::MAX); 2]);
         at as usize
     }
 
     fn site_slot(&mut self, key: usize, callsite: u32) -> usize {
-        let (last, at) = self.last_site[key];
+        let [(last, at), (before, at_before)] = self.last_site[key];
         if at != u32::MAX && last == callsite {
             return at as usize;
+        }
+        if at_before != u32::MAX && before == callsite {
+            self.last_site[key] = [(before, at_before), (last, at)];
+            return at_before as usize;
         }
         let n = self.sites.len() as u32;
         let at = *self
@@ -392,7 +398,7 @@ impl Slots {
                 .push(((self.keys[key], callsite), Stats::default()));
             self.site_key.push(key as u32);
         }
-        self.last_site[key] = (callsite, at);
+        self.last_site[key] = [(callsite, at), self.last_site[key][0]];
         at as usize
     }
 }
