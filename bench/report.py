@@ -99,6 +99,16 @@ def main():
     def ns(tool, sc, t):
         return med([float(r["ns_per_event"]) for r in sel(tool, sc, t)])
 
+    def paired(sc, t):
+        # gaspard's time over OTF2's in each round (the two runs seconds
+        # apart), then the median of those ratios: a slow spell of the
+        # machine weighs on both runs of a round rather than on one tool.
+        by_round = {}
+        for r in sel("gaspard", sc, t) + sel("otf2", sc, t):
+            by_round.setdefault(r.get("repeat"), {})[r["label"]] = float(r["ns_per_event"])
+        xs = [d["gaspard"] / d["otf2"] for d in by_round.values() if "gaspard" in d and d.get("otf2")]
+        return med(xs)
+
     def spread(tool, sc, t):
         xs = [float(r["ns_per_event"]) for r in sel(tool, sc, t)]
         return (min(xs), max(xs)) if xs else (None, None)
@@ -154,7 +164,9 @@ def main():
     w(f"{events:,} events (START/END pairs) timed with `CLOCK_MONOTONIC`. ns/event is a thread's")
     w("wall time divided by its events, averaged over the threads of the run; each table")
     w(f"entry is the median of {repeats} runs. The runs are interleaved: every repeat runs")
-    w("every peer once per scenario and thread count, in an order rotated from repeat to repeat.")
+    w("every peer once per scenario and thread count, in an order drawn anew for each (from a")
+    w("fixed seed), with a 0.3 s pause after each run, so that no tool always runs right after")
+    w("the same peer (LTTng's daemons may still be at work when its run ends).")
     w("Each run is a fresh process with a fresh trace directory under /tmp, deleted afterwards.")
     w("")
     w("Scenarios:")
@@ -236,6 +248,11 @@ def main():
     w("")
     w("| scenario | threads | gaspard | OTF2 | gaspard / OTF2 |")
     w("|---|---:|---:|---:|---:|")
+    for sc in ["get", "user"]:
+        for t in threads:
+            p = paired(sc, t)
+            ok = p is not None and p <= TARGET_RATIO
+            w(f"| (for information) the same, median of the ratios within each round | {sc}, {t} thread(s) | {fmt(p, 2) + 'x' if p is not None else 'n/a'} | {'yes' if ok else '**no**'} |")
     for sc in ["get", "user"]:
         for t in threads:
             g, x = e2e("gaspard", sc, t), e2e("otf2", sc, t)

@@ -5,7 +5,7 @@
 #
 #   bash bench/run.sh
 #
-# Settings (environment): REPEATS (7), EVENTS per thread per run (2000000),
+# Settings (environment): REPEATS (11), EVENTS per thread per run (2000000),
 # WARMUP events per thread before timing (20000), CG_EVENTS (200000: the
 # callgrind runs difference runs of CG_EVENTS/2 and 3*CG_EVENTS/2 events),
 # LONG_EVENTS (40000000) and LONG_REPEATS (3) for the sustained-rate runs,
@@ -16,7 +16,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
-REPEATS=${REPEATS:-7}
+REPEATS=${REPEATS:-11}
 EVENTS=${EVENTS:-2000000}
 WARMUP=${WARMUP:-20000}
 CG_EVENTS=${CG_EVENTS:-200000}
@@ -151,9 +151,17 @@ tools=($TOOLS)
 for ((r = 0; r < REPEATS; r++)); do
   for sc in $SCENARIOS; do
     for t in $THREADS_LIST; do
-      for ((k = 0; k < ${#tools[@]}; k++)); do
-        tool=${tools[$(((k + r) % ${#tools[@]}))]}
+      # A new order of the tools for each round, scenario and thread count
+      # (a fixed seed, so that reruns use the same orders): a rotation would
+      # keep every tool behind the same one in every round, and a tool
+      # whose run leaves work behind (LTTng's daemons) would then always
+      # weigh on the same peer. A short pause after each run lets that
+      # work end.
+      seed=$((1000 * r + 10 * ${#sc} + t))
+      for tool in $(printf '%s\n' "${tools[@]}" |
+        awk -v s="$seed" 'BEGIN {srand(s)} {print rand() "\t" $0}' | sort -g | cut -f2); do
         echo "$(run_one "$tool" "$sc" "$t" "$EVENTS" "$WARMUP") repeat=$r" >>"$RAW"
+        sleep 0.3
       done
     done
   done
@@ -266,6 +274,10 @@ done
   echo "long_events=$LONG_EVENTS"
   echo "long_repeats=$LONG_REPEATS"
 } >"$WORK/machine.txt"
+# The raw measurements are kept, so that the report can be made again:
+# python3 bench/report.py target/bench/last/{machine,raw,checks,profile}.txt
+mkdir -p "$BIN/last"
+cp "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" "$BIN/last/"
 python3 bench/report.py "$WORK/machine.txt" "$RAW" "$CHECKS" "$PROFILE" >"$OUT"
 if [ "${EVENTS_ONLY:-0}" = 1 ]; then
   say "== wrote $OUT"
