@@ -617,6 +617,231 @@ pub fn report_by_process(dir: &Path, block_size: u64) -> Result<Report, TraceErr
         .ok_or_else(|| TraceError::Parts("no report from the only rank".into()))
 }
 
+/// A trace read one process at a time, for work that goes through every
+/// event once (an export) without holding them all: [`ByProcess::open`]
+/// reads every stream file a first time, lightly, for what the trace as a
+/// whole needs (its numbering of callsites, user events and texts, its
+/// clock corrections and its start), then [`ByProcess::read`] gives each
+/// process's streams as [`trace::read`] gives them in the whole trace: the
+/// same numbers, the same times, in the same order (by process and stream
+/// number).
+#[derive(Debug)]
+pub struct ByProcess {
+    dir: PathBuf,
+    paths: Vec<PathBuf>,
+    refs: trace::ClockRefs,
+    /// What each reading reads: a process (named by its files), its stream
+    /// files and the trace's numbers of those that could be read; in the
+    /// whole trace's order of streams.
+    groups: Vec<(String, Vec<usize>, Vec<StreamIds>)>,
+    /// The programming models (`gasp_model_t`) of the streams.
+    models: Vec<u32>,
+    nowhere: u32,
+    base: i128,
+    tables: Trace,
+    progress: Option<indicatif::ProgressBar>,
+    /// The stream files' bytes (when there is a progress bar).
+    bytes: u64,
+}
+
+impl ByProcess {
+    /// Reads the trace in `dir` a first time, with a progress bar on big
+    /// traces when stderr is a terminal ([`ByProcess::plan`]).
+    pub fn open(dir: &Path) -> Result<ByProcess, TraceError> {
+        let listing = trace::list(dir)?;
+        let mut groups: Vec<(String, Vec<usize>)> = Vec::new();
+        let mut group_of: HashMap<String, usize> = HashMap::default();
+        for (i, p) in listing.streams.iter().enumerate() {
+            let g = *group_of.entry(process_of(p)).or_insert_with(|| {
+                groups.push((process_of(p), Vec::new()));
+                groups.len() - 1
+            });
+            groups[g].1.push(i);
+        }
+        let progress = trace::progress_bar(&listing.streams, 1);
+        let bytes = progress.as_ref().and_then(|p| p.length()).unwrap_or(0);
+        let first: Vec<_> = groups
+            .par_iter()
+            .map(|(_, files)| {
+                let paths: Vec<PathBuf> =
+                    files.iter().map(|&i| listing.streams[i].clone()).collect();
+                let parts = trace::read_streams_shown(
+                    &paths,
+                    &listing.refs,
+                    progress.as_ref(),
+                    trace::Reading::Light,
+                );
+                let (heads, bodies) = trace::split_parts(dir, parts);
+                let mut streams = trace::in_ns(bodies);
+                let corrections = crate::clocksync::apply(&mut streams);
+                let firsts: Vec<(String, u64)> = streams
+                    .iter()
+                    .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+                    .collect();
+                let who: Vec<(String, u32, u32)> = streams
+                    .iter()
+                    .map(|s| (s.process.clone(), s.stream, s.model))
+                    .collect();
+                (heads, corrections, firsts, who)
+            })
+            .collect();
+        let mut heads_of: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
+        let (mut corrections, mut firsts) = (Vec::new(), Vec::new());
+        // Each stream read: its file, process (as the stream says) and number.
+        let mut who_of: Vec<(usize, String, u32)> = Vec::new();
+        let mut models: Vec<u32> = Vec::new();
+        for ((_, files), (heads, c, f, who)) in groups.iter().zip(first) {
+            let read = read_of(files, &heads);
+            for (i, (p, n, model)) in read.into_iter().zip(who) {
+                who_of.push((i, p, n));
+                if !models.contains(&model) {
+                    models.push(model);
+                }
+            }
+            for (&i, h) in files.iter().zip(heads) {
+                heads_of[i] = Some(h);
+            }
+            corrections.extend(c);
+            firsts.extend(f);
+        }
+        let heads: Vec<Head> = heads_of
+            .into_iter()
+            .map(|h| {
+                h.unwrap_or(Head {
+                    problems: Vec::new(),
+                    stream: None,
+                })
+            })
+            .collect();
+        let all: Vec<usize> = (0..listing.streams.len()).collect();
+        let read_files = read_of(&all, &heads);
+        let mut t = listing.trace;
+        let numbering = trace::place(&mut t, &listing.streams, &listing.profiles, &heads);
+        corrections.sort_by(|a, b| a.process.cmp(&b.process));
+        t.clock_sync = corrections;
+        let f: Vec<(&str, u64)> = firsts.iter().map(|(p, t)| (p.as_str(), *t)).collect();
+        let base = trace::trace_start(&t, &f);
+        let mut ids: HashMap<usize, StreamIds> =
+            read_files.iter().copied().zip(numbering.ids).collect();
+        // The whole trace orders its streams by process and number, as the
+        // streams say: a stream whose header names another process than its
+        // file (damage) is read with its file's process (whose clock it
+        // shares), and the processes whose streams interleave so are read
+        // together, so that every reading gives a run of that order.
+        who_of.sort_by(|a, b| (a.1.as_str(), a.2, a.0).cmp(&(b.1.as_str(), b.2, b.0)));
+        let mut is_read = vec![false; listing.streams.len()];
+        for &i in &read_files {
+            is_read[i] = true;
+        }
+        let mut group_of = vec![usize::MAX; listing.streams.len()];
+        let mut left: Vec<usize> = Vec::with_capacity(groups.len());
+        for (g, (_, files)) in groups.iter().enumerate() {
+            for &i in files {
+                group_of[i] = g;
+            }
+            left.push(files.iter().filter(|&&i| is_read[i]).count());
+        }
+        let mut units: Vec<(String, Vec<usize>, Vec<StreamIds>)> = Vec::new();
+        let (mut taken, mut open, mut unit) = (vec![false; groups.len()], 0usize, Vec::new());
+        for (i, _, _) in &who_of {
+            let g = group_of[*i];
+            if !taken[g] {
+                taken[g] = true;
+                open += left[g];
+                unit.push(g);
+            }
+            open -= 1;
+            if open == 0 {
+                let mut files: Vec<usize> = unit
+                    .drain(..)
+                    .flat_map(|g: usize| groups[g].1.clone())
+                    .collect();
+                files.sort_unstable();
+                let ids = files.iter().filter_map(|i| ids.remove(i)).collect();
+                units.push((process_of(&listing.streams[files[0]]), files, ids));
+            }
+        }
+        Ok(ByProcess {
+            dir: dir.to_path_buf(),
+            paths: listing.streams,
+            refs: listing.refs,
+            groups: units,
+            models,
+            nowhere: numbering.nowhere,
+            base,
+            tables: t,
+            progress,
+            bytes,
+        })
+    }
+
+    /// The trace without its streams: its processes, callsites, user
+    /// events, texts, problems found so far and clock corrections.
+    pub fn tables(&self) -> &Trace {
+        &self.tables
+    }
+
+    /// Says how many times [`ByProcess::read`] will go through every
+    /// process, for the progress bar.
+    pub fn plan(&self, readings: u64) {
+        if let Some(pb) = &self.progress {
+            pb.set_length(self.bytes.saturating_mul(1 + readings));
+        }
+    }
+
+    /// Whether some stream is of programming model `model` (`gasp_model_t`).
+    pub fn has_model(&self, model: u32) -> bool {
+        self.models.contains(&model)
+    }
+
+    /// How many readings [`ByProcess::read`] takes: one per process with
+    /// streams (fewer when a damaged stream names another process).
+    pub fn processes(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The streams of the `i`-th process, read whole: a trace holding them
+    /// with the trace's tables and their shared objects. Its streams are
+    /// those of [`trace::read`]'s trace for that process, in the same order,
+    /// and come after those of the processes before.
+    pub fn read(&self, i: usize) -> Trace {
+        let mut t = tables_of(&self.tables);
+        t.clock_sync = self.tables.clock_sync.clone();
+        let Some((_, files, ids)) = self.groups.get(i) else {
+            return t;
+        };
+        let paths: Vec<PathBuf> = files.iter().map(|&f| self.paths[f].clone()).collect();
+        let parts = trace::read_streams_shown(
+            &paths,
+            &self.refs,
+            self.progress.as_ref(),
+            trace::Reading::Whole,
+        );
+        let (_, bodies) = trace::split_parts(&self.dir, parts);
+        let numbering = Numbering {
+            ids: ids.clone(),
+            nowhere: self.nowhere,
+        };
+        let mut streams = trace::finish_bodies(&self.dir, bodies, &numbering, true);
+        crate::clocksync::apply(&mut streams);
+        trace::shift(&mut streams, self.base);
+        streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
+        for s in &mut streams {
+            s.events_changed();
+        }
+        t.streams = streams;
+        t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
+        t
+    }
+
+    /// Takes the progress bar off the terminal.
+    pub fn finish(&self) {
+        if let Some(pb) = &self.progress {
+            pb.finish_and_clear();
+        }
+    }
+}
+
 /// One process alone: no other rank to reach.
 struct Alone;
 

@@ -249,6 +249,12 @@ enum Command {
         /// Replace OUT if it exists.
         #[arg(long)]
         force: bool,
+        /// Read the trace one process at a time (otf2 only), so that memory
+        /// holds one process's events rather than all: the same archive,
+        /// the stream files read two or three times. Chosen by itself for an
+        /// otf2 export of a trace too big for the memory available.
+        #[arg(long)]
+        low_memory: bool,
     },
 }
 
@@ -664,6 +670,7 @@ fn main() -> ExitCode {
                 format,
                 output,
                 force,
+                low_memory,
             } => {
                 let format = match format {
                     ExportFormat::Otf2 => gaspard_export::Format::Otf2,
@@ -692,20 +699,35 @@ fn main() -> ExitCode {
                     std::fs::create_dir_all(parent)
                         .with_context(|| format!("cannot create {}", parent.display()))?;
                 }
-                let t = read(&dir)?;
-                if t.streams.is_empty() {
+                if !dir.exists() {
+                    bail!("{} does not exist", dir.display());
+                }
+                if low_memory && format != gaspard_export::Format::Otf2 {
                     bail!(
-                        "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
-                        dir.display()
+                        "--low-memory: only the OTF2 export reads the trace one process at a time; \
+                         Perfetto and Parquet exports read it whole"
                     );
                 }
-                if !t.problems.is_empty() {
-                    eprintln!(
-                        "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
-                        t.problems.len()
-                    );
-                }
-                let summary = gaspard_export::export(&t, format, &output, force)?;
+                let summary = if low_memory
+                    || (format == gaspard_export::Format::Otf2 && too_big(&dir))
+                {
+                    gaspard_export::export_by_process(&dir, format, &output, force)?
+                } else {
+                    let t = read(&dir)?;
+                    if t.streams.is_empty() {
+                        bail!(
+                            "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+                            dir.display()
+                        );
+                    }
+                    if !t.problems.is_empty() {
+                        eprintln!(
+                            "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+                            t.problems.len()
+                        );
+                    }
+                    gaspard_export::export(&t, format, &output, force)?
+                };
                 for line in summary.lines {
                     writeln!(out, "{line}")?;
                 }

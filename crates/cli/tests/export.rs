@@ -322,6 +322,42 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
     }
     let events: u64 = c["Enter"] + c["Leave"] + RECORDS.iter().map(|r| c[*r]).sum::<u64>();
     assert_eq!(c["events"], events, "records of other types were written");
+    // Read one process at a time, the same archive: every event and every
+    // definition as otf2-print prints them.
+    let low = dir.join("out-low-memory.otf2");
+    let o = export_run(trace, "otf2", &low, &["--low-memory"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for args in [&[][..], &["-G"][..]] {
+        let print = |archive: &Path| {
+            let p = Command::new("otf2-print")
+                .args(args)
+                .arg(archive.join("traces.otf2"))
+                .output()
+                .unwrap();
+            assert!(
+                p.status.success() && p.stderr.is_empty(),
+                "otf2-print {args:?}"
+            );
+            String::from_utf8(p.stdout).unwrap()
+        };
+        let (whole, by_process) = (print(&out), print(&low));
+        assert!(whole.lines().count() > 10, "{whole}");
+        assert_eq!(whole, by_process, "otf2-print {args:?}");
+    }
+    // The other formats relate processes and read the trace whole.
+    let o = export_run(
+        trace,
+        "parquet",
+        &dir.join("low.parquet"),
+        &["--low-memory"],
+    );
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("only the OTF2 export"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!dir.join("low.parquet").exists());
 }
 
 /// The packets of a Perfetto trace decoded by `protoc`, as text, one per entry.

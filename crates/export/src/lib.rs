@@ -262,21 +262,33 @@ pub struct Model<'t> {
     pub win_index: HashMap<(String, u64), usize>,
 }
 
-impl<'t> Model<'t> {
-    /// Builds the model of a trace.
-    pub fn new(trace: &'t Trace) -> Model<'t> {
-        let mut m = Model {
-            trace,
-            ops: Vec::new(),
-            windows: Vec::new(),
-            ranks: HashMap::default(),
-            stream_rank: Vec::with_capacity(trace.streams.len()),
-            op_at: vec![HashMap::default(); trace.streams.len()],
-            completed_at: vec![HashMap::default(); trace.streams.len()],
-            win_index: HashMap::default(),
-        };
-        let mut window_ids: HashMap<(&'static str, Option<u32>), usize> = HashMap::default();
-        // Every MPI window, accessed or not, in the order made.
+/// What numbers things across the parts of a trace exported one process at
+/// a time ([`export_by_process`]): the RMA windows, numbered as the whole
+/// trace's model numbers them.
+#[derive(Debug, Default)]
+pub struct Shared {
+    /// The windows so far.
+    pub windows: Vec<Window>,
+    window_ids: HashMap<(&'static str, Option<u32>), usize>,
+}
+
+impl Shared {
+    /// The window of `key` ((model, ordinal of its object)), numbered when first met.
+    fn window(&mut self, key: (&'static str, Option<u32>), name: impl FnOnce() -> String) -> usize {
+        let next = self.windows.len();
+        *self.window_ids.entry(key).or_insert_with(|| {
+            self.windows.push(Window {
+                model: key.0,
+                name: name(),
+            });
+            next
+        })
+    }
+
+    /// Numbers every MPI window the streams of `trace` make, accessed or
+    /// not, in the order made; returns each one's number by (process, handle).
+    pub fn add_mpi_windows(&mut self, trace: &Trace) -> Vec<((String, u64), usize)> {
+        let mut out = Vec::new();
         for s in trace.streams.iter().filter(|s| s.model == 3) {
             for e in s.events.iter().filter(|e| e.phase == 1) {
                 let Some(k) = kinds::kind(e.kind) else {
@@ -291,32 +303,62 @@ impl<'t> Model<'t> {
                 let Some(w) = trace.objects.window(&s.process, handle) else {
                     continue;
                 };
-                let next = m.windows.len();
-                let id = *window_ids
-                    .entry(("MPI", Some(w.ordinal)))
-                    .or_insert_with(|| {
-                        m.windows.push(Window {
-                            model: "MPI",
-                            name: w.name.clone(),
-                        });
-                        next
-                    });
-                m.win_index.insert((s.process.clone(), handle), id);
+                let id = self.window(("MPI", Some(w.ordinal)), || w.name.clone());
+                out.push(((s.process.clone(), handle), id));
             }
         }
+        out
+    }
+}
+
+/// Per model, each rank's first stream, from the streams of `trace`, the
+/// first of which is stream `first` of the whole trace.
+pub fn add_ranks(
+    ranks: &mut HashMap<&'static str, Vec<Option<usize>>>,
+    trace: &Trace,
+    first: usize,
+) {
+    for (si, s) in trace.streams.iter().enumerate() {
+        let Some(r) = rank(s) else {
+            continue;
+        };
+        let slots = ranks.entry(r.model).or_default();
+        if slots.len() < r.size {
+            slots.resize(r.size, None);
+        }
+        if slots[r.me].is_none() {
+            slots[r.me] = Some(first + si);
+        }
+    }
+}
+
+impl<'t> Model<'t> {
+    /// Builds the model of a trace.
+    pub fn new(trace: &'t Trace) -> Model<'t> {
+        Model::with_shared(trace, &mut Shared::default())
+    }
+
+    /// Builds the model of a trace (or of some processes of one, numbering
+    /// windows in `shared`).
+    pub fn with_shared(trace: &'t Trace, shared: &mut Shared) -> Model<'t> {
+        let mut m = Model {
+            trace,
+            ops: Vec::new(),
+            windows: Vec::new(),
+            ranks: HashMap::default(),
+            stream_rank: Vec::with_capacity(trace.streams.len()),
+            op_at: vec![HashMap::default(); trace.streams.len()],
+            completed_at: vec![HashMap::default(); trace.streams.len()],
+            win_index: HashMap::default(),
+        };
+        m.win_index.extend(shared.add_mpi_windows(trace));
+        add_ranks(&mut m.ranks, trace, 0);
         for (si, s) in trace.streams.iter().enumerate() {
             let Some(r) = rank(s) else {
                 m.stream_rank.push(None);
                 continue;
             };
             m.stream_rank.push(Some((r.model, r.me)));
-            let slots = m.ranks.entry(r.model).or_default();
-            if slots.len() < r.size {
-                slots.resize(r.size, None);
-            }
-            if slots[r.me].is_none() {
-                slots[r.me] = Some(si);
-            }
             let mine = if r.model == "MPI" { 1 } else { 2 };
             let mut names = ArgNames::new(s);
             let allocations = trace.objects.allocations_of(&s.process);
@@ -388,16 +430,9 @@ impl<'t> Model<'t> {
                         })
                     };
                     let key = (r.model, found.as_ref().map(|f| f.0));
-                    let next = m.windows.len();
-                    let id = *window_ids.entry(key).or_insert_with(|| {
-                        m.windows.push(Window {
-                            model: r.model,
-                            name: match &found {
-                                Some((_, name, _)) => name.clone(),
-                                None => format!("{} memory not allocated by the program", r.model),
-                            },
-                        });
-                        next
+                    let id = shared.window(key, || match &found {
+                        Some((_, name, _)) => name.clone(),
+                        None => format!("{} memory not allocated by the program", r.model),
                     });
                     window = Some(id);
                     offset = found.map(|f| f.2);
@@ -427,6 +462,7 @@ impl<'t> Model<'t> {
                 m.complete_requests(si);
             }
         }
+        m.windows = shared.windows.clone();
         m
     }
 
@@ -633,6 +669,62 @@ pub fn export(trace: &Trace, format: Format, out: &Path, force: bool) -> Result<
     };
     progress.finish_and_clear();
     r
+}
+
+/// Writes the trace in `dir` to `out` as OTF2 with one process's events in
+/// memory at a time (refusing to replace `out` without `force`): the same
+/// archive as [`export`] of the whole trace. The stream files are read two
+/// or three times: once lightly for what the trace as a whole needs (its
+/// numbering and start), once for the processes' ranks and MPI windows (for
+/// MPI and OpenSHMEM streams only), once to write each process's locations. Perfetto and Parquet exports relate operations across
+/// processes (flows from sends to receives, peers' tracks) and are written
+/// from the whole trace only.
+pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) -> Result<Summary> {
+    if format != Format::Otf2 {
+        bail!(
+            "only the OTF2 export can read the trace one process at a time (--low-memory); \
+             Perfetto and Parquet exports read it whole"
+        );
+    }
+    // Only MPI and OpenSHMEM processes have ranks; only MPI ones windows
+    // made apart from their accesses.
+    let r = gaspard_analyze::distributed::ByProcess::open(dir)?;
+    let ranked = r.has_model(3) || r.has_model(4);
+    r.plan(if ranked { 2 } else { 1 });
+    if r.processes() == 0 {
+        bail!(
+            "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
+            dir.display()
+        );
+    }
+    // What numbering across processes needs: every rank's first stream and
+    // every MPI window, in the whole trace's order.
+    let mut shared = Shared::default();
+    let mut ranks: HashMap<&'static str, Vec<Option<usize>>> = HashMap::default();
+    let mut first = 0;
+    for i in (0..r.processes()).filter(|_| ranked) {
+        let t = r.read(i);
+        shared.add_mpi_windows(&t);
+        add_ranks(&mut ranks, &t, first);
+        first += t.streams.len();
+    }
+    if !r.tables().problems.is_empty() {
+        eprintln!(
+            "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
+            r.tables().problems.len()
+        );
+    }
+    prepare_output(out, force)?;
+    let models: Vec<&str> = ranks.keys().copied().collect();
+    let mut w = otf2::Writer::open(out, &models)?;
+    let hidden = indicatif::ProgressBar::hidden();
+    for i in 0..r.processes() {
+        let t = r.read(i);
+        let m = Model::with_shared(&t, &mut shared);
+        w.write_part(&m, &hidden)?;
+    }
+    r.finish();
+    w.finish(&shared.windows, &ranks)
 }
 
 /// A progress bar over the streams, shown on big traces when stderr is a terminal.
