@@ -344,20 +344,20 @@ fn check_otf2(dir: &Path, trace: &Path, x: &Expected, windows: u64) {
         assert!(whole.lines().count() > 10, "{whole}");
         assert_eq!(whole, by_process, "otf2-print {args:?}");
     }
-    // The other formats relate processes and read the trace whole.
+    // Perfetto's flows link processes: it reads the trace whole.
     let o = export_run(
         trace,
-        "parquet",
-        &dir.join("low.parquet"),
+        "perfetto",
+        &dir.join("low.pftrace"),
         &["--low-memory"],
     );
     assert!(!o.status.success());
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("only the OTF2 export"),
+        String::from_utf8_lossy(&o.stderr).contains("--low-memory is for otf2 and parquet"),
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(!dir.join("low.parquet").exists());
+    assert!(!dir.join("low.pftrace").exists());
 }
 
 /// The packets of a Perfetto trace decoded by `protoc`, as text, one per entry.
@@ -508,6 +508,18 @@ fn check_perfetto(
 fn parquet_query(dir: &Path, trace: &Path) -> Value {
     let out = dir.join("tables");
     export(trace, "parquet", &out);
+    // Read one process at a time, the same tables, byte for byte.
+    let low = dir.join("tables-low-memory");
+    let o = export_run(trace, "parquet", &low, &["--low-memory"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in ["events.parquet", "communication.parquet"] {
+        let (a, b) = (
+            std::fs::read(out.join(f)).unwrap(),
+            std::fs::read(low.join(f)).unwrap(),
+        );
+        assert!(a.len() > 100, "{f}");
+        assert!(a == b, "{f}: the tables written process by process differ");
+    }
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/export/query.py");
     let o = Command::new("python3")
         .arg(script)

@@ -671,32 +671,33 @@ pub fn export(trace: &Trace, format: Format, out: &Path, force: bool) -> Result<
     r
 }
 
-/// Writes the trace in `dir` to `out` as OTF2 with one process's events in
-/// memory at a time (refusing to replace `out` without `force`): the same
-/// archive as [`export`] of the whole trace. The stream files are read two
-/// or three times: once lightly for what the trace as a whole needs (its
-/// numbering and start), once for the processes' ranks and MPI windows (for
-/// MPI and OpenSHMEM streams only), once to write each process's locations. Perfetto and Parquet exports relate operations across
-/// processes (flows from sends to receives, peers' tracks) and are written
-/// from the whole trace only.
+/// Writes the trace in `dir` to `out` as OTF2 or Parquet with one process's
+/// events in memory at a time (refusing to replace `out` without `force`):
+/// the same archive or tables as [`export`] of the whole trace. The stream
+/// files are read two or three times: once lightly for what the trace as a
+/// whole needs (its numbering and start), once for the processes' ranks and
+/// MPI windows (for MPI and OpenSHMEM streams only), once to write each
+/// process's events. Perfetto traces link operations across processes
+/// (flows from each send to its receive) and are written from the whole
+/// trace only.
 pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) -> Result<Summary> {
-    if format != Format::Otf2 {
+    if format == Format::Perfetto {
         bail!(
-            "only the OTF2 export can read the trace one process at a time (--low-memory); \
-             Perfetto and Parquet exports read it whole"
+            "the Perfetto export reads the whole trace (its flows link sends to receives \
+             across processes): --low-memory is for otf2 and parquet"
         );
     }
-    // Only MPI and OpenSHMEM processes have ranks; only MPI ones windows
-    // made apart from their accesses.
     let r = gaspard_analyze::distributed::ByProcess::open(dir)?;
-    let ranked = r.has_model(3) || r.has_model(4);
-    r.plan(if ranked { 2 } else { 1 });
     if r.processes() == 0 {
         bail!(
             "{} holds no events to export (its processes were recorded in profile-only mode: see `gaspard report`)",
             dir.display()
         );
     }
+    // Only MPI and OpenSHMEM processes have ranks; only MPI ones windows
+    // made apart from their accesses.
+    let ranked = r.has_model(3) || r.has_model(4);
+    r.plan(if ranked { 2 } else { 1 });
     // What numbering across processes needs: every rank's first stream and
     // every MPI window, in the whole trace's order.
     let mut shared = Shared::default();
@@ -715,16 +716,29 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
         );
     }
     prepare_output(out, force)?;
+    enum Writer {
+        Otf2(Box<otf2::Writer>),
+        Parquet(Box<parquet::Writer>),
+    }
     let models: Vec<&str> = ranks.keys().copied().collect();
-    let mut w = otf2::Writer::open(out, &models)?;
+    let mut w = match format {
+        Format::Parquet => Writer::Parquet(Box::new(parquet::Writer::open(out)?)),
+        _ => Writer::Otf2(Box::new(otf2::Writer::open(out, &models)?)),
+    };
     let hidden = indicatif::ProgressBar::hidden();
     for i in 0..r.processes() {
         let t = r.read(i);
         let m = Model::with_shared(&t, &mut shared);
-        w.write_part(&m, &hidden)?;
+        match &mut w {
+            Writer::Otf2(w) => w.write_part(&m, &hidden)?,
+            Writer::Parquet(w) => w.write_part(&m, &ranks, &hidden)?,
+        }
     }
     r.finish();
-    w.finish(&shared.windows, &ranks)
+    match w {
+        Writer::Otf2(w) => w.finish(&shared.windows, &ranks),
+        Writer::Parquet(w) => w.finish(),
+    }
 }
 
 /// A progress bar over the streams, shown on big traces when stderr is a terminal.

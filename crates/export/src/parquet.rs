@@ -176,136 +176,184 @@ impl Table {
 
 /// Writes `out/events.parquet` and `out/communication.parquet`.
 pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
-    let t = m.trace;
-    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut ev = Table::create(
-        &out.join("events.parquet"),
-        "events",
-        &[
-            ("process", Ty::Str, false),
-            ("pid", Ty::I64, false),
-            ("thread", Ty::I64, false),
-            ("thread_name", Ty::Str, false),
-            ("rank", Ty::I64, true),
-            ("t_ns", Ty::I64, false),
-            ("dur_ns", Ty::I64, true),
-            ("kind", Ty::Str, false),
-            ("phase", Ty::Str, false),
-            ("file", Ty::Str, true),
-            ("line", Ty::I64, true),
-            ("peer", Ty::I64, true),
-            ("bytes", Ty::I64, true),
-            ("object", Ty::Str, true),
-            ("offset", Ty::I64, true),
-        ],
-    )?;
-    let mut names = crate::Names::default();
-    // The values that repeat from row to row, made once: an event's name by
-    // its kind, user event and text (the text by where it is), the phases,
-    // a callsite's file, an object's name.
-    let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
-    let phases: Vec<ByteArray> = (0..=3u8).map(|p| ByteArray::from(phase_name(p))).collect();
-    let files: Vec<Option<ByteArray>> = t
-        .callsites
-        .iter()
-        .map(|c| c.file.as_deref().map(ByteArray::from))
-        .collect();
-    let objects: Vec<ByteArray> = m
-        .windows
-        .iter()
-        .map(|w| ByteArray::from(w.name.as_str()))
-        .collect();
-    for (si, s) in t.streams.iter().enumerate() {
-        let name = location_name(m, si);
-        let (process_b, name_b) = (
-            ByteArray::from(s.process.as_str()),
-            ByteArray::from(name.as_str()),
-        );
-        let rank = m.stream_rank[si].map(|r| r.1 as i64);
-        // Each START's duration, by event (u64::MAX: none).
-        let mut dur = vec![u64::MAX; s.events.len()];
-        for iv in intervals(s) {
-            dur[iv.start_event as usize] = iv.end.saturating_sub(iv.start);
-        }
-        for (i, e) in s.events.iter().enumerate() {
-            let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
-            let site = t.callsites.get(e.callsite as usize);
-            ev.b(0, Some(&process_b));
-            ev.i(1, Some(s.pid as i64));
-            ev.i(2, Some(si as i64));
-            ev.b(3, Some(&name_b));
-            ev.i(4, rank);
-            ev.i(5, Some(e.t_ns as i64));
-            ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
-            let key = (
-                e.kind,
-                e.user(),
-                t.text(e).map_or(0, |x| x.as_ptr() as usize),
-            );
-            let kind = name_of
-                .entry(key)
-                .or_insert_with(|| ByteArray::from(names.of(t, e)));
-            ev.b(7, Some(kind));
-            match phases.get(e.phase as usize) {
-                Some(p) => ev.b(8, Some(p)),
-                None => ev.s(8, Some(phase_name(e.phase))),
-            }
-            ev.b(9, files.get(e.callsite as usize).and_then(Option::as_ref));
-            ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));
-            ev.i(11, op.and_then(|o| o.peer).map(|p| p as i64));
-            ev.i(12, op.map(|o| o.bytes as i64));
-            ev.b(13, op.and_then(|o| o.window).map(|w| &objects[w]));
-            ev.i(14, op.and_then(|o| o.offset).map(|o| o as i64));
-            ev.end_row()?;
-        }
-        progress.inc(s.events.len() as u64);
-    }
-    let events = ev.close()?;
+    let mut w = Writer::open(out)?;
+    w.write_part(m, &m.ranks, progress)?;
+    w.finish()
+}
 
-    let mut cm = Table::create(
-        &out.join("communication.parquet"),
-        "communication",
-        &[
-            ("model", Ty::Str, false),
-            ("kind", Ty::Str, false),
-            ("src_thread", Ty::I64, false),
-            ("dst_thread", Ty::I64, true),
-            ("src_rank", Ty::I64, false),
-            ("dst_rank", Ty::I64, false),
-            ("bytes", Ty::I64, false),
-            ("tag", Ty::I64, true),
-            ("t_start", Ty::I64, false),
-            ("t_end", Ty::I64, false),
-            ("object", Ty::Str, true),
-            ("object_offset", Ty::I64, true),
-        ],
-    )?;
-    for op in &m.ops {
-        let Some(peer) = op.peer else {
-            continue;
-        };
-        cm.s(0, Some(op.model));
-        cm.s(1, Some(op.name));
-        cm.i(2, Some(op.stream as i64));
-        cm.i(3, m.rank_stream(op.model, peer).map(|s| s as i64));
-        cm.i(4, Some(op.me as i64));
-        cm.i(5, Some(peer as i64));
-        cm.i(6, Some(op.bytes as i64));
-        cm.i(7, op.tag.map(|t| t as i64));
-        cm.i(8, Some(op.t_start as i64));
-        cm.i(9, Some(op.t_end as i64));
-        cm.s(10, op.window.map(|w| m.windows[w].name.as_str()));
-        cm.i(11, op.offset.map(|o| o as i64));
-        cm.end_row()?;
+/// The two tables being written: the streams of the whole trace, or of one
+/// process after another.
+pub(crate) struct Writer {
+    out: std::path::PathBuf,
+    ev: Table,
+    cm: Table,
+    /// Streams of the parts written before.
+    streams_before: usize,
+}
+
+impl Writer {
+    pub(crate) fn open(out: &Path) -> Result<Writer> {
+        std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+        let ev = Table::create(
+            &out.join("events.parquet"),
+            "events",
+            &[
+                ("process", Ty::Str, false),
+                ("pid", Ty::I64, false),
+                ("thread", Ty::I64, false),
+                ("thread_name", Ty::Str, false),
+                ("rank", Ty::I64, true),
+                ("t_ns", Ty::I64, false),
+                ("dur_ns", Ty::I64, true),
+                ("kind", Ty::Str, false),
+                ("phase", Ty::Str, false),
+                ("file", Ty::Str, true),
+                ("line", Ty::I64, true),
+                ("peer", Ty::I64, true),
+                ("bytes", Ty::I64, true),
+                ("object", Ty::Str, true),
+                ("offset", Ty::I64, true),
+            ],
+        )?;
+        let cm = Table::create(
+            &out.join("communication.parquet"),
+            "communication",
+            &[
+                ("model", Ty::Str, false),
+                ("kind", Ty::Str, false),
+                ("src_thread", Ty::I64, false),
+                ("dst_thread", Ty::I64, true),
+                ("src_rank", Ty::I64, false),
+                ("dst_rank", Ty::I64, false),
+                ("bytes", Ty::I64, false),
+                ("tag", Ty::I64, true),
+                ("t_start", Ty::I64, false),
+                ("t_end", Ty::I64, false),
+                ("object", Ty::Str, true),
+                ("object_offset", Ty::I64, true),
+            ],
+        )?;
+        Ok(Writer {
+            out: out.to_path_buf(),
+            ev,
+            cm,
+            streams_before: 0,
+        })
     }
-    let comms = cm.close()?;
-    Ok(Summary {
-        lines: vec![
-            format!("{}: {events} events", out.join("events.parquet").display()),
-            format!(
-                "{}: {comms} operations",
-                out.join("communication.parquet").display()
-            ),
-        ],
-    })
+
+    /// Writes the rows of the streams of `m`'s trace and of their
+    /// operations; `ranks`: per model, the stream (of the whole trace) of
+    /// each rank's first thread.
+    pub(crate) fn write_part(
+        &mut self,
+        m: &Model,
+        ranks: &HashMap<&'static str, Vec<Option<usize>>>,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<()> {
+        let t = m.trace;
+        let first = self.streams_before;
+        let ev = &mut self.ev;
+        let mut names = crate::Names::default();
+        // The values that repeat from row to row, made once: an event's name by
+        // its kind, user event and text (the text by where it is), the phases,
+        // a callsite's file, an object's name.
+        let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
+        let phases: Vec<ByteArray> = (0..=3u8).map(|p| ByteArray::from(phase_name(p))).collect();
+        let files: Vec<Option<ByteArray>> = t
+            .callsites
+            .iter()
+            .map(|c| c.file.as_deref().map(ByteArray::from))
+            .collect();
+        let objects: Vec<ByteArray> = m
+            .windows
+            .iter()
+            .map(|w| ByteArray::from(w.name.as_str()))
+            .collect();
+        for (si, s) in t.streams.iter().enumerate() {
+            let name = location_name(m, si);
+            let (process_b, name_b) = (
+                ByteArray::from(s.process.as_str()),
+                ByteArray::from(name.as_str()),
+            );
+            let rank = m.stream_rank[si].map(|r| r.1 as i64);
+            // Each START's duration, by event (u64::MAX: none).
+            let mut dur = vec![u64::MAX; s.events.len()];
+            for iv in intervals(s) {
+                dur[iv.start_event as usize] = iv.end.saturating_sub(iv.start);
+            }
+            for (i, e) in s.events.iter().enumerate() {
+                let op = m.op_at[si].get(&i).map(|&o| &m.ops[o]);
+                let site = t.callsites.get(e.callsite as usize);
+                ev.b(0, Some(&process_b));
+                ev.i(1, Some(s.pid as i64));
+                ev.i(2, Some((first + si) as i64));
+                ev.b(3, Some(&name_b));
+                ev.i(4, rank);
+                ev.i(5, Some(e.t_ns as i64));
+                ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
+                let key = (
+                    e.kind,
+                    e.user(),
+                    t.text(e).map_or(0, |x| x.as_ptr() as usize),
+                );
+                let kind = name_of
+                    .entry(key)
+                    .or_insert_with(|| ByteArray::from(names.of(t, e)));
+                ev.b(7, Some(kind));
+                match phases.get(e.phase as usize) {
+                    Some(p) => ev.b(8, Some(p)),
+                    None => ev.s(8, Some(phase_name(e.phase))),
+                }
+                ev.b(9, files.get(e.callsite as usize).and_then(Option::as_ref));
+                ev.i(10, site.filter(|c| c.line > 0).map(|c| c.line as i64));
+                ev.i(11, op.and_then(|o| o.peer).map(|p| p as i64));
+                ev.i(12, op.map(|o| o.bytes as i64));
+                ev.b(13, op.and_then(|o| o.window).map(|w| &objects[w]));
+                ev.i(14, op.and_then(|o| o.offset).map(|o| o as i64));
+                ev.end_row()?;
+            }
+            progress.inc(s.events.len() as u64);
+        }
+        for op in &m.ops {
+            let Some(peer) = op.peer else {
+                continue;
+            };
+            self.cm.s(0, Some(op.model));
+            self.cm.s(1, Some(op.name));
+            self.cm.i(2, Some((first + op.stream) as i64));
+            self.cm.i(
+                3,
+                ranks
+                    .get(op.model)
+                    .and_then(|r| r.get(peer).copied().flatten())
+                    .map(|s| s as i64),
+            );
+            self.cm.i(4, Some(op.me as i64));
+            self.cm.i(5, Some(peer as i64));
+            self.cm.i(6, Some(op.bytes as i64));
+            self.cm.i(7, op.tag.map(|t| t as i64));
+            self.cm.i(8, Some(op.t_start as i64));
+            self.cm.i(9, Some(op.t_end as i64));
+            self.cm.s(10, op.window.map(|w| m.windows[w].name.as_str()));
+            self.cm.i(11, op.offset.map(|o| o as i64));
+            self.cm.end_row()?;
+        }
+        self.streams_before += t.streams.len();
+        Ok(())
+    }
+
+    pub(crate) fn finish(self) -> Result<Summary> {
+        let events = self.ev.close()?;
+        let comms = self.cm.close()?;
+        let out = self.out;
+        Ok(Summary {
+            lines: vec![
+                format!("{}: {events} events", out.join("events.parquet").display()),
+                format!(
+                    "{}: {comms} operations",
+                    out.join("communication.parquet").display()
+                ),
+            ],
+        })
+    }
 }
