@@ -249,11 +249,10 @@ enum Command {
         /// Replace OUT if it exists.
         #[arg(long)]
         force: bool,
-        /// Read the trace one process at a time (otf2 and parquet), so that
-        /// memory holds one process's events rather than all: the same
-        /// archive or tables, the stream files read two or three times.
-        /// Chosen by itself for such an export of a trace too big for the
-        /// memory available.
+        /// Read the trace one process at a time, so that memory holds one
+        /// process's events rather than all: the same output, the stream
+        /// files read two or three times. Chosen by itself for a trace too
+        /// big for the memory available.
         #[arg(long)]
         low_memory: bool,
     },
@@ -703,14 +702,7 @@ fn main() -> ExitCode {
                 if !dir.exists() {
                     bail!("{} does not exist", dir.display());
                 }
-                let by_process = format != gaspard_export::Format::Perfetto;
-                if low_memory && !by_process {
-                    bail!(
-                        "the Perfetto export reads the whole trace (its flows link sends to \
-                         receives across processes): --low-memory is for otf2 and parquet"
-                    );
-                }
-                let summary = if low_memory || (by_process && too_big(&dir)) {
+                let summary = if low_memory || too_big(&dir) {
                     gaspard_export::export_by_process(&dir, format, &output, force)?
                 } else {
                     let t = read(&dir)?;

@@ -541,62 +541,67 @@ impl<'t> Model<'t> {
     /// Sends matched to receives: (send op, receive op), in order per
     /// (model, source, destination, tag), as MPI matches them.
     pub fn messages(&self) -> Vec<(usize, usize)> {
-        type Key = (&'static str, usize, usize, u64);
-        let mut sends: HashMap<Key, std::collections::VecDeque<usize>> = HashMap::default();
-        let mut recvs: Vec<(Key, u64, usize)> = Vec::new();
-        for (i, op) in self.ops.iter().enumerate() {
-            let tag = op.tag.unwrap_or(0);
-            match op.class {
-                Some(OpClass::Send | OpClass::SendRecv | OpClass::Isend) => {
-                    if let Some(p) = op.peer {
-                        sends
-                            .entry((op.model, op.me, p, tag))
-                            .or_default()
-                            .push_back(i);
-                    }
-                }
-                Some(OpClass::Recv) => {
-                    if let Some(p) = op.peer {
-                        recvs.push(((op.model, p, op.me, tag), op.t_start, i));
-                    }
-                }
-                Some(OpClass::Irecv) => {
-                    // Matched in the order posted, with the source and tag it
-                    // completed with.
-                    if let Some(Completion {
-                        source: Some(p),
-                        tag: Some(ctag),
-                        ..
-                    }) = op.completion
-                    {
-                        recvs.push(((op.model, p, op.me, ctag), op.t_start, i));
-                    }
-                }
-                _ => {}
-            }
-            if let (Some(OpClass::SendRecv), Some((src, _))) = (op.class, op.recv) {
-                recvs.push(((op.model, src, op.me, tag), op.t_start, i));
-            }
-        }
-        // Sends and receives each in the order they were posted.
-        for q in sends.values_mut() {
-            q.make_contiguous()
-                .sort_by_key(|&i| (self.ops[i].t_start, i));
-        }
-        recvs.sort_by_key(|r| (r.1, r.2));
-        let mut out = Vec::new();
-        for (key, _, r) in recvs {
-            if let Some(s) = sends.get_mut(&key).and_then(|q| q.pop_front()) {
-                out.push((s, r));
-            }
-        }
-        out
+        messages_of(&self.ops)
     }
 
     /// The stream of `rank`'s first thread in `model`.
     pub fn rank_stream(&self, model: &str, rank: usize) -> Option<usize> {
         self.ranks.get(model)?.get(rank).copied().flatten()
     }
+}
+
+/// Of `ops`, the sends matched to receives: (send op, receive op), in order
+/// per (model, source, destination, tag), as MPI matches them.
+pub fn messages_of(ops: &[Op]) -> Vec<(usize, usize)> {
+    type Key = (&'static str, usize, usize, u64);
+    let mut sends: HashMap<Key, std::collections::VecDeque<usize>> = HashMap::default();
+    let mut recvs: Vec<(Key, u64, usize)> = Vec::new();
+    for (i, op) in ops.iter().enumerate() {
+        let tag = op.tag.unwrap_or(0);
+        match op.class {
+            Some(OpClass::Send | OpClass::SendRecv | OpClass::Isend) => {
+                if let Some(p) = op.peer {
+                    sends
+                        .entry((op.model, op.me, p, tag))
+                        .or_default()
+                        .push_back(i);
+                }
+            }
+            Some(OpClass::Recv) => {
+                if let Some(p) = op.peer {
+                    recvs.push(((op.model, p, op.me, tag), op.t_start, i));
+                }
+            }
+            Some(OpClass::Irecv) => {
+                // Matched in the order posted, with the source and tag it
+                // completed with.
+                if let Some(Completion {
+                    source: Some(p),
+                    tag: Some(ctag),
+                    ..
+                }) = op.completion
+                {
+                    recvs.push(((op.model, p, op.me, ctag), op.t_start, i));
+                }
+            }
+            _ => {}
+        }
+        if let (Some(OpClass::SendRecv), Some((src, _))) = (op.class, op.recv) {
+            recvs.push(((op.model, src, op.me, tag), op.t_start, i));
+        }
+    }
+    // Sends and receives each in the order they were posted.
+    for q in sends.values_mut() {
+        q.make_contiguous().sort_by_key(|&i| (ops[i].t_start, i));
+    }
+    recvs.sort_by_key(|r| (r.1, r.2));
+    let mut out = Vec::new();
+    for (key, _, r) in recvs {
+        if let Some(s) = sends.get_mut(&key).and_then(|q| q.pop_front()) {
+            out.push((s, r));
+        }
+    }
+    out
 }
 
 /// A thread's name in exported traces: `rank 1`, `PE 2`, with the thread
@@ -671,22 +676,16 @@ pub fn export(trace: &Trace, format: Format, out: &Path, force: bool) -> Result<
     r
 }
 
-/// Writes the trace in `dir` to `out` as OTF2 or Parquet with one process's
-/// events in memory at a time (refusing to replace `out` without `force`):
-/// the same archive or tables as [`export`] of the whole trace. The stream
-/// files are read two or three times: once lightly for what the trace as a
-/// whole needs (its numbering and start), once for the processes' ranks and
-/// MPI windows (for MPI and OpenSHMEM streams only), once to write each
-/// process's events. Perfetto traces link operations across processes
-/// (flows from each send to its receive) and are written from the whole
-/// trace only.
+/// Writes the trace in `dir` to `out` in `format` with one process's events
+/// in memory at a time (refusing to replace `out` without `force`): the same
+/// output as [`export`] of the whole trace. The stream files are read two or
+/// three times: once lightly for what the trace as a whole needs (its
+/// numbering and start), once for what the processes tell each other (ranks
+/// and MPI windows; for Perfetto, also event names, tracks and the
+/// operations its flows link; skipped for OTF2 and Parquet when no stream is
+/// of MPI or OpenSHMEM), once to write each process's events. Memory holds
+/// one process's events, and for Perfetto every MPI and OpenSHMEM operation.
 pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) -> Result<Summary> {
-    if format == Format::Perfetto {
-        bail!(
-            "the Perfetto export reads the whole trace (its flows link sends to receives \
-             across processes): --low-memory is for otf2 and parquet"
-        );
-    }
     let r = gaspard_analyze::distributed::ByProcess::open(dir)?;
     if r.processes() == 0 {
         bail!(
@@ -696,18 +695,24 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
     }
     // Only MPI and OpenSHMEM processes have ranks; only MPI ones windows
     // made apart from their accesses.
-    let ranked = r.has_model(3) || r.has_model(4);
-    r.plan(if ranked { 2 } else { 1 });
+    let perfetto = format == Format::Perfetto;
+    let second = perfetto || r.has_model(3) || r.has_model(4);
+    r.plan(if second { 2 } else { 1 });
     // What numbering across processes needs: every rank's first stream and
-    // every MPI window, in the whole trace's order.
+    // every MPI window, in the whole trace's order; Perfetto's first packets
+    // and flows.
     let mut shared = Shared::default();
     let mut ranks: HashMap<&'static str, Vec<Option<usize>>> = HashMap::default();
+    let mut plan = perfetto::Plan::default();
     let mut first = 0;
-    for i in (0..r.processes()).filter(|_| ranked) {
+    for i in (0..r.processes()).filter(|_| second) {
         let t = r.read(i);
         shared.add_mpi_windows(&t);
         add_ranks(&mut ranks, &t, first);
         first += t.streams.len();
+        if perfetto {
+            plan.add_part(&Model::with_shared(&t, &mut Shared::default()));
+        }
     }
     if !r.tables().problems.is_empty() {
         eprintln!(
@@ -719,11 +724,18 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
     enum Writer {
         Otf2(Box<otf2::Writer>),
         Parquet(Box<parquet::Writer>),
+        Perfetto(Box<perfetto::Writer>),
     }
     let models: Vec<&str> = ranks.keys().copied().collect();
     let mut w = match format {
+        Format::Otf2 => Writer::Otf2(Box::new(otf2::Writer::open(out, &models)?)),
         Format::Parquet => Writer::Parquet(Box::new(parquet::Writer::open(out)?)),
-        _ => Writer::Otf2(Box::new(otf2::Writer::open(out, &models)?)),
+        Format::Perfetto => Writer::Perfetto(Box::new(perfetto::Writer::create(
+            out,
+            plan,
+            r.tables(),
+            &ranks,
+        )?)),
     };
     let hidden = indicatif::ProgressBar::hidden();
     for i in 0..r.processes() {
@@ -732,12 +744,14 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
         match &mut w {
             Writer::Otf2(w) => w.write_part(&m, &hidden)?,
             Writer::Parquet(w) => w.write_part(&m, &ranks, &hidden)?,
+            Writer::Perfetto(w) => w.write_part(&m, &hidden)?,
         }
     }
     r.finish();
     match w {
         Writer::Otf2(w) => w.finish(&shared.windows, &ranks),
         Writer::Parquet(w) => w.finish(),
+        Writer::Perfetto(w) => w.finish(),
     }
 }
 

@@ -249,305 +249,440 @@ impl Flows {
 
 /// Writes the Perfetto trace `out`.
 pub fn write(m: &Model, out: &Path, progress: &indicatif::ProgressBar) -> Result<Summary> {
-    let t = m.trace;
-    // Its directory is made as the OTF2 and Parquet exports make theirs.
-    if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    }
-    let file =
-        std::fs::File::create(out).with_context(|| format!("cannot create {}", out.display()))?;
-    let mut o = Out {
-        w: std::io::BufWriter::new(file),
-        packets: 0,
-    };
-    // Names, interned once in the first packet of the sequence.
-    let mut names: HashMap<String, u64> = HashMap::default();
-    let mut name_of = crate::Names::default();
-    // Each event's name's number by its kind, user event and text (the text
-    // by where it is: the same text, the same place), made once per key
-    // rather than names hashed for every event.
-    let key = |e: &gaspard_analyze::trace::Event| {
-        (
-            e.kind,
-            e.user(),
-            t.text(e).map_or(0, |x| x.as_ptr() as usize),
-        )
-    };
-    let mut iid_of: HashMap<(u16, Option<u32>, usize), u64> = HashMap::default();
-    for s in &t.streams {
-        for e in &s.events {
-            if iid_of.contains_key(&key(e)) {
-                continue;
-            }
-            let n = name_of.of(t, e);
-            let iid = match names.get(n) {
-                Some(&iid) => iid,
-                None => {
-                    let iid = names.len() as u64 + 1;
-                    names.insert(n.to_string(), iid);
-                    iid
-                }
-            };
-            iid_of.insert(key(e), iid);
-        }
-    }
-    for n in ["remote put", "remote get", "remote atomic"] {
-        let next = names.len() as u64 + 1;
-        names.entry(n.to_string()).or_insert(next);
-    }
-    let mut list: Vec<(&String, &u64)> = names.iter().collect();
-    list.sort_by_key(|(_, &i)| i);
-    o.packet(&TracePacket {
-        trusted_packet_sequence_id: Some(SEQ),
-        sequence_flags: Some(1),
-        interned_data: Some(InternedData {
-            event_names: list
-                .iter()
-                .map(|(n, &i)| EventName {
-                    iid: Some(i),
-                    name: Some((*n).clone()),
-                })
-                .collect(),
-            // Callsite i (with a file) is source location i + 1.
-            source_locations: t
-                .callsites
-                .iter()
-                .enumerate()
-                .filter_map(|(i, c)| {
-                    Some(SourceLocation {
-                        iid: Some(i as u64 + 1),
-                        file_name: Some(c.file.clone()?),
-                        line_number: Some(c.line),
-                    })
-                })
-                .collect(),
-        }),
-        ..Default::default()
-    })?;
+    let mut plan = Plan::default();
+    plan.add_part(m);
+    let mut w = Writer::create(out, plan, m.trace, &m.ranks)?;
+    w.write_part(m, progress)?;
+    w.finish()
+}
 
-    // Tracks: a process track (uuid = 1 + process index) and a thread track
-    // (uuid = 1_000_000_000 + stream index) under it.
-    let process_uuid = |i: usize| 1 + i as u64;
-    let thread_uuid = |si: usize| 1_000_000_000 + si as u64;
-    let process_index: HashMap<&str, usize> = t
-        .processes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| (p.name.as_str(), i))
-        .collect();
-    let mut seen = vec![false; t.processes.len()];
-    for (si, s) in t.streams.iter().enumerate() {
-        let pi = process_index.get(s.process.as_str()).copied();
-        if let Some(pi) = pi {
-            if !std::mem::replace(&mut seen[pi], true) {
-                let name = match m.stream_rank[si] {
-                    Some((model, me)) => format!(
-                        "{} {me} ({})",
-                        if model == "SHMEM" { "PE" } else { "rank" },
-                        s.process
-                    ),
-                    None => s.process.clone(),
-                };
-                o.packet(&TracePacket {
-                    track_descriptor: Some(TrackDescriptor {
-                        uuid: Some(process_uuid(pi)),
-                        process: Some(ProcessDescriptor {
-                            pid: Some(s.pid as i32),
-                            process_name: Some(name),
-                        }),
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })?;
+/// A thread's track, as its descriptor needs it.
+struct Track {
+    process: String,
+    pid: u32,
+    tid: u64,
+    /// Its process's rank or PE.
+    rank: Option<(&'static str, usize)>,
+    name: String,
+}
+
+/// What the trace's first packets and its flows need of every stream,
+/// gathered before any event is written: the event names (numbered as met,
+/// stream after stream), the threads' tracks, and the operations with where
+/// each receive's flow ends (streams numbered in the whole trace).
+#[derive(Default)]
+pub(crate) struct Plan {
+    names: HashMap<String, u64>,
+    tracks: Vec<Track>,
+    ops: Vec<crate::Op>,
+    receive_at: Vec<(usize, usize)>,
+}
+
+impl Plan {
+    /// Adds the streams of `m`'s trace, which follow those added before.
+    pub(crate) fn add_part(&mut self, m: &Model) {
+        let t = m.trace;
+        let first = self.tracks.len();
+        let mut name_of = crate::Names::default();
+        // Names by kind, user event and text (the text by where it is: the
+        // same text, the same place), each looked for once per key.
+        let mut done: rustc_hash::FxHashSet<(u16, Option<u32>, usize)> = Default::default();
+        for s in &t.streams {
+            for e in &s.events {
+                if !done.insert(event_key(t, e)) {
+                    continue;
+                }
+                let n = name_of.of(t, e);
+                if !self.names.contains_key(n) {
+                    let iid = self.names.len() as u64 + 1;
+                    self.names.insert(n.to_string(), iid);
+                }
             }
         }
+        for (si, s) in t.streams.iter().enumerate() {
+            self.tracks.push(Track {
+                process: s.process.clone(),
+                pid: s.pid,
+                tid: s.tid,
+                rank: m.stream_rank[si],
+                name: location_name(m, si),
+            });
+        }
+        // A non-blocking receive's flow ends at the call that completed it
+        // (the data has arrived when it returns).
+        let mut start_of_end: HashMap<usize, HashMap<usize, usize>> = HashMap::default();
+        for op in &m.ops {
+            let mut at = (op.stream, op.start_event);
+            if let (Some(OpClass::Irecv), Some(c)) = (op.class, op.completion) {
+                let ends = start_of_end.entry(op.stream).or_insert_with(|| {
+                    intervals(&t.streams[op.stream])
+                        .iter()
+                        .map(|iv| (iv.end_event as usize, iv.start_event as usize))
+                        .collect()
+                });
+                if let Some(&start) = ends.get(&c.end_event) {
+                    at = (op.stream, start);
+                }
+            }
+            self.receive_at.push((first + at.0, at.1));
+            let mut op = op.clone();
+            op.stream += first;
+            self.ops.push(op);
+        }
+    }
+}
+
+/// An event's name's key: its kind, user event and text (by where it is).
+fn event_key(
+    t: &gaspard_analyze::trace::Trace,
+    e: &gaspard_analyze::trace::Event,
+) -> (u16, Option<u32>, usize) {
+    (
+        e.kind,
+        e.user(),
+        t.text(e).map_or(0, |x| x.as_ptr() as usize),
+    )
+}
+
+/// A Perfetto trace being written: its first packets (names, tracks) and
+/// flows from a [`Plan`] of every stream, then the events of the streams
+/// part after part (the whole trace, or one process after another).
+pub(crate) struct Writer {
+    out: std::path::PathBuf,
+    o: Out,
+    names: HashMap<String, u64>,
+    flow_out: Flows,
+    flow_in: Flows,
+    /// Remote instants per target stream: (time, name, flow).
+    remote: HashMap<usize, Vec<(u64, &'static str, u64)>>,
+    flows: u64,
+    tracks: usize,
+    /// Streams of the parts written before.
+    streams_before: usize,
+    begins: u64,
+    ends: u64,
+    instants: u64,
+}
+
+/// Tracks: a process track (uuid = 1 + process index) and a thread track
+/// (uuid = 1_000_000_000 + stream index) under it.
+fn process_uuid(i: usize) -> u64 {
+    1 + i as u64
+}
+
+fn thread_uuid(si: usize) -> u64 {
+    1_000_000_000 + si as u64
+}
+
+impl Writer {
+    /// Creates `out` and writes its first packets: `plan`'s names and
+    /// tracks, the source locations of `t`'s callsites; `ranks`: per model,
+    /// the stream of each rank's first thread.
+    pub(crate) fn create(
+        out: &Path,
+        plan: Plan,
+        t: &gaspard_analyze::trace::Trace,
+        ranks: &HashMap<&'static str, Vec<Option<usize>>>,
+    ) -> Result<Writer> {
+        // Its directory is made as the OTF2 and Parquet exports make theirs.
+        if let Some(dir) = out.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let file = std::fs::File::create(out)
+            .with_context(|| format!("cannot create {}", out.display()))?;
+        let mut o = Out {
+            w: std::io::BufWriter::new(file),
+            packets: 0,
+        };
+        let Plan {
+            mut names,
+            tracks,
+            ops,
+            receive_at,
+        } = plan;
+        for n in ["remote put", "remote get", "remote atomic"] {
+            let next = names.len() as u64 + 1;
+            names.entry(n.to_string()).or_insert(next);
+        }
+        let mut list: Vec<(&String, &u64)> = names.iter().collect();
+        list.sort_by_key(|(_, &i)| i);
         o.packet(&TracePacket {
-            track_descriptor: Some(TrackDescriptor {
-                uuid: Some(thread_uuid(si)),
-                parent_uuid: pi.map(process_uuid),
-                thread: Some(ThreadDescriptor {
-                    pid: Some(s.pid as i32),
-                    tid: Some(s.tid as i32),
-                    thread_name: Some(location_name(m, si)),
-                }),
-                ..Default::default()
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(1),
+            interned_data: Some(InternedData {
+                event_names: list
+                    .iter()
+                    .map(|(n, &i)| EventName {
+                        iid: Some(i),
+                        name: Some((*n).clone()),
+                    })
+                    .collect(),
+                // Callsite i (with a file) is source location i + 1.
+                source_locations: t
+                    .callsites
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| {
+                        Some(SourceLocation {
+                            iid: Some(i as u64 + 1),
+                            file_name: Some(c.file.clone()?),
+                            line_number: Some(c.line),
+                        })
+                    })
+                    .collect(),
             }),
             ..Default::default()
         })?;
-    }
 
-    // Flows: each matched message (send -> receive) and each one-sided
-    // access (access -> instant on the target), numbered from 1.
-    // Flows leaving and ending at slices, by (stream, START event).
-    let mut flow_out = Flows::new(t.streams.len());
-    let mut flow_in = Flows::new(t.streams.len());
-    // A non-blocking receive's flow ends at the call that completed it (the
-    // data has arrived when it returns).
-    let mut start_of_end: HashMap<usize, HashMap<usize, usize>> = HashMap::default();
-    let mut receive_slice = |r: usize| -> (usize, usize) {
-        let op = &m.ops[r];
-        if let (Some(crate::OpClass::Irecv), Some(c)) = (op.class, op.completion) {
-            let ends = start_of_end.entry(op.stream).or_insert_with(|| {
-                intervals(&t.streams[op.stream])
-                    .iter()
-                    .map(|iv| (iv.end_event as usize, iv.start_event as usize))
-                    .collect()
-            });
-            if let Some(&start) = ends.get(&c.end_event) {
-                return (op.stream, start);
-            }
-        }
-        (op.stream, op.start_event)
-    };
-    let mut next_flow = 1u64;
-    for (s, r) in m.messages() {
-        let op = &m.ops[s];
-        flow_out.push((op.stream, op.start_event), next_flow);
-        flow_in.push(receive_slice(r), next_flow);
-        next_flow += 1;
-    }
-    // Remote instants per target stream: (time, name, flow).
-    let mut remote: HashMap<usize, Vec<(u64, &'static str, u64)>> = HashMap::default();
-    for op in &m.ops {
-        let Some(class) = op.class.filter(|c| c.is_rma()) else {
-            continue;
-        };
-        let Some(target) = op.peer.and_then(|p| m.rank_stream(op.model, p)) else {
-            continue;
-        };
-        let name = match class {
-            OpClass::Put => "remote put",
-            OpClass::Get => "remote get",
-            _ => "remote atomic",
-        };
-        flow_out.push((op.stream, op.start_event), next_flow);
-        remote
-            .entry(target)
-            .or_default()
-            .push((op.t_end, name, next_flow));
-        next_flow += 1;
-    }
-
-    flow_out.sort();
-    flow_in.sort();
-    let (mut begins, mut ends, mut instants) = (0u64, 0u64, 0u64);
-    for (si, s) in t.streams.iter().enumerate() {
-        let track = thread_uuid(si);
-        // Per event (by index): whether it starts or ends an interval
-        // (tables: a map per event was most of the export's time).
-        let mut starts = vec![false; s.events.len()];
-        let mut closes = vec![false; s.events.len()];
-        for iv in intervals(s) {
-            starts[iv.start_event as usize] = true;
-            closes[iv.end_event as usize] = true;
-        }
-        // Events and remote instants of this track, merged in time order.
-        let mut remote_here = remote.remove(&si).unwrap_or_default();
-        remote_here.sort_by_key(|r| r.0);
-        let mut rq = remote_here.into_iter().peekable();
-        let mut last = 0u64;
-        for (i, e) in s.events.iter().enumerate() {
-            while let Some(&(rt, name, flow)) = rq.peek() {
-                if rt > e.t_ns {
-                    break;
+        let process_index: HashMap<&str, usize> = t
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.name.as_str(), i))
+            .collect();
+        let mut seen = vec![false; t.processes.len()];
+        for (si, s) in tracks.iter().enumerate() {
+            let pi = process_index.get(s.process.as_str()).copied();
+            if let Some(pi) = pi {
+                if !std::mem::replace(&mut seen[pi], true) {
+                    let name = match s.rank {
+                        Some((model, me)) => format!(
+                            "{} {me} ({})",
+                            if model == "SHMEM" { "PE" } else { "rank" },
+                            s.process
+                        ),
+                        None => s.process.clone(),
+                    };
+                    o.packet(&TracePacket {
+                        track_descriptor: Some(TrackDescriptor {
+                            uuid: Some(process_uuid(pi)),
+                            process: Some(ProcessDescriptor {
+                                pid: Some(s.pid as i32),
+                                process_name: Some(name),
+                            }),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })?;
                 }
-                rq.next();
+            }
+            o.packet(&TracePacket {
+                track_descriptor: Some(TrackDescriptor {
+                    uuid: Some(thread_uuid(si)),
+                    parent_uuid: pi.map(process_uuid),
+                    thread: Some(ThreadDescriptor {
+                        pid: Some(s.pid as i32),
+                        tid: Some(s.tid as i32),
+                        thread_name: Some(s.name.clone()),
+                    }),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            })?;
+        }
+
+        // Flows: each matched message (send -> receive) and each one-sided
+        // access (access -> instant on the target), numbered from 1.
+        // Flows leaving and ending at slices, by (stream, START event).
+        let mut flow_out = Flows::new(tracks.len());
+        let mut flow_in = Flows::new(tracks.len());
+        let mut next_flow = 1u64;
+        for (s, r) in crate::messages_of(&ops) {
+            let op = &ops[s];
+            flow_out.push((op.stream, op.start_event), next_flow);
+            flow_in.push(receive_at[r], next_flow);
+            next_flow += 1;
+        }
+        let mut remote: HashMap<usize, Vec<(u64, &'static str, u64)>> = HashMap::default();
+        for op in &ops {
+            let Some(class) = op.class.filter(|c| c.is_rma()) else {
+                continue;
+            };
+            let Some(target) = op
+                .peer
+                .and_then(|p| ranks.get(op.model)?.get(p).copied().flatten())
+            else {
+                continue;
+            };
+            let name = match class {
+                OpClass::Put => "remote put",
+                OpClass::Get => "remote get",
+                _ => "remote atomic",
+            };
+            flow_out.push((op.stream, op.start_event), next_flow);
+            remote
+                .entry(target)
+                .or_default()
+                .push((op.t_end, name, next_flow));
+            next_flow += 1;
+        }
+        flow_out.sort();
+        flow_in.sort();
+        Ok(Writer {
+            out: out.to_path_buf(),
+            o,
+            names,
+            flow_out,
+            flow_in,
+            remote,
+            flows: next_flow - 1,
+            tracks: tracks.len() + seen.iter().filter(|&&b| b).count(),
+            streams_before: 0,
+            begins: 0,
+            ends: 0,
+            instants: 0,
+        })
+    }
+
+    /// Writes the events of the streams of `m`'s trace, which follow those
+    /// written before.
+    pub(crate) fn write_part(
+        &mut self,
+        m: &Model,
+        progress: &indicatif::ProgressBar,
+    ) -> Result<()> {
+        let t = m.trace;
+        let first = self.streams_before;
+        let mut name_of = crate::Names::default();
+        // Each event's name's number by its kind, user event and text, made
+        // once per key rather than names hashed for every event.
+        let mut iid_of: HashMap<(u16, Option<u32>, usize), u64> = HashMap::default();
+        let o = &mut self.o;
+        for (si, s) in t.streams.iter().enumerate() {
+            let g = first + si;
+            let track = thread_uuid(g);
+            // Per event (by index): whether it starts or ends an interval
+            // (tables: a map per event was most of the export's time).
+            let mut starts = vec![false; s.events.len()];
+            let mut closes = vec![false; s.events.len()];
+            for iv in intervals(s) {
+                starts[iv.start_event as usize] = true;
+                closes[iv.end_event as usize] = true;
+            }
+            // Events and remote instants of this track, merged in time order.
+            let mut remote_here = self.remote.remove(&g).unwrap_or_default();
+            remote_here.sort_by_key(|r| r.0);
+            let mut rq = remote_here.into_iter().peekable();
+            let mut last = 0u64;
+            for (i, e) in s.events.iter().enumerate() {
+                while let Some(&(rt, name, flow)) = rq.peek() {
+                    if rt > e.t_ns {
+                        break;
+                    }
+                    rq.next();
+                    o.packet(&TracePacket {
+                        timestamp: Some(rt.max(last)),
+                        trusted_packet_sequence_id: Some(SEQ),
+                        sequence_flags: Some(2),
+                        track_event: Some(TrackEvent {
+                            r#type: Some(INSTANT),
+                            name_iid: Some(self.names[name]),
+                            track_uuid: Some(track),
+                            terminating_flow_ids: vec![flow],
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })?;
+                    self.instants += 1;
+                    last = rt.max(last);
+                }
+                let ty = match e.phase {
+                    0 if starts[i] => SLICE_BEGIN,
+                    1 if closes[i] => SLICE_END,
+                    2 => INSTANT,
+                    _ => continue,
+                };
+                let time = e.t_ns.max(last);
+                last = time;
+                let mut ev = TrackEvent {
+                    r#type: Some(ty),
+                    track_uuid: Some(track),
+                    ..Default::default()
+                };
+                if ty != SLICE_END {
+                    let names = &self.names;
+                    let iid = *iid_of
+                        .entry(event_key(t, e))
+                        .or_insert_with(|| names[name_of.of(t, e)]);
+                    ev.name_iid = Some(iid);
+                    if t.callsites
+                        .get(e.callsite as usize)
+                        .is_some_and(|c| c.file.is_some())
+                    {
+                        ev.source_location_iid = Some(e.callsite as u64 + 1);
+                    }
+                }
+                if ty == SLICE_BEGIN {
+                    if let Some(&oi) = m.op_at[si].get(&i) {
+                        let op = &m.ops[oi];
+                        if let Some(p) = op.peer {
+                            ev.debug_annotations.push(annotation_u("peer", p as u64));
+                        }
+                        ev.debug_annotations.push(annotation_u("bytes", op.bytes));
+                        if let Some(w) = op.window {
+                            ev.debug_annotations
+                                .push(annotation_s("object", m.windows[w].name.clone()));
+                        }
+                        if let Some(off) = op.offset {
+                            ev.debug_annotations.push(annotation_u("offset", off));
+                        }
+                    }
+                    ev.flow_ids = self.flow_out.take(g, i);
+                    ev.terminating_flow_ids = self.flow_in.take(g, i);
+                }
+                match ty {
+                    SLICE_BEGIN => self.begins += 1,
+                    SLICE_END => self.ends += 1,
+                    _ => self.instants += 1,
+                }
+                o.packet(&TracePacket {
+                    timestamp: Some(time),
+                    trusted_packet_sequence_id: Some(SEQ),
+                    sequence_flags: Some(2),
+                    track_event: Some(ev),
+                    ..Default::default()
+                })?;
+            }
+            for (rt, name, flow) in rq {
                 o.packet(&TracePacket {
                     timestamp: Some(rt.max(last)),
                     trusted_packet_sequence_id: Some(SEQ),
                     sequence_flags: Some(2),
                     track_event: Some(TrackEvent {
                         r#type: Some(INSTANT),
-                        name_iid: Some(names[name]),
+                        name_iid: Some(self.names[name]),
                         track_uuid: Some(track),
                         terminating_flow_ids: vec![flow],
                         ..Default::default()
                     }),
                     ..Default::default()
                 })?;
-                instants += 1;
-                last = rt.max(last);
+                self.instants += 1;
             }
-            let ty = match e.phase {
-                0 if starts[i] => SLICE_BEGIN,
-                1 if closes[i] => SLICE_END,
-                2 => INSTANT,
-                _ => continue,
-            };
-            let time = e.t_ns.max(last);
-            last = time;
-            let mut ev = TrackEvent {
-                r#type: Some(ty),
-                track_uuid: Some(track),
-                ..Default::default()
-            };
-            if ty != SLICE_END {
-                ev.name_iid = Some(iid_of[&key(e)]);
-                if t.callsites
-                    .get(e.callsite as usize)
-                    .is_some_and(|c| c.file.is_some())
-                {
-                    ev.source_location_iid = Some(e.callsite as u64 + 1);
-                }
-            }
-            if ty == SLICE_BEGIN {
-                if let Some(&oi) = m.op_at[si].get(&i) {
-                    let op = &m.ops[oi];
-                    if let Some(p) = op.peer {
-                        ev.debug_annotations.push(annotation_u("peer", p as u64));
-                    }
-                    ev.debug_annotations.push(annotation_u("bytes", op.bytes));
-                    if let Some(w) = op.window {
-                        ev.debug_annotations
-                            .push(annotation_s("object", m.windows[w].name.clone()));
-                    }
-                    if let Some(off) = op.offset {
-                        ev.debug_annotations.push(annotation_u("offset", off));
-                    }
-                }
-                ev.flow_ids = flow_out.take(si, i);
-                ev.terminating_flow_ids = flow_in.take(si, i);
-            }
-            match ty {
-                SLICE_BEGIN => begins += 1,
-                SLICE_END => ends += 1,
-                _ => instants += 1,
-            }
-            o.packet(&TracePacket {
-                timestamp: Some(time),
-                trusted_packet_sequence_id: Some(SEQ),
-                sequence_flags: Some(2),
-                track_event: Some(ev),
-                ..Default::default()
-            })?;
+            progress.inc(s.events.len() as u64);
         }
-        for (rt, name, flow) in rq {
-            o.packet(&TracePacket {
-                timestamp: Some(rt.max(last)),
-                trusted_packet_sequence_id: Some(SEQ),
-                sequence_flags: Some(2),
-                track_event: Some(TrackEvent {
-                    r#type: Some(INSTANT),
-                    name_iid: Some(names[name]),
-                    track_uuid: Some(track),
-                    terminating_flow_ids: vec![flow],
-                    ..Default::default()
-                }),
-                ..Default::default()
-            })?;
-            instants += 1;
-        }
-        progress.inc(s.events.len() as u64);
+        self.streams_before += t.streams.len();
+        Ok(())
     }
-    o.w.flush()
-        .with_context(|| format!("cannot write {}", out.display()))?;
-    Ok(Summary {
-        lines: vec![format!(
-            "{}: {} packets, {} tracks, {begins} slices, {ends} slice ends, {instants} instants, {} flows",
-            out.display(),
-            o.packets,
-            t.streams.len() + seen.iter().filter(|&&b| b).count(),
-            next_flow - 1
-        )],
-    })
+
+    pub(crate) fn finish(mut self) -> Result<Summary> {
+        let out = self.out;
+        self.o
+            .w
+            .flush()
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        Ok(Summary {
+            lines: vec![format!(
+                "{}: {} packets, {} tracks, {} slices, {} slice ends, {} instants, {} flows",
+                out.display(),
+                self.o.packets,
+                self.tracks,
+                self.begins,
+                self.ends,
+                self.instants,
+                self.flows
+            )],
+        })
+    }
 }
