@@ -388,16 +388,34 @@ fn check_perfetto(
     let out = dir.join("out.pftrace");
     export(trace, "perfetto", &out);
     // Read one process at a time (its names, tracks and flows gathered
-    // first), the same trace, byte for byte.
+    // first), the same trace, byte for byte: asked for, and chosen by
+    // itself for a trace bigger than the memory it may use.
+    let whole = std::fs::read(&out).unwrap();
+    assert!(whole.len() > 100);
     let low = dir.join("low-memory.pftrace");
     let o = export_run(trace, "perfetto", &low, &["--low-memory"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let whole = std::fs::read(&out).unwrap();
-    assert!(whole.len() > 100);
     assert!(
         whole == std::fs::read(&low).unwrap(),
         "the Perfetto trace written process by process differs"
     );
+    let small = dir.join("small-memory.pftrace");
+    let o = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args([
+            "export",
+            trace.to_str().unwrap(),
+            "--format",
+            "perfetto",
+            "-o",
+        ])
+        .arg(&small)
+        .env("GASPARD_MEMORY", "1000")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("read one process at a time"), "{err}");
+    assert!(whole == std::fs::read(&small).unwrap());
     // In directories not made yet: the export makes them, and writes the same.
     let nested = dir.join("perfetto/of").join(who.to_string() + ".pftrace");
     export(trace, "perfetto", &nested);
