@@ -665,11 +665,28 @@ fn chunks_swapped_duplicated_and_mixed() {
     check(&dir, "two files claim one stream", &[]);
 }
 
+/// The bytes of an export's output: a file, or the files of a directory by name.
+fn output_bytes(out: &Path) -> Option<Vec<(String, Vec<u8>)>> {
+    if out.is_file() {
+        return Some(vec![(String::new(), std::fs::read(out).ok()?)]);
+    }
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
+        .ok()?
+        .flatten()
+        .map(|e| (name(&e.path()), std::fs::read(e.path()).unwrap_or_default()))
+        .collect();
+    v.sort();
+    Some(v)
+}
+
 /// `gaspard blocks` and every `gaspard export` format on the damaged `dir`
-/// end cleanly too.
+/// end cleanly too; Perfetto and Parquet exports read one process at a time
+/// (`--low-memory`) end as the whole reading's, with the same bytes.
 fn check_other_commands(dir: &Path, what: &str) {
-    let out = dir.parent().unwrap().join("exported");
-    let out = out.to_str().unwrap();
+    let out_path = dir.parent().unwrap().join("exported");
+    let out = out_path.to_str().unwrap();
+    let low_path = dir.parent().unwrap().join("exported-low-memory");
+    let low = low_path.to_str().unwrap();
     let commands: [&[&str]; 4] = [
         &["blocks"],
         &["export", "--format", "otf2", "--force", "-o", out],
@@ -678,6 +695,27 @@ fn check_other_commands(dir: &Path, what: &str) {
     ];
     for args in commands {
         let r = run(dir, args);
+        if args.contains(&"perfetto") || args.contains(&"parquet") {
+            let mut by_process: Vec<&str> = args.to_vec();
+            *by_process.last_mut().unwrap() = low;
+            by_process.push("--low-memory");
+            let l = run(dir, &by_process);
+            assert_eq!(
+                l.code == Some(0),
+                r.code == Some(0),
+                "{what}: gaspard {args:?} and with --low-memory end differently: {} / {}",
+                r.stderr,
+                l.stderr
+            );
+            if r.code == Some(0) {
+                assert!(
+                    output_bytes(&out_path) == output_bytes(&low_path),
+                    "{what}: gaspard {args:?} with --low-memory writes other bytes"
+                );
+            }
+            let _ = std::fs::remove_dir_all(low);
+            let _ = std::fs::remove_file(low);
+        }
         assert!(
             !r.stderr.contains("panicked"),
             "{what}: gaspard {args:?} panicked: {}",
