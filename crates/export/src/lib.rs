@@ -705,14 +705,16 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
     let mut ranks: HashMap<&'static str, Vec<Option<usize>>> = HashMap::default();
     let mut plan = perfetto::Plan::default();
     let mut first = 0;
-    for i in (0..r.processes()).filter(|_| second) {
-        let t = r.read(i);
-        shared.add_mpi_windows(&t);
-        add_ranks(&mut ranks, &t, first);
-        first += t.streams.len();
-        if perfetto {
-            plan.add_part(&Model::with_shared(&t, &mut Shared::default()));
-        }
+    if second {
+        each_process(&r, |t| {
+            shared.add_mpi_windows(&t);
+            add_ranks(&mut ranks, &t, first);
+            first += t.streams.len();
+            if perfetto {
+                plan.add_part(&Model::with_shared(&t, &mut Shared::default()));
+            }
+            Ok(())
+        })?;
     }
     if !r.tables().problems.is_empty() {
         eprintln!(
@@ -738,21 +740,44 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
         )?)),
     };
     let hidden = indicatif::ProgressBar::hidden();
-    for i in 0..r.processes() {
-        let t = r.read(i);
+    each_process(&r, |t| {
         let m = Model::with_shared(&t, &mut shared);
         match &mut w {
-            Writer::Otf2(w) => w.write_part(&m, &hidden)?,
-            Writer::Parquet(w) => w.write_part(&m, &ranks, &hidden)?,
-            Writer::Perfetto(w) => w.write_part(&m, &hidden)?,
+            Writer::Otf2(w) => w.write_part(&m, &hidden),
+            Writer::Parquet(w) => w.write_part(&m, &ranks, &hidden),
+            Writer::Perfetto(w) => w.write_part(&m, &hidden),
         }
-    }
+    })?;
     r.finish();
     match w {
         Writer::Otf2(w) => w.finish(&shared.windows, &ranks),
         Writer::Parquet(w) => w.finish(),
         Writer::Perfetto(w) => w.finish(),
     }
+}
+
+/// Calls `f` with each process of `r` in order, the next one read (on
+/// another thread) while `f` works on the one before: at most two
+/// processes' events in memory. Stops at `f`'s first error.
+fn each_process(
+    r: &gaspard_analyze::distributed::ByProcess,
+    mut f: impl FnMut(Trace) -> Result<()>,
+) -> Result<()> {
+    std::thread::scope(|scope| {
+        // A rendezvous: the reader hands a process over, then reads the next.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Trace>(0);
+        scope.spawn(move || {
+            for i in 0..r.processes() {
+                if tx.send(r.read(i)).is_err() {
+                    return; // the writer stopped
+                }
+            }
+        });
+        for t in rx {
+            f(t)?;
+        }
+        Ok(())
+    })
 }
 
 /// A progress bar over the streams, shown on big traces when stderr is a terminal.
