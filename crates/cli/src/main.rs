@@ -249,10 +249,10 @@ enum Command {
         /// Replace OUT if it exists.
         #[arg(long)]
         force: bool,
-        /// Read the trace one process at a time, so that memory holds one
-        /// process's events rather than all: the same output, the stream
-        /// files read two or three times. Chosen by itself for a trace too
-        /// big for the memory available.
+        /// Read the trace one process at a time, so that memory holds two
+        /// processes' events at most rather than all: the same output, the
+        /// stream files read two or three times. Chosen by itself for a
+        /// trace too big for the memory available (or GASPARD_MEMORY bytes).
         #[arg(long)]
         low_memory: bool,
     },

@@ -676,15 +676,16 @@ pub fn export(trace: &Trace, format: Format, out: &Path, force: bool) -> Result<
     r
 }
 
-/// Writes the trace in `dir` to `out` in `format` with one process's events
-/// in memory at a time (refusing to replace `out` without `force`): the same
+/// Writes the trace in `dir` to `out` in `format` reading one process at a
+/// time (refusing to replace `out` without `force`): the same
 /// output as [`export`] of the whole trace. The stream files are read two or
 /// three times: once lightly for what the trace as a whole needs (its
 /// numbering and start), once for what the processes tell each other (ranks
 /// and MPI windows; for Perfetto, also event names, tracks and the
 /// operations its flows link; skipped for OTF2 and Parquet when no stream is
 /// of MPI or OpenSHMEM), once to write each process's events. Memory holds
-/// one process's events, and for Perfetto every MPI and OpenSHMEM operation.
+/// two processes' events at most (the next one is read while one is
+/// written), and for Perfetto every MPI and OpenSHMEM operation.
 pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) -> Result<Summary> {
     let r = gaspard_analyze::distributed::ByProcess::open(dir)?;
     if r.processes() == 0 {
