@@ -406,6 +406,33 @@ pub fn analyse(t: &Trace, block_size: u64) -> Blocks {
     )
 }
 
+/// [`analyse`] of the trace in `dir` read one process at a time
+/// ([`crate::distributed::ByProcess`]): the same analysis, with one
+/// process's events and every stream's accesses in memory rather than all
+/// the events.
+pub fn analyse_by_process(
+    dir: &std::path::Path,
+    block_size: u64,
+) -> Result<Blocks, crate::trace::TraceError> {
+    let r = crate::distributed::ByProcess::open(dir)?;
+    r.plan(1);
+    let (mut ids, mut parts) = (Vec::new(), Vec::new());
+    for i in 0..r.processes() {
+        let t = r.read(i);
+        for s in &t.streams {
+            ids.push(Identity::of(s));
+            parts.push(Part::of(s, &t.objects));
+        }
+    }
+    r.finish();
+    Ok(merge(
+        &ids,
+        &r.tables().callsites,
+        &parts.iter().collect::<Vec<_>>(),
+        block_size,
+    ))
+}
+
 /// One access of [`merge`]: stream `thread`'s access `a`, to object `object`
 /// of [`Blocks::objects`].
 struct Made<'a> {

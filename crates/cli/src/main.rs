@@ -195,6 +195,12 @@ enum Command {
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
+        /// Read the trace one process at a time: the same output, with each
+        /// process's accesses rather than every event in memory. Chosen by
+        /// itself for a trace too big for the memory available (or
+        /// GASPARD_MEMORY bytes).
+        #[arg(long)]
+        low_memory: bool,
     },
     /// Compare runs of one program (e.g. at 2, 4, 8 processes): scaling of the
     /// program, of each region and of each finding.
@@ -638,9 +644,17 @@ fn main() -> ExitCode {
                 dir,
                 json,
                 block_size,
+                low_memory,
             } => {
-                let t = read(&dir)?;
-                let b = gaspard_analyze::blocks::analyse(&t, block_size);
+                if !dir.exists() {
+                    bail!("{} does not exist", dir.display());
+                }
+                let b = if low_memory || too_big(&dir) {
+                    gaspard_analyze::blocks::analyse_by_process(&dir, block_size)?
+                } else {
+                    let t = read(&dir)?;
+                    gaspard_analyze::blocks::analyse(&t, block_size)
+                };
                 if json {
                     serde_json::to_writer(&mut out, &gaspard_analyze::blocks::to_json(&b))?;
                     writeln!(out)?;

@@ -173,6 +173,10 @@ fn false_sharing_producer_consumer_and_neither() {
     let out = gaspard(&["blocks", "--json", t.to_str().unwrap()]);
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Read one process at a time, the same analysis.
+    let low = gaspard(&["blocks", "--json", "--low-memory", t.to_str().unwrap()]);
+    assert!(low.status.success());
+    assert_eq!(out.stdout, low.stdout);
     let ep: Vec<&Value> = v["epochs"]
         .as_array()
         .unwrap()
