@@ -464,7 +464,7 @@ fn warn_if_too_big(dir: &std::path::Path) {
 
 /// Whether a trace looks too big to read whole in the memory available
 /// (then `report` reads it one process at a time, and says so).
-fn too_big(dir: &std::path::Path) -> bool {
+pub(crate) fn too_big(dir: &std::path::Path) -> bool {
     let Some((events, need, free)) = trace_size(dir).filter(|&(_, need, free)| need > free) else {
         return false;
     };
