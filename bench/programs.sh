@@ -48,14 +48,21 @@ declare -A R
 for rep in $(seq "$REPEATS"); do
   for i in "${!PROGRAMS[@]}"; do
     IFS='|' read -r name without with <<<"${PROGRAMS[$i]}"
-    t0=$(now)
-    (cd "$TMP" && env -u GASPARD_DIR $without >/dev/null 2>&1)
-    t1=$(now)
-    rm -rf "$TMP/trace"
-    (cd "$TMP" && "$G" run -o "$TMP/trace" -- $with >/dev/null 2>&1)
-    t2=$(now)
-    R[$i:none]="${R[$i:none]:-} $(((t1 - t0) / 1000000))"
-    R[$i:gaspard]="${R[$i:gaspard]:-} $(((t2 - t1) / 1000000))"
+    # Each round's pair in the other order than the round before, and the
+    # previous trace removed before the clock starts.
+    order="none gaspard"
+    ((rep % 2 == 0)) && order="gaspard none"
+    for which in $order; do
+      rm -rf "$TMP/trace"
+      t0=$(now)
+      if [ "$which" = none ]; then
+        (cd "$TMP" && env -u GASPARD_DIR $without >/dev/null 2>&1)
+      else
+        (cd "$TMP" && "$G" run -o "$TMP/trace" -- $with >/dev/null 2>&1)
+      fi
+      t1=$(now)
+      R[$i:$which]="${R[$i:$which]:-} $(((t1 - t0) / 1000000))"
+    done
   done
 done
 echo
@@ -72,7 +79,7 @@ else
   echo "runs began and $LOAD1 when they ended."
 fi
 echo
-echo "The runs are paired (each run with gaspard follows one without, in the same round): the"
+echo "The runs are paired (a run with gaspard and one without in each round, in turn first): the"
 echo "interval is the mean difference of the pairs +- 1.96 standard errors, as a share of the median"
 echo "without. *Within 3 %* is yes when the whole interval is at most 3 %, no when it is all above,"
 echo "and unresolved (the runs spread more than the difference) otherwise."
