@@ -317,6 +317,52 @@ fn very_frequent_short_functions_are_throttled() {
     assert_eq!(function_events(&v, "tiny"), (30000, 30000));
 }
 
+const ALTERNATING: &str = r#"
+#include <stdlib.h>
+__attribute__((noinline)) int first(int x) { return x + 1; }
+__attribute__((noinline)) int second(int x) { return x + 2; }
+int main(int argc, char **argv) {
+  long n = atol(argv[1]);
+  int sum = 0;
+  for (int round = 0; round < 3; round++) {
+    for (long i = 0; i < n; i++) sum += first((int)i);
+    for (long i = 0; i < n; i++) sum += second((int)i);
+  }
+  return sum == 12345;
+}
+"#;
+
+/// In chunks of 64 KiB, each function's events keep their name: a chunk
+/// defines the names its events use, whichever function came first in it.
+#[test]
+fn function_names_are_right_in_every_chunk() {
+    let dir = tmp("chunks");
+    let exe = common::gaspard_cc(&dir, "a", ALTERNATING, &["--profile"], &["-O1"]);
+    let trace = dir.join("trace");
+    let st = Command::new(&exe)
+        .arg("25000")
+        .env("GASPARD_DIR", &trace)
+        // Throttling on (the default) but out of reach: each function's
+        // statistics keep its name's number for the chunk.
+        .env("GASPARD_THROTTLE", "1000000000,10")
+        .env("GASPARD_BUFFER_KB", "64")
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let bytes: u64 = std::fs::read_dir(&trace)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "gst"))
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(bytes > 4 * 65536, "{bytes} bytes: too few chunks to test");
+    let v = dump(&trace);
+    assert_eq!(function_events(&v, "first"), (75000, 75000));
+    assert_eq!(function_events(&v, "second"), (75000, 75000));
+    assert_eq!(function_events(&v, "main"), (1, 1));
+}
+
 const THREADED_HOT: &str = r#"
 #include <pthread.h>
 #include <stdio.h>

@@ -114,6 +114,10 @@ typedef struct {
   int throttled;
   unsigned gone_seen; /* the count of throttled functions when last looked at */
   unsigned stays;     /* its throttled calls met at sites that stay (not patched) */
+  /* Its name's string number in the chunk of generation str_gen of context
+   * str_ctx (the encoder numbers strings afresh in each chunk). */
+  const gaspard_ctx *str_ctx;
+  uint32_t str_gen, str_id;
 } fn_stat;
 typedef struct {
   uint64_t start; /* UINT64_MAX: not recorded */
@@ -869,6 +873,20 @@ static NO_INSTRUMENT fn_frame *unwind_to(void *fn) {
  * and exits stop coming one call site at a time, so an exit may have no
  * frame (its entry was patched out) and a frame may have no exit (patched
  * out while the call ran: unwind_to pops it at its caller's exit). */
+/* The string number of `fn`'s name in the chunk `c` is filling: kept in
+ * its statistics `st` (when there are) for the chunk, rather than its name
+ * looked up and its string found again at every event. */
+static inline NO_INSTRUMENT uint32_t fn_string(gaspard_ctx *c, fn_stat *st, void *fn) {
+  if (!st || st->fn != fn) return gaspard_define_string(c, name_of(fn));
+  uint32_t gen = c->enc->gen;
+  if (st->str_ctx != c || st->str_gen != gen) {
+    st->str_id = gaspard_define_string(c, name_of(fn));
+    st->str_ctx = c;
+    st->str_gen = gen;
+  }
+  return st->str_id;
+}
+
 EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   if (busy) return;
   fn_stat *st = stat_of(fn);
@@ -886,7 +904,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
-  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  uint64_t a[1] = {fn_string(c, st, fn)};
   gaspard_emit(c, ts, K_C_FUNC, GASP_START, 0, NULL, 0, 0, 0, NULL, a, 1);
   if (fr) fr->start = ts;
   leave();
@@ -929,7 +947,7 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
-  uint64_t a[1] = {gaspard_define_string(c, name_of(fn))};
+  uint64_t a[1] = {fn_string(c, st ? st : (fr ? fr->st : NULL), fn)}; /* checks st->fn */
   gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
   if (st && fr) {
     st->calls++;
