@@ -195,10 +195,10 @@ enum Command {
         #[arg(long, default_value_t = gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
               value_parser = clap::value_parser!(u64).range(1..))]
         block_size: u64,
-        /// Read the trace one process at a time: the same output, with each
-        /// process's accesses rather than every event in memory. Chosen by
-        /// itself for a trace too big for the memory available (or
-        /// GASPARD_MEMORY bytes).
+        /// Read the trace one process at a time: the same output, with one
+        /// process's events and every stream's accesses in memory rather
+        /// than every event. Chosen by itself for a trace too big for the
+        /// memory available (or GASPARD_MEMORY bytes).
         #[arg(long)]
         low_memory: bool,
     },
