@@ -717,6 +717,8 @@ impl ByProcess {
         let read_files = read_of(&all, &heads);
         let mut t = listing.trace;
         let numbering = trace::place(&mut t, &listing.streams, &listing.profiles, &heads);
+        let recorded: Vec<&str> = who_of.iter().map(|w| w.1.as_str()).collect();
+        trace::killed_problems(&mut t, &recorded);
         corrections.sort_by(|a, b| a.process.cmp(&b.process));
         t.clock_sync = corrections;
         let f: Vec<(&str, u64)> = firsts.iter().map(|(p, t)| (p.as_str(), *t)).collect();
@@ -776,7 +778,9 @@ impl ByProcess {
     }
 
     /// The trace without its streams: its processes, callsites, user
-    /// events, texts, problems found so far and clock corrections.
+    /// events, texts, clock corrections, and the problems found without
+    /// reading the events (damaged or missing files, processes killed before
+    /// their events reached the disk).
     pub fn tables(&self) -> &Trace {
         &self.tables
     }
@@ -801,9 +805,11 @@ impl ByProcess {
     }
 
     /// The streams of the `i`-th process, read whole: a trace holding them
-    /// with the trace's tables and their shared objects. Its streams are
-    /// those of [`trace::read`]'s trace for that process, in the same order,
-    /// and come after those of the processes before.
+    /// with the trace's tables and their shared objects, and as its problems
+    /// those the whole trace finds in them (events stamped too late, records
+    /// that stop). Its streams are those of [`trace::read`]'s trace for that
+    /// process, in the same order, and come after those of the processes
+    /// before.
     pub fn read(&self, i: usize) -> Trace {
         let mut t = tables_of(&self.tables);
         t.clock_sync = self.tables.clock_sync.clone();
@@ -824,9 +830,15 @@ impl ByProcess {
         };
         let mut streams = trace::finish_bodies(&self.dir, bodies, &numbering, true);
         crate::clocksync::apply(&mut streams);
-        trace::shift(&mut streams, self.base);
+        let late = trace::shift(&mut streams, self.base);
+        // The problems the whole trace would find in these streams.
+        for (s, &late) in streams.iter().zip(&late) {
+            trace::late_problem(&mut t, &s.process, s.stream, late);
+        }
         streams.sort_by(|a, b| (a.process.as_str(), a.stream).cmp(&(b.process.as_str(), b.stream)));
         for s in &mut streams {
+            let last = s.events.last().map(|e| (e.t_ns, e.kind, e.phase));
+            trace::stop_problem(&mut t, &s.process, s.stream, s.damaged, last);
             s.events_changed();
         }
         t.streams = streams;

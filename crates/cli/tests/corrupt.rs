@@ -712,6 +712,13 @@ fn check_other_commands(dir: &Path, what: &str) {
                     output_bytes(&out_path) == output_bytes(&low_path),
                     "{what}: gaspard {args:?} with --low-memory writes other bytes"
                 );
+                // And says the same of the trace's problems.
+                let note = |e: &str| {
+                    e.lines()
+                        .find(|l| l.contains("problem(s)"))
+                        .map(str::to_string)
+                };
+                assert_eq!(note(&r.stderr), note(&l.stderr), "{what}: gaspard {args:?}");
             }
             let _ = std::fs::remove_dir_all(low);
             let _ = std::fs::remove_file(low);

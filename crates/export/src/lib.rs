@@ -717,12 +717,6 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
             Ok(())
         })?;
     }
-    if !r.tables().problems.is_empty() {
-        eprintln!(
-            "gaspard: note: the trace has {} problem(s), exported as read (`gaspard report` lists them)",
-            r.tables().problems.len()
-        );
-    }
     prepare_output(out, force)?;
     enum Writer {
         Otf2(Box<otf2::Writer>),
@@ -741,7 +735,9 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
         )?)),
     };
     let hidden = indicatif::ProgressBar::hidden();
+    let mut problems = r.tables().problems.len();
     each_process(&r, |t| {
+        problems += t.problems.len();
         let m = Model::with_shared(&t, &mut shared);
         match &mut w {
             Writer::Otf2(w) => w.write_part(&m, &hidden),
@@ -750,6 +746,11 @@ pub fn export_by_process(dir: &Path, format: Format, out: &Path, force: bool) ->
         }
     })?;
     r.finish();
+    if problems > 0 {
+        eprintln!(
+            "gaspard: note: the trace has {problems} problem(s), exported as read (`gaspard report` lists them)"
+        );
+    }
     match w {
         Writer::Otf2(w) => w.finish(&shared.windows, &ranks),
         Writer::Parquet(w) => w.finish(),
