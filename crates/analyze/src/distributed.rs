@@ -165,6 +165,18 @@ fn summarize(
     placed.into_iter().zip(summaries).collect()
 }
 
+/// The streams of a first, light reading with their times in ns, their
+/// processes' clock corrections, and each stream's first event (process, time).
+fn light_clocks(bodies: Vec<trace::Body>) -> (Vec<Stream>, Clocks) {
+    let mut streams = trace::in_ns(bodies);
+    let corrections = crate::clocksync::apply(&mut streams);
+    let firsts = streams
+        .iter()
+        .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+        .collect();
+    (streams, (corrections, firsts))
+}
+
 /// Of `files`, whose heads are `heads`, those whose stream could be read.
 fn read_of(files: &[usize], heads: &[Head]) -> Vec<usize> {
     files
@@ -379,13 +391,7 @@ pub fn report(
             .map(|files| {
                 // Only what the trace as a whole needs is kept of the events.
                 let (heads, bodies) = read(files, trace::Reading::Light);
-                let mut streams = trace::in_ns(bodies);
-                let corrections = crate::clocksync::apply(&mut streams);
-                let firsts: Vec<(String, u64)> = streams
-                    .iter()
-                    .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
-                    .collect();
-                (heads, (corrections, firsts))
+                (heads, light_clocks(bodies).1)
             })
             .collect();
         for (files, (heads, e)) in groups.iter().zip(first) {
@@ -630,10 +636,11 @@ pub struct ByProcess {
     dir: PathBuf,
     paths: Vec<PathBuf>,
     refs: trace::ClockRefs,
-    /// What each reading reads: a process (named by its files), its stream
-    /// files and the trace's numbers of those that could be read; in the
-    /// whole trace's order of streams.
-    groups: Vec<(String, Vec<usize>, Vec<StreamIds>)>,
+    /// What each reading reads: a process's stream files (several
+    /// processes' when their damaged streams interleave) and the trace's
+    /// numbers of those that could be read; in the whole trace's order of
+    /// streams.
+    groups: Vec<(Vec<usize>, Vec<StreamIds>)>,
     /// The programming models (`gasp_model_t`) of the streams.
     models: Vec<u32>,
     nowhere: u32,
@@ -672,12 +679,7 @@ impl ByProcess {
                     trace::Reading::Light,
                 );
                 let (heads, bodies) = trace::split_parts(dir, parts);
-                let mut streams = trace::in_ns(bodies);
-                let corrections = crate::clocksync::apply(&mut streams);
-                let firsts: Vec<(String, u64)> = streams
-                    .iter()
-                    .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
-                    .collect();
+                let (streams, (corrections, firsts)) = light_clocks(bodies);
                 let who: Vec<(String, u32, u32)> = streams
                     .iter()
                     .map(|s| (s.process.clone(), s.stream, s.model))
@@ -743,7 +745,7 @@ impl ByProcess {
             }
             left.push(files.iter().filter(|&&i| is_read[i]).count());
         }
-        let mut units: Vec<(String, Vec<usize>, Vec<StreamIds>)> = Vec::new();
+        let mut units: Vec<(Vec<usize>, Vec<StreamIds>)> = Vec::new();
         let (mut taken, mut open, mut unit) = (vec![false; groups.len()], 0usize, Vec::new());
         for (i, _, _) in &who_of {
             let g = group_of[*i];
@@ -760,7 +762,7 @@ impl ByProcess {
                     .collect();
                 files.sort_unstable();
                 let ids = files.iter().filter_map(|i| ids.remove(i)).collect();
-                units.push((process_of(&listing.streams[files[0]]), files, ids));
+                units.push((files, ids));
             }
         }
         Ok(ByProcess {
@@ -813,7 +815,7 @@ impl ByProcess {
     pub fn read(&self, i: usize) -> Trace {
         let mut t = tables_of(&self.tables);
         t.clock_sync = self.tables.clock_sync.clone();
-        let Some((_, files, ids)) = self.groups.get(i) else {
+        let Some((files, ids)) = self.groups.get(i) else {
             return t;
         };
         let paths: Vec<PathBuf> = files.iter().map(|&f| self.paths[f].clone()).collect();

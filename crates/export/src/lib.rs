@@ -620,11 +620,29 @@ impl<'t> Names<'t> {
     }
 }
 
+/// What a process of `model` is called: `PE` (OpenSHMEM) or `rank`.
+fn rank_word(model: &str) -> &'static str {
+    if model == "SHMEM" {
+        "PE"
+    } else {
+        "rank"
+    }
+}
+
+/// A process's name in exported traces: `rank 1 (host-pid)`, `PE 2
+/// (host-pid)`, or `host-pid` without a rank.
+pub(crate) fn process_name(process: &str, rank: Option<(&str, usize)>) -> String {
+    match rank {
+        Some((model, me)) => format!("{} {me} ({process})", rank_word(model)),
+        None => process.to_string(),
+    }
+}
+
 pub fn location_name(m: &Model, si: usize) -> String {
     let s = &m.trace.streams[si];
     match m.stream_rank[si] {
         Some((model, me)) => {
-            let who = if model == "SHMEM" { "PE" } else { "rank" };
+            let who = rank_word(model);
             if s.thread == 0 {
                 format!("{who} {me}")
             } else {

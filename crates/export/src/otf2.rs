@@ -670,14 +670,7 @@ impl Writer {
                 continue;
             };
             if !std::mem::replace(&mut groups_done[g as usize], true) {
-                let name = match s.rank {
-                    Some((model, me)) => format!(
-                        "{} {me} ({})",
-                        if model == "SHMEM" { "PE" } else { "rank" },
-                        s.process
-                    ),
-                    None => s.process.clone(),
-                };
+                let name = crate::process_name(&s.process, s.rank);
                 defs.push(Def::LocationGroup(g, strings.id(&name)));
             }
         }

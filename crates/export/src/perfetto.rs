@@ -332,6 +332,23 @@ impl Plan {
     }
 }
 
+/// The instant on a target's track where a one-sided access's flow ends.
+fn remote_instant(time: u64, name_iid: u64, track: u64, flow: u64) -> TracePacket {
+    TracePacket {
+        timestamp: Some(time),
+        trusted_packet_sequence_id: Some(SEQ),
+        sequence_flags: Some(2),
+        track_event: Some(TrackEvent {
+            r#type: Some(INSTANT),
+            name_iid: Some(name_iid),
+            track_uuid: Some(track),
+            terminating_flow_ids: vec![flow],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
 /// An event's name's key: its kind, user event and text (by where it is).
 fn event_key(
     t: &gaspard_analyze::trace::Trace,
@@ -446,14 +463,7 @@ impl Writer {
             let pi = process_index.get(s.process.as_str()).copied();
             if let Some(pi) = pi {
                 if !std::mem::replace(&mut seen[pi], true) {
-                    let name = match s.rank {
-                        Some((model, me)) => format!(
-                            "{} {me} ({})",
-                            if model == "SHMEM" { "PE" } else { "rank" },
-                            s.process
-                        ),
-                        None => s.process.clone(),
-                    };
+                    let name = crate::process_name(&s.process, s.rank);
                     o.packet(&TracePacket {
                         track_descriptor: Some(TrackDescriptor {
                             uuid: Some(process_uuid(pi)),
@@ -571,19 +581,7 @@ impl Writer {
                         break;
                     }
                     rq.next();
-                    o.packet(&TracePacket {
-                        timestamp: Some(rt.max(last)),
-                        trusted_packet_sequence_id: Some(SEQ),
-                        sequence_flags: Some(2),
-                        track_event: Some(TrackEvent {
-                            r#type: Some(INSTANT),
-                            name_iid: Some(self.names[name]),
-                            track_uuid: Some(track),
-                            terminating_flow_ids: vec![flow],
-                            ..Default::default()
-                        }),
-                        ..Default::default()
-                    })?;
+                    o.packet(&remote_instant(rt.max(last), self.names[name], track, flow))?;
                     self.instants += 1;
                     last = rt.max(last);
                 }
@@ -645,19 +643,7 @@ impl Writer {
                 })?;
             }
             for (rt, name, flow) in rq {
-                o.packet(&TracePacket {
-                    timestamp: Some(rt.max(last)),
-                    trusted_packet_sequence_id: Some(SEQ),
-                    sequence_flags: Some(2),
-                    track_event: Some(TrackEvent {
-                        r#type: Some(INSTANT),
-                        name_iid: Some(self.names[name]),
-                        track_uuid: Some(track),
-                        terminating_flow_ids: vec![flow],
-                        ..Default::default()
-                    }),
-                    ..Default::default()
-                })?;
+                o.packet(&remote_instant(rt.max(last), self.names[name], track, flow))?;
                 self.instants += 1;
             }
             progress.inc(s.events.len() as u64);

@@ -869,10 +869,6 @@ static NO_INSTRUMENT fn_frame *unwind_to(void *fn) {
   return &fn_stack[i - 1];
 }
 
-/* A throttled function's calls push no frame; with patching, their entries
- * and exits stop coming one call site at a time, so an exit may have no
- * frame (its entry was patched out) and a frame may have no exit (patched
- * out while the call ran: unwind_to pops it at its caller's exit). */
 /* The string number of `fn`'s name in the chunk `c` is filling: kept in
  * its statistics `st` (when there are) for the chunk, rather than its name
  * looked up and its string found again at every event. */
@@ -887,6 +883,10 @@ static inline NO_INSTRUMENT uint32_t fn_string(gaspard_ctx *c, fn_stat *st, void
   return st->str_id;
 }
 
+/* A throttled function's calls push no frame; with patching, their entries
+ * and exits stop coming one call site at a time, so an exit may have no
+ * frame (its entry was patched out) and a frame may have no exit (patched
+ * out while the call ran: unwind_to pops it at its caller's exit). */
 EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   if (busy) return;
   fn_stat *st = stat_of(fn);
@@ -947,7 +947,8 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
-  uint64_t a[1] = {fn_string(c, st ? st : (fr ? fr->st : NULL), fn)}; /* checks st->fn */
+  /* fn_string takes the frame's statistics only when they are fn's. */
+  uint64_t a[1] = {fn_string(c, st ? st : (fr ? fr->st : NULL), fn)};
   gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
   if (st && fr) {
     st->calls++;

@@ -701,7 +701,7 @@ impl Process {
     pub(crate) fn populate_fresh(&self) {
         static REFUSED: AtomicBool = AtomicBool::new(false);
         let fresh = std::mem::take(&mut *self.fresh.lock().unwrap_or_else(|e| e.into_inner()));
-        if REFUSED.load(Ordering::Relaxed) {
+        if fresh.is_empty() || REFUSED.load(Ordering::Relaxed) {
             return;
         }
         // SAFETY: sysconf has no preconditions.
