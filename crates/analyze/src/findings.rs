@@ -96,6 +96,65 @@ fn class_of(kind: u16) -> Option<Class> {
     CLASSES.get_or_init(|| kinds::table(|k| k.map(|k| k.class)))[kind as usize]
 }
 
+/// An OpenMP thread's time inside parallel regions: in the implicit tasks of
+/// their teams, nested ones counted once; the initial task (the program's
+/// own, outside any region) is not one. libomp tells a worker thread that its
+/// implicit task ended only when the next parallel region begins, so the last
+/// region's never ends on a worker: a task still open at the end of the
+/// stream counts until the stream's last event.
+fn parallel_time(s: &Stream) -> u64 {
+    let Some(task) = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK")
+        .map(|k| k.id)
+        .filter(|&k| crate::intervals::has_kind(s, k))
+    else {
+        return 0;
+    };
+    // Per open task, whether it is a team's; how many of those are open.
+    let mut open: Vec<bool> = Vec::new();
+    let (mut teams, mut from, mut inside) = (0u32, 0u64, 0u64);
+    for e in s.events.iter().filter(|e| e.kind == task) {
+        match e.phase {
+            0 => {
+                let team = !is_initial_task(s.args(e));
+                open.push(team);
+                if team {
+                    if teams == 0 {
+                        from = e.t_ns;
+                    }
+                    teams += 1;
+                }
+            }
+            // An END without its START (a damaged stream) is passed over.
+            1 => {
+                if open.pop() == Some(true) {
+                    teams -= 1;
+                    if teams == 0 {
+                        inside += e.t_ns.saturating_sub(from);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if teams > 0 {
+        let last = s.events.last().map_or(from, |e| e.t_ns);
+        inside += last.saturating_sub(from);
+    }
+    inside
+}
+
+/// Whether an implicit task's START (words: actual parallelism, index, OMPT
+/// task flags) is the initial task's. Traces without the flags: libomp gives
+/// the initial task index 1 of 1, while a team's tasks are numbered from 0.
+fn is_initial_task(words: &[u64]) -> bool {
+    const OMPT_TASK_INITIAL: u64 = 1;
+    match *words {
+        [_, _, flags, ..] => flags & OMPT_TASK_INITIAL != 0,
+        [actual, index] => index >= actual,
+        _ => false,
+    }
+}
+
 /// Each thread's time: the outermost synchronization and communication
 /// intervals, the rest being computation.
 pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
@@ -123,17 +182,7 @@ pub fn breakdown_of(s: &Stream) -> Breakdown {
         covered_until = i.end;
     }
     let parallel = if s.model == 5 {
-        let task = kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id);
-        let mut until = 0u64;
-        let mut inside = 0u64;
-        for i in intervals(s).iter().filter(|i| Some(i.kind) == task) {
-            let from = i.start.max(until);
-            if i.end > from {
-                inside += i.end - from;
-                until = i.end;
-            }
-        }
-        inside.min(span)
+        parallel_time(s).min(span)
     } else {
         span
     };

@@ -121,6 +121,69 @@ fn openmp_constructs_are_recorded_per_thread() {
         parallel, 1,
         "one parallel region, begun by the primary thread"
     );
+
+    // Time in parallel regions: the primary thread's is its team task's, its
+    // initial task (flags 1, open all along) left out; the workers' team
+    // tasks never end (libomp says so at the next region, and there is
+    // none): they count until their threads' last events.
+    let task_starts = |t: &Value| -> Vec<(f64, i64)> {
+        t["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["kind"] == "GASP_OMP_IMPLICIT_TASK" && e["phase"] == "START")
+            .map(|e| {
+                (
+                    e["t_ns"].as_f64().unwrap(),
+                    e["args"]["flags"].as_i64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let r = common::report(&trace);
+    let breakdown = r["breakdown"].as_array().unwrap();
+    for t in threads {
+        let b = breakdown
+            .iter()
+            .find(|b| b["stream"] == t["stream"])
+            .expect("a breakdown per thread");
+        let parallel = b["parallel_ns"].as_f64().unwrap();
+        let span = b["span_ns"].as_f64().unwrap();
+        let evs = t["events"].as_array().unwrap();
+        let starts = task_starts(t);
+        if t["thread"] == 0 {
+            assert_eq!(
+                starts.iter().map(|s| s.1).collect::<Vec<_>>(),
+                [1, 2],
+                "{starts:?}"
+            );
+            let end = evs
+                .iter()
+                .find(|e| e["kind"] == "GASP_OMP_IMPLICIT_TASK" && e["phase"] == "END")
+                .expect("the primary thread's team task ends")["t_ns"]
+                .as_f64()
+                .unwrap();
+            let team = end - starts[1].0;
+            assert!(
+                (parallel - team).abs() < 2e3,
+                "{parallel} ns, team task {team} ns"
+            );
+            assert!(parallel < span, "{b}");
+        } else {
+            assert_eq!(
+                starts.iter().map(|s| s.1).collect::<Vec<_>>(),
+                [2],
+                "{starts:?}"
+            );
+            let last = evs.last().unwrap()["t_ns"].as_f64().unwrap();
+            let open = last - starts[0].0;
+            assert!(
+                (parallel - open).abs() < 2e3,
+                "{parallel} ns, open task {open} ns"
+            );
+            assert!(parallel > 0.5 * span, "{b}");
+        }
+    }
 }
 
 const CONTENDED: &str = r#"

@@ -117,9 +117,11 @@ static void on_parallel_end(ompt_data_t *par, ompt_data_t *task, int flags, cons
 
 static void on_implicit_task(int endpoint, ompt_data_t *par, ompt_data_t *task, unsigned actual,
                              unsigned index, int flags) {
-  (void)par, (void)task, (void)flags;
-  uint64_t a[2] = {actual, index};
-  rec(K_OMP_IMPLICIT_TASK, phase_of(endpoint), a, endpoint == scope_begin ? 2 : 0);
+  (void)par, (void)task;
+  /* flags tells the initial task (ompt_task_initial, the program's own,
+   * outside any parallel region) from a team's implicit task. */
+  uint64_t a[3] = {actual, index, (uint64_t)(unsigned)flags};
+  rec(K_OMP_IMPLICIT_TASK, phase_of(endpoint), a, endpoint == scope_begin ? 3 : 0);
 }
 
 static void on_work(int wstype, int endpoint, ompt_data_t *par, ompt_data_t *task, uint64_t count,

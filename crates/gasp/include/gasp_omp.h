@@ -16,7 +16,7 @@
 #define GASP_OMP_THREAD 64u
 /* START/ATOMIC: size requested_parallelism, int flags, ptr codeptr; END: int flags, ptr codeptr */
 #define GASP_OMP_PARALLEL 65u
-/* START/ATOMIC: size actual_parallelism, size index; END: (none) */
+/* START/ATOMIC: size actual_parallelism, size index, int flags; END: (none) */
 #define GASP_OMP_IMPLICIT_TASK 66u
 /* START/ATOMIC: size count, ptr codeptr; END: size count, ptr codeptr */
 #define GASP_OMP_LOOP 67u
