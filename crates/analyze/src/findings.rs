@@ -125,12 +125,10 @@ fn parallel_time(s: &Stream) -> u64 {
                 }
             }
             // An END without its START (a damaged stream) is passed over.
-            1 => {
-                if open.pop() == Some(true) {
-                    teams -= 1;
-                    if teams == 0 {
-                        inside += e.t_ns.saturating_sub(from);
-                    }
+            1 if open.pop() == Some(true) => {
+                teams -= 1;
+                if teams == 0 {
+                    inside += e.t_ns.saturating_sub(from);
                 }
             }
             _ => {}
