@@ -213,7 +213,9 @@ def main():
 int gaspard_record_event(unsigned model, unsigned kind, unsigned phase, const char *file,
                          int line, const uint64_t *args, unsigned n);
 
-static __thread int inside;
+/* Initial-exec: the library is loaded at start-up (LD_PRELOAD or linked),
+ * and each wrapped call reads this without a call to __tls_get_addr. */
+static __thread int inside __attribute__((tls_model("initial-exec")));
 
 static inline int enter(void) {
   if (inside) return 0;
