@@ -191,6 +191,22 @@ int gaspard_record_event(unsigned model, unsigned kind, unsigned phase, const ch
  * and each wrapped call reads this without a call to __tls_get_addr. */
 static __thread int inside __attribute__((tls_model("initial-exec")));
 
+/* Coarray Fortran: the program's OpenCoarrays code (from libgaspard.so, found
+ * once); an MPI call made from there is recorded at the program's line that
+ * called the runtime (see gaspard_caf_caller). */
+void gaspard_caf_range(uintptr_t *lo, uintptr_t *hi);
+uint64_t gaspard_caf_caller(uintptr_t ra, uintptr_t lo, uintptr_t hi);
+static uintptr_t caf_lo, caf_hi;
+
+__attribute__((constructor)) static void find_caf(void) { gaspard_caf_range(&caf_lo, &caf_hi); }
+
+/* The call site of a call returning to `ra`. */
+static inline uint64_t site_of(void *ra) {
+  uintptr_t a = (uintptr_t)ra;
+  if (__builtin_expect(a - 1 - caf_lo < caf_hi - caf_lo, 0)) return gaspard_caf_caller(a, caf_lo, caf_hi);
+  return a;
+}
+
 static inline int enter(void) {
   if (inside) return 0;
   inside = 1;
@@ -399,8 +415,8 @@ def main():
         m = len(ends)
         body = [f"EXPORT int {fn['name']}({fn['params']}) {{"]
         body.append(f"  uint64_t a[{max(n, m) + 1}] = {{0}};")
-        body.append("  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);")
         body.append("  int rec = enter();")
+        body.append("  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;")
         if fn["pre"]:
             body.append("  " + fn["pre"])
         if n:
@@ -441,9 +457,9 @@ def main():
         n = len(args)
         fpn = "p" + lname + "_"
         proto = f"void {fpn}({params});"
-        body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2) + 1}] = {{0}};",
-                "  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);"]
+        body = [proto, f"EXPORT void {lname}_({params}) {{", f"  uint64_t a[{max(n, 2) + 1}] = {{0}};"]
         body.append("  int rec = enter();")
+        body.append("  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;")
         if n:
             body.append("  if (rec) {")
             for j, e in enumerate(args):

@@ -27,6 +27,8 @@ const EXPORTS: &[&str] = &[
     "ompt_start_tool",
     "gaspard_context",
     "gaspard_record_event",
+    "gaspard_caf_range",
+    "gaspard_caf_caller",
     "gaspard_clock_ns",
 ];
 

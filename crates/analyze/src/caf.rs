@@ -33,11 +33,14 @@ use crate::trace::{Event, Stream};
 /// OpenCoarrays' tag for `sync images`.
 const SYNC_IMAGES_TAG: u64 = 424_242;
 
-/// One MPI call: its kind, its START and END times, its START arguments by name.
+/// One MPI call: its kind, its START and END times, its START's callsite
+/// (the program's line that called the coarray runtime: see
+/// `gaspard_caf_caller`), its START arguments by name.
 struct Call {
     name: &'static str,
     start: u64,
     end: u64,
+    site: u32,
     args: HashMap<&'static str, u64>,
 }
 
@@ -57,6 +60,7 @@ fn calls(s: &Stream) -> Vec<Call> {
                 name: k.name,
                 start: iv.start,
                 end: iv.end,
+                site: start.callsite,
                 args,
             })
         })
@@ -71,13 +75,13 @@ fn is_caf(dir: &Path, s: &Stream) -> bool {
     gfortran && s.events.iter().any(|e| Some(e.kind) == dynamic)
 }
 
-/// Adds the coarray events of `s` when it is a stream of a CAF process
-/// (`nowhere`: the callsite they are given).
-pub fn recognise(dir: &Path, s: &mut Stream, nowhere: u32) {
+/// Adds the coarray events of `s` when it is a stream of a CAF process, each
+/// at the callsite of the first MPI call of its pattern.
+pub fn recognise(dir: &Path, s: &mut Stream) {
     if !is_caf(dir, s) {
         return;
     }
-    let added = coarray_events(s, nowhere);
+    let added = coarray_events(s);
     // A stream holds at most MAX_STREAM_EVENTS events.
     if added.is_empty() || s.events.len() + added.len() > crate::trace::MAX_STREAM_EVENTS {
         return;
@@ -112,13 +116,13 @@ fn event(kind: u16, phase: u8, t_ns: u64, args: Vec<u64>, site: u32) -> Added {
     (e, args)
 }
 
-fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
+fn coarray_events(s: &Stream) -> Vec<Added> {
     let id = |name: &str| kind_by_name(name).map(|k| k.id).unwrap_or(0);
     let calls = calls(s);
     let mut out = Vec::new();
-    let pair = |out: &mut Vec<Added>, kind: u16, start: u64, end: u64, args: Vec<u64>| {
-        out.push(event(kind, 0, start, args.clone(), site));
-        out.push(event(kind, 1, end, args, site));
+    let pair = |out: &mut Vec<Added>, kind: u16, c: &Call, start: u64, end: u64, args: Vec<u64>| {
+        out.push(event(kind, 0, start, args.clone(), c.site));
+        out.push(event(kind, 1, end, args, c.site));
     };
     let arg = |c: &Call, n: &str| c.args.get(n).copied().unwrap_or(0);
     // The synchronization OpenCoarrays does itself when the program ends (sync
@@ -157,10 +161,12 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
                     2,
                     c.end,
                     vec![arg(c, "size"), arg(c, "win")],
-                    site,
+                    c.site,
                 ));
             }
-            "GASP_MPI_BARRIER" => pair(&mut out, id("GASP_CAF_SYNC_ALL"), c.start, c.end, vec![]),
+            "GASP_MPI_BARRIER" => {
+                pair(&mut out, id("GASP_CAF_SYNC_ALL"), c, c.start, c.end, vec![])
+            }
             "GASP_MPI_ALLREDUCE" => {
                 let k = match arg(c, "op") {
                     1 => "GASP_CAF_CO_SUM",
@@ -168,13 +174,21 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
                     4 => "GASP_CAF_CO_MIN",
                     _ => "GASP_CAF_CO_REDUCE",
                 };
-                pair(&mut out, id(k), c.start, c.end, vec![0, arg(c, "nbytes")]);
+                pair(
+                    &mut out,
+                    id(k),
+                    c,
+                    c.start,
+                    c.end,
+                    vec![0, arg(c, "nbytes")],
+                );
             }
             "GASP_MPI_BCAST" => {
                 let root = arg(c, "root") as i64 + 1;
                 pair(
                     &mut out,
                     id("GASP_CAF_CO_BROADCAST"),
+                    c,
                     c.start,
                     c.end,
                     vec![root as u64, arg(c, "nbytes")],
@@ -205,13 +219,14 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
                     };
                     let (start, end) = (c.start, calls[j].end);
                     if !puts.is_empty() {
-                        pair(&mut out, id("GASP_CAF_PUT"), start, end, rma(&puts));
+                        pair(&mut out, id("GASP_CAF_PUT"), c, start, end, rma(&puts));
                     } else if !gets.is_empty() {
-                        pair(&mut out, id("GASP_CAF_GET"), start, end, rma(&gets));
+                        pair(&mut out, id("GASP_CAF_GET"), c, start, end, rma(&gets));
                     } else if let Some(a) = has("GASP_MPI_ACCUMULATE").first() {
                         pair(
                             &mut out,
                             id("GASP_CAF_EVENT_POST"),
+                            c,
                             start,
                             end,
                             vec![image, win, arg(a, "disp")],
@@ -220,6 +235,7 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
                         pair(
                             &mut out,
                             id("GASP_CAF_LOCK"),
+                            c,
                             start,
                             end,
                             vec![image, win, arg(a, "disp")],
@@ -247,6 +263,7 @@ fn coarray_events(s: &Stream, site: u32) -> Vec<Added> {
                 pair(
                     &mut out,
                     id("GASP_CAF_SYNC_IMAGES"),
+                    c,
                     c.start,
                     calls[j - 1].end,
                     vec![sends],

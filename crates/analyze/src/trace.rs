@@ -884,7 +884,7 @@ pub(crate) fn finish_bodies(
         .collect();
     if caf {
         for s in &mut streams {
-            crate::caf::recognise(dir, s, numbering.nowhere);
+            crate::caf::recognise(dir, s);
         }
     }
     streams

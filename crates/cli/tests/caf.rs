@@ -43,6 +43,7 @@ fn run_on(n: usize) {
     std::fs::write(&src, PROGRAM).unwrap();
     let exe = dir.join("d");
     let out = Command::new("caf")
+        .arg("-g")
         .arg(&src)
         .arg("-o")
         .arg(&exe)
@@ -121,6 +122,36 @@ fn run_on(n: usize) {
         );
         // The MPI-level detail stays.
         assert!(!of(evs, "GASP_MPI_BARRIER").is_empty());
+        // Each coarray operation at the program's line that made it, though
+        // the MPI calls are made by the runtime linked into the program.
+        let lines_of = |needle: &str| -> Vec<u64> {
+            PROGRAM
+                .lines()
+                .enumerate()
+                .filter(|(_, l)| l.trim_start().starts_with(needle))
+                .map(|(i, _)| i as u64 + 1)
+                .collect()
+        };
+        let at = |e: &Value| {
+            assert!(
+                e["file"].as_str().unwrap_or("").ends_with("d.f90"),
+                "image {me}: {e}"
+            );
+            e["line"].as_u64().unwrap()
+        };
+        let syncs: Vec<u64> = of(evs, "GASP_CAF_SYNC_ALL").into_iter().map(at).collect();
+        assert_eq!(syncs, lines_of("sync all"), "image {me}");
+        for (list, needle) in [
+            (&puts, "if (me == 1) a(:)[2]"),
+            (&gets, "if (me /= 1) b = a(:)[1]"),
+            (&of(evs, "GASP_CAF_CO_SUM"), "call co_sum"),
+            (&of(evs, "GASP_CAF_CO_BROADCAST"), "call co_broadcast"),
+            (&of(evs, "GASP_CAF_LOCK"), "critical"),
+        ] {
+            for e in list {
+                assert_eq!(vec![at(e)], lines_of(needle), "image {me}: {e}");
+            }
+        }
     }
     seen.sort();
     assert_eq!(

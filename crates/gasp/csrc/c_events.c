@@ -35,6 +35,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include "gasp_upc.h"
 #include "gaspard_record.h"
@@ -516,18 +517,15 @@ static NO_INSTRUMENT int patch_call(uint8_t *ret, void *hook, void *hook2) {
  * sequence must be there, else nothing is patched (the real jump is
  * among them, so a lone one is it). It becomes `ret` (c3), one byte, which
  * returns to the caller as the hook would. */
-/* The size of the function at fn from its module's symbol table (.symtab,
- * read from the file: the program's own is /proc/self/exe), for a static
- * function, which has no dynamic symbol. 0 when not found. */
-static NO_INSTRUMENT size_t symtab_size(void *fn) {
-  Dl_info info;
-  struct link_map *lm = NULL;
-  if (!dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
-  const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+/* Calls `each` on every symbol of the .symtab of the ELF file at `path` (its
+ * name from the section's string table, "" when out of bounds) until it
+ * returns nonzero; returns that value, 0 when the file is not there or has
+ * no .symtab. */
+typedef int (*symtab_fn)(const ElfW(Sym) *sym, const char *name, void *arg);
+static NO_INSTRUMENT int symtab_each(const char *path, symtab_fn each, void *arg) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
   struct stat sb;
-  size_t size = 0;
   if (fstat(fd, &sb) != 0 || sb.st_size < (off_t)sizeof(ElfW(Ehdr))) {
     close(fd);
     return 0;
@@ -536,26 +534,228 @@ static NO_INSTRUMENT size_t symtab_size(void *fn) {
   const uint8_t *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED) return 0;
+  int r = 0;
   const ElfW(Ehdr) *eh = (const ElfW(Ehdr) *)m;
   if (!memcmp(eh->e_ident, ELFMAG, SELFMAG) && eh->e_shentsize == sizeof(ElfW(Shdr)) &&
       eh->e_shoff < len && eh->e_shnum <= (len - eh->e_shoff) / sizeof(ElfW(Shdr))) {
     const ElfW(Shdr) *sh = (const ElfW(Shdr) *)(m + eh->e_shoff);
-    for (unsigned i = 0; i < eh->e_shnum && !size; i++) {
+    for (unsigned i = 0; i < eh->e_shnum && !r; i++) {
       if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_offset > len ||
           sh[i].sh_size > len - sh[i].sh_offset)
         continue;
+      const char *strtab = NULL;
+      size_t strlen_ = 0;
+      if (sh[i].sh_link < eh->e_shnum && sh[sh[i].sh_link].sh_offset <= len &&
+          sh[sh[i].sh_link].sh_size <= len - sh[sh[i].sh_link].sh_offset) {
+        strtab = (const char *)m + sh[sh[i].sh_link].sh_offset;
+        strlen_ = sh[sh[i].sh_link].sh_size;
+      }
       const ElfW(Sym) *sym = (const ElfW(Sym) *)(m + sh[i].sh_offset);
       size_t n = sh[i].sh_size / sizeof(ElfW(Sym));
-      for (size_t k = 0; k < n; k++)
-        if (ELF64_ST_TYPE(sym[k].st_info) == STT_FUNC && sym[k].st_value &&
-            lm->l_addr + sym[k].st_value == (uintptr_t)fn) {
-          size = sym[k].st_size;
-          break;
-        }
+      for (size_t k = 0; k < n && !r; k++) {
+        /* A name must end inside the table: memchr bounds it. */
+        const char *name = "";
+        if (strtab && sym[k].st_name < strlen_ &&
+            memchr(strtab + sym[k].st_name, 0, strlen_ - sym[k].st_name))
+          name = strtab + sym[k].st_name;
+        r = each(&sym[k], name, arg);
+      }
     }
   }
   munmap((void *)m, len);
-  return size;
+  return r;
+}
+
+struct size_query {
+  uintptr_t bias, fn;
+  size_t size;
+};
+
+static NO_INSTRUMENT int size_of_sym(const ElfW(Sym) *sym, const char *name, void *arg) {
+  (void)name;
+  struct size_query *q = arg;
+  if (ELF64_ST_TYPE(sym->st_info) == STT_FUNC && sym->st_value &&
+      q->bias + sym->st_value == q->fn) {
+    q->size = sym->st_size;
+    return 1;
+  }
+  return 0;
+}
+
+/* The size of the function at fn from its module's symbol table (.symtab,
+ * read from the file: the program's own is /proc/self/exe), for a static
+ * function, which has no dynamic symbol. 0 when not found. */
+static NO_INSTRUMENT size_t symtab_size(void *fn) {
+  Dl_info info;
+  struct link_map *lm = NULL;
+  if (!dladdr1(fn, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm) return 0;
+  const char *path = lm->l_name && lm->l_name[0] ? lm->l_name : "/proc/self/exe";
+  struct size_query q = {lm->l_addr, (uintptr_t)fn, 0};
+  symtab_each(path, size_of_sym, &q);
+  return q.size;
+}
+
+/* --- Coarray Fortran call sites ---------------------------------------
+ * OpenCoarrays' runtime (libcaf_mpi) is linked into the program itself, and
+ * its MPI calls return into it, where no source line is known. An MPI call
+ * made from the runtime's code takes as its call site the first return
+ * address outside that code up the stack: the program's line that called the
+ * runtime (the `sync all`, the coarray access, `end program`).
+ *
+ * The runtime's code is found once, from the program's .symtab: the hull of
+ * its `_gfortran_caf_*` functions, widened to the static functions of the
+ * source files that have one among them (helpers placed before or after
+ * them). A source file's code is contiguous in the program, so nothing else
+ * lies in that range; cold parts (`.cold`, placed apart) are left out. */
+
+struct caf_scan {
+  uintptr_t bias;
+  uintptr_t glo, ghi; /* the hull of the _gfortran_caf_* functions */
+  uintptr_t lo, hi;   /* the current source file's static functions */
+  int in;             /* whether one of them lies in [glo, ghi) */
+  uintptr_t wlo, whi; /* the hull widened */
+};
+
+static NO_INSTRUMENT int caf_entries(const ElfW(Sym) *sym, const char *name, void *arg) {
+  struct caf_scan *r = arg;
+  if (ELF64_ST_TYPE(sym->st_info) == STT_FUNC && sym->st_value &&
+      ELF64_ST_BIND(sym->st_info) != STB_LOCAL && !strncmp(name, "_gfortran_caf_", 14)) {
+    uintptr_t a = r->bias + sym->st_value, b = a + sym->st_size;
+    if (!r->glo || a < r->glo) r->glo = a;
+    if (b > r->ghi) r->ghi = b;
+  }
+  return 0;
+}
+
+/* Ends the current source file's static functions: the hull is widened to
+ * them when one lies among the runtime's entry points. */
+static NO_INSTRUMENT void caf_file_end(struct caf_scan *r) {
+  if (r->in) {
+    if (r->lo < r->wlo) r->wlo = r->lo;
+    if (r->hi > r->whi) r->whi = r->hi;
+  }
+  r->lo = r->hi = 0, r->in = 0;
+}
+
+static NO_INSTRUMENT int caf_helpers(const ElfW(Sym) *sym, const char *name, void *arg) {
+  struct caf_scan *r = arg;
+  if (ELF64_ST_TYPE(sym->st_info) == STT_FILE) {
+    caf_file_end(r);
+  } else if (ELF64_ST_TYPE(sym->st_info) == STT_FUNC && sym->st_value &&
+             ELF64_ST_BIND(sym->st_info) == STB_LOCAL && !strstr(name, ".cold")) {
+    uintptr_t a = r->bias + sym->st_value, b = a + sym->st_size;
+    if (a - r->glo < r->ghi - r->glo) r->in = 1;
+    if (!r->lo || a < r->lo) r->lo = a;
+    if (b > r->hi) r->hi = b;
+  }
+  return 0;
+}
+
+static NO_INSTRUMENT int main_bias(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  *(uintptr_t *)arg = info->dlpi_addr; /* the first module is the program */
+  return 1;
+}
+
+/* The program's OpenCoarrays code [*lo, *hi), or 0 and 0 when it has none
+ * (not a Coarray Fortran program, or no .symtab). Called once, by
+ * libgaspard_mpi.so as it is loaded. */
+EXPORT NO_INSTRUMENT void gaspard_caf_range(uintptr_t *lo, uintptr_t *hi) {
+  struct caf_scan r = {0};
+  *lo = *hi = 0;
+  dl_iterate_phdr(main_bias, &r.bias);
+  symtab_each("/proc/self/exe", caf_entries, &r);
+  if (r.glo >= r.ghi) return;
+  r.wlo = r.glo, r.whi = r.ghi;
+  symtab_each("/proc/self/exe", caf_helpers, &r);
+  caf_file_end(&r);
+  *lo = r.wlo, *hi = r.whi;
+}
+
+/* libgcc gives with each frame's IP the CFA of the frame that IP returns
+ * from (the callee's): the second frame's is gaspard_caf_caller's own, and
+ * the return address into the program is stored right below the CFA given
+ * with it. */
+struct caf_walk {
+  uintptr_t lo, hi, found;
+  uintptr_t own_cfa;   /* gaspard_caf_caller's, given with the second frame */
+  uintptr_t found_cfa; /* given with the frame found */
+  int inside, frames;
+};
+
+static NO_INSTRUMENT _Unwind_Reason_Code caf_step(struct _Unwind_Context *ctx, void *arg) {
+  struct caf_walk *w = arg;
+  uintptr_t ip = (uintptr_t)_Unwind_GetIP(ctx);
+  if (!ip || ++w->frames > 32) return _URC_END_OF_STACK;
+  if (w->frames == 2) w->own_cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+  /* A return address: the call is the instruction before it. */
+  if (ip - 1 - w->lo < w->hi - w->lo) {
+    w->inside = 1;
+  } else if (w->inside) {
+    w->found = ip;
+    w->found_cfa = (uintptr_t)_Unwind_GetCFA(ctx);
+    return _URC_END_OF_STACK;
+  }
+  return _URC_NO_REASON;
+}
+
+/* The program's executable code, where the runtime's callers are. */
+static uintptr_t prog_text_lo, prog_text_hi;
+
+static NO_INSTRUMENT int main_text(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size, (void)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      prog_text_lo = info->dlpi_addr + ph->p_vaddr;
+      prog_text_hi = prog_text_lo + ph->p_memsz;
+    }
+  }
+  return 1;
+}
+
+/* Unwinding the stack takes about 0.7 us here, three times per coarray
+ * access (lock, get, unlock): each thread keeps, per return address into the
+ * runtime, where the runtime's caller's return address was found on the
+ * stack, relative to this function's frame. A call from the same place in the
+ * runtime finds it there again, in one read, checked to be a return address
+ * into the program's code outside the runtime (else the stack is unwound
+ * again). */
+#define CAF_CACHE 64
+static __thread struct {
+  uintptr_t ra;
+  uintptr_t off;
+} caf_cache[CAF_CACHE] __attribute__((tls_model("initial-exec")));
+
+static NO_INSTRUMENT int caf_caller_ok(uintptr_t v, uintptr_t lo, uintptr_t hi) {
+  return v - prog_text_lo < prog_text_hi - prog_text_lo && v - 1 - lo >= hi - lo;
+}
+
+/* The call site to record for a call returning to `ra`, inside the range
+ * [lo, hi) of gaspard_caf_range: the first return address outside it up the
+ * stack, else `ra`. */
+EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintptr_t ra,
+                                                                           uintptr_t lo,
+                                                                           uintptr_t hi) {
+  /* The frame address keeps this function's frame pointer: its CFA is 16
+   * bytes above it. */
+  uintptr_t cfa = (uintptr_t)__builtin_frame_address(0) + 16;
+  unsigned k = (unsigned)(ra >> 2) % CAF_CACHE;
+  if (caf_cache[k].ra == ra) {
+    uintptr_t v = *(const uintptr_t *)(cfa + caf_cache[k].off);
+    if (caf_caller_ok(v, lo, hi)) return v;
+  }
+  if (!prog_text_hi) dl_iterate_phdr(main_text, NULL);
+  struct caf_walk w = {lo, hi, 0, 0, 0, 0, 0};
+  _Unwind_Backtrace(caf_step, &w);
+  if (!w.found) return ra;
+  uintptr_t slot = w.found_cfa - sizeof(uintptr_t);
+  if (w.own_cfa == cfa && slot > cfa && slot - cfa < 4096 &&
+      *(const uintptr_t *)slot == w.found && caf_caller_ok(w.found, lo, hi)) {
+    caf_cache[k].ra = ra;
+    caf_cache[k].off = slot - cfa;
+  }
+  return w.found;
 }
 
 static NO_INSTRUMENT int patch_tail(void *fn, void *hook, void *hook2) {

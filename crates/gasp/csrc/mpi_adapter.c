@@ -23,6 +23,22 @@ int gaspard_record_event(unsigned model, unsigned kind, unsigned phase, const ch
  * and each wrapped call reads this without a call to __tls_get_addr. */
 static __thread int inside __attribute__((tls_model("initial-exec")));
 
+/* Coarray Fortran: the program's OpenCoarrays code (from libgaspard.so, found
+ * once); an MPI call made from there is recorded at the program's line that
+ * called the runtime (see gaspard_caf_caller). */
+void gaspard_caf_range(uintptr_t *lo, uintptr_t *hi);
+uint64_t gaspard_caf_caller(uintptr_t ra, uintptr_t lo, uintptr_t hi);
+static uintptr_t caf_lo, caf_hi;
+
+__attribute__((constructor)) static void find_caf(void) { gaspard_caf_range(&caf_lo, &caf_hi); }
+
+/* The call site of a call returning to `ra`. */
+static inline uint64_t site_of(void *ra) {
+  uintptr_t a = (uintptr_t)ra;
+  if (__builtin_expect(a - 1 - caf_lo < caf_hi - caf_lo, 0)) return gaspard_caf_caller(a, caf_lo, caf_hi);
+  return a;
+}
+
 static inline int enter(void) {
   if (inside) return 0;
   inside = 1;
@@ -206,8 +222,8 @@ static void forget_win(MPI_Win win) { forget((const void *)win); }
 
 EXPORT int MPI_Init(int *argc, char ***argv) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1); }
   int r = PMPI_Init(argc, argv);
   if (rec && r == MPI_SUCCESS) clock_sync(0);
@@ -223,8 +239,8 @@ EXPORT int MPI_Init(int *argc, char ***argv) {
 
 EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(required);
     a[1] = cp;
@@ -244,8 +260,8 @@ EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 
 EXPORT int MPI_Finalize(void) {
   uint64_t a[1] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1); }
   if (rec) clock_sync(1);
   int r = PMPI_Finalize();
@@ -259,8 +275,8 @@ EXPORT int MPI_Finalize(void) {
 
 EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -279,8 +295,8 @@ EXPORT int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest,
 
 EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -299,8 +315,8 @@ EXPORT int MPI_Ssend(const void *buf, int count, MPI_Datatype datatype, int dest
 
 EXPORT int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -319,8 +335,8 @@ EXPORT int MPI_Bsend(const void *buf, int count, MPI_Datatype datatype, int dest
 
 EXPORT int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -339,8 +355,8 @@ EXPORT int MPI_Rsend(const void *buf, int count, MPI_Datatype datatype, int dest
 
 EXPORT int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -360,8 +376,8 @@ EXPORT int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest
 
 EXPORT int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -381,8 +397,8 @@ EXPORT int MPI_Issend(const void *buf, int count, MPI_Datatype datatype, int des
 
 EXPORT int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -402,8 +418,8 @@ EXPORT int MPI_Ibsend(const void *buf, int count, MPI_Datatype datatype, int des
 
 EXPORT int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag, MPI_Comm comm, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -423,8 +439,8 @@ EXPORT int MPI_Irsend(const void *buf, int count, MPI_Datatype datatype, int des
 
 EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Status *status) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   MPI_Status own; MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, source));
@@ -447,8 +463,8 @@ EXPORT int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int
 
 EXPORT int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, source));
     a[1] = (uint64_t)(int64_t)(tag);
@@ -468,8 +484,8 @@ EXPORT int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, in
 
 EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest, int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source, int recvtag, MPI_Comm comm, MPI_Status *status) {
   uint64_t a[6] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, dest));
     a[1] = (uint64_t)(int64_t)(sendtag);
@@ -490,8 +506,8 @@ EXPORT int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 
 EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   MPI_Status own; MPI_Status *st = status == MPI_STATUS_IGNORE ? &own : status;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*request));
@@ -511,8 +527,8 @@ EXPORT int MPI_Wait(MPI_Request *request, MPI_Status *status) {
 
 EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *array_of_statuses) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
     a[1] = cp;
@@ -529,8 +545,8 @@ EXPORT int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status *a
 
 EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
     a[1] = cp;
@@ -548,8 +564,8 @@ EXPORT int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, M
 
 EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outcount, int array_of_indices[], MPI_Status array_of_statuses[]) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(incount);
     a[1] = cp;
@@ -567,8 +583,8 @@ EXPORT int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int *outco
 
 EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*request));
     a[1] = cp;
@@ -586,8 +602,8 @@ EXPORT int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status) {
 
 EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MPI_Status array_of_statuses[]) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(count);
     a[1] = cp;
@@ -605,8 +621,8 @@ EXPORT int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag, MP
 
 EXPORT int MPI_Barrier(MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(0);
@@ -625,8 +641,8 @@ EXPORT int MPI_Barrier(MPI_Comm comm) {
 
 EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
@@ -645,8 +661,8 @@ EXPORT int MPI_Bcast(void *buffer, int count, MPI_Datatype datatype, int root, M
 
 EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
@@ -666,8 +682,8 @@ EXPORT int MPI_Reduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatyp
 
 EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(datatype, count));
@@ -687,8 +703,8 @@ EXPORT int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count, MPI_Data
 
 EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
@@ -707,8 +723,8 @@ EXPORT int MPI_Gather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 
 EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, int root, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(comm, root));
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
@@ -727,8 +743,8 @@ EXPORT int MPI_Scatter(const void *sendbuf, int sendcount, MPI_Datatype sendtype
 
 EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
@@ -747,8 +763,8 @@ EXPORT int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendty
 
 EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtype, void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(sendtype, sendcount));
@@ -767,8 +783,8 @@ EXPORT int MPI_Alltoall(const void *sendbuf, int sendcount, MPI_Datatype sendtyp
 
 EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, MPI_Win *win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(base));
     a[1] = (uint64_t)(int64_t)(size);
@@ -788,8 +804,8 @@ EXPORT int MPI_Win_create(void *base, MPI_Aint size, int disp_unit, MPI_Info inf
 
 EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Comm comm, void *baseptr, MPI_Win *win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(0);
     a[1] = (uint64_t)(int64_t)(size);
@@ -810,8 +826,8 @@ EXPORT int MPI_Win_allocate(MPI_Aint size, int disp_unit, MPI_Info info, MPI_Com
 
 EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1054u, 0, NULL, 0, a, 1); }
   int r = PMPI_Win_create_dynamic(info, comm, win);
   if (rec) {
@@ -825,8 +841,8 @@ EXPORT int MPI_Win_create_dynamic(MPI_Info info, MPI_Comm comm, MPI_Win *win) {
 
 EXPORT int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = (uint64_t)(int64_t)(H(base));
@@ -845,8 +861,8 @@ EXPORT int MPI_Win_attach(MPI_Win win, void *base, MPI_Aint size) {
 
 EXPORT int MPI_Win_free(MPI_Win *win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   forget_win(*win);
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(*win));
@@ -864,8 +880,8 @@ EXPORT int MPI_Win_free(MPI_Win *win) {
 
 EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -885,8 +901,8 @@ EXPORT int MPI_Put(const void *origin_addr, int origin_count, MPI_Datatype origi
 
 EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -906,8 +922,8 @@ EXPORT int MPI_Get(void *origin_addr, int origin_count, MPI_Datatype origin_data
 
 EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -927,8 +943,8 @@ EXPORT int MPI_Accumulate(const void *origin_addr, int origin_count, MPI_Datatyp
 
 EXPORT int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -948,8 +964,8 @@ EXPORT int MPI_Rput(const void *origin_addr, int origin_count, MPI_Datatype orig
 
 EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Win win, MPI_Request *request) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -969,8 +985,8 @@ EXPORT int MPI_Rget(void *origin_addr, int origin_count, MPI_Datatype origin_dat
 
 EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Datatype origin_datatype, void *result_addr, int result_count, MPI_Datatype result_datatype, int target_rank, MPI_Aint target_disp, int target_count, MPI_Datatype target_datatype, MPI_Op op, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -990,8 +1006,8 @@ EXPORT int MPI_Get_accumulate(const void *origin_addr, int origin_count, MPI_Dat
 
 EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Op op, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -1011,8 +1027,8 @@ EXPORT int MPI_Fetch_and_op(const void *origin_addr, void *result_addr, MPI_Data
 
 EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *compare_addr, void *result_addr, MPI_Datatype datatype, int target_rank, MPI_Aint target_disp, MPI_Win win) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, target_rank));
     a[1] = (uint64_t)(int64_t)((uint64_t)target_disp);
@@ -1032,8 +1048,8 @@ EXPORT int MPI_Compare_and_swap(const void *origin_addr, const void *compare_add
 
 EXPORT int MPI_Win_fence(int assert, MPI_Win win) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(assert);
     a[1] = (uint64_t)(int64_t)(H(win));
@@ -1051,8 +1067,8 @@ EXPORT int MPI_Win_fence(int assert, MPI_Win win) {
 
 EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(lock_type);
     a[1] = (uint64_t)(int64_t)(win_world_rank(win, rank));
@@ -1071,8 +1087,8 @@ EXPORT int MPI_Win_lock(int lock_type, int rank, int assert, MPI_Win win) {
 
 EXPORT int MPI_Win_unlock(int rank, MPI_Win win) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
@@ -1090,8 +1106,8 @@ EXPORT int MPI_Win_unlock(int rank, MPI_Win win) {
 
 EXPORT int MPI_Win_lock_all(int assert, MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1108,8 +1124,8 @@ EXPORT int MPI_Win_lock_all(int assert, MPI_Win win) {
 
 EXPORT int MPI_Win_unlock_all(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1126,8 +1142,8 @@ EXPORT int MPI_Win_unlock_all(MPI_Win win) {
 
 EXPORT int MPI_Win_flush_all(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1144,8 +1160,8 @@ EXPORT int MPI_Win_flush_all(MPI_Win win) {
 
 EXPORT int MPI_Win_flush_local_all(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1162,8 +1178,8 @@ EXPORT int MPI_Win_flush_local_all(MPI_Win win) {
 
 EXPORT int MPI_Win_sync(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1180,8 +1196,8 @@ EXPORT int MPI_Win_sync(MPI_Win win) {
 
 EXPORT int MPI_Win_flush(int rank, MPI_Win win) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
@@ -1199,8 +1215,8 @@ EXPORT int MPI_Win_flush(int rank, MPI_Win win) {
 
 EXPORT int MPI_Win_flush_local(int rank, MPI_Win win) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(win_world_rank(win, rank));
     a[1] = (uint64_t)(int64_t)(H(win));
@@ -1218,8 +1234,8 @@ EXPORT int MPI_Win_flush_local(int rank, MPI_Win win) {
 
 EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1236,8 +1252,8 @@ EXPORT int MPI_Win_post(MPI_Group group, int assert, MPI_Win win) {
 
 EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1254,8 +1270,8 @@ EXPORT int MPI_Win_start(MPI_Group group, int assert, MPI_Win win) {
 
 EXPORT int MPI_Win_complete(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1272,8 +1288,8 @@ EXPORT int MPI_Win_complete(MPI_Win win) {
 
 EXPORT int MPI_Win_wait(MPI_Win win) {
   uint64_t a[2] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(H(win));
     a[1] = cp;
@@ -1290,8 +1306,8 @@ EXPORT int MPI_Win_wait(MPI_Win win) {
 
 EXPORT int MPI_Comm_free(MPI_Comm *comm) {
   uint64_t a[1] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   forget_comm(*comm);
   if (rec) { a[0] = cp; gaspard_record_event(MODEL_MPI, 1079u, 0, NULL, 0, a, 1); }
   int r = PMPI_Comm_free(comm);
@@ -1308,8 +1324,8 @@ EXPORT int MPI_Comm_free(MPI_Comm *comm) {
 void pmpi_init_(MPI_Fint *ierr);
 EXPORT void mpi_init_(MPI_Fint *ierr) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1024u, 0, NULL, 0, a, 1);
   pmpi_init_(ierr);
@@ -1321,8 +1337,8 @@ EXPORT void mpi_init_(MPI_Fint *ierr) {
 void pmpi_finalize_(MPI_Fint *ierr);
 EXPORT void mpi_finalize_(MPI_Fint *ierr) {
   uint64_t a[3] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   a[0] = cp;
   if (rec) gaspard_record_event(MODEL_MPI, 1026u, 0, NULL, 0, a, 1);
   if (rec) clock_sync(1);
@@ -1333,8 +1349,8 @@ EXPORT void mpi_finalize_(MPI_Fint *ierr) {
 void pmpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *dest, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *ierr) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *dest));
     a[1] = (uint64_t)(int64_t)(*tag);
@@ -1349,8 +1365,8 @@ EXPORT void mpi_send_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 void pmpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr);
 EXPORT void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *source, MPI_Fint *tag, MPI_Fint *comm, MPI_Fint *status, MPI_Fint *ierr) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *source));
     a[1] = (uint64_t)(int64_t)(*tag);
@@ -1365,8 +1381,8 @@ EXPORT void mpi_recv_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *
 void pmpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(0);
@@ -1381,8 +1397,8 @@ EXPORT void mpi_barrier_(MPI_Fint *comm, MPI_Fint *ierr) {
 void pmpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
   uint64_t a[4] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *root));
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
@@ -1397,8 +1413,8 @@ EXPORT void mpi_bcast_(void *buf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint 
 void pmpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *comm, MPI_Fint *ierr) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(-1);
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
@@ -1414,8 +1430,8 @@ EXPORT void mpi_allreduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fi
 void pmpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr);
 EXPORT void mpi_reduce_(void *sendbuf, void *recvbuf, MPI_Fint *count, MPI_Fint *datatype, MPI_Fint *op, MPI_Fint *root, MPI_Fint *comm, MPI_Fint *ierr) {
   uint64_t a[5] = {0};
-  uint64_t cp = (uint64_t)(uintptr_t)__builtin_return_address(0);
   int rec = enter();
+  uint64_t cp = rec ? site_of(__builtin_return_address(0)) : 0;
   if (rec) {
     a[0] = (uint64_t)(int64_t)(world_rank(MPI_Comm_f2c(*comm), *root));
     a[1] = (uint64_t)(int64_t)(type_bytes(MPI_Type_f2c(*datatype), *count));
