@@ -657,6 +657,21 @@ static NO_INSTRUMENT int main_bias(struct dl_phdr_info *info, size_t size, void 
   return 1;
 }
 
+/* The program's executable code, where the runtime's callers are. */
+static uintptr_t prog_text_lo, prog_text_hi;
+
+static NO_INSTRUMENT int main_text(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size, (void)arg;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
+      prog_text_lo = info->dlpi_addr + ph->p_vaddr;
+      prog_text_hi = prog_text_lo + ph->p_memsz;
+    }
+  }
+  return 1;
+}
+
 /* The program's OpenCoarrays code [*lo, *hi), or 0 and 0 when it has none
  * (not a Coarray Fortran program, or no .symtab). Called once, by
  * libgaspard_mpi.so as it is loaded. */
@@ -669,6 +684,7 @@ EXPORT NO_INSTRUMENT void gaspard_caf_range(uintptr_t *lo, uintptr_t *hi) {
   r.wlo = r.glo, r.whi = r.ghi;
   symtab_each("/proc/self/exe", caf_helpers, &r);
   caf_file_end(&r);
+  dl_iterate_phdr(main_text, NULL);
   *lo = r.wlo, *hi = r.whi;
 }
 
@@ -699,21 +715,6 @@ static NO_INSTRUMENT _Unwind_Reason_Code caf_step(struct _Unwind_Context *ctx, v
   return _URC_NO_REASON;
 }
 
-/* The program's executable code, where the runtime's callers are. */
-static uintptr_t prog_text_lo, prog_text_hi;
-
-static NO_INSTRUMENT int main_text(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size, (void)arg;
-  for (int i = 0; i < info->dlpi_phnum; i++) {
-    const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-    if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
-      prog_text_lo = info->dlpi_addr + ph->p_vaddr;
-      prog_text_hi = prog_text_lo + ph->p_memsz;
-    }
-  }
-  return 1;
-}
-
 /* Unwinding the stack takes about 0.7 us here, three times per coarray
  * access (lock, get, unlock): each thread keeps, per return address into the
  * runtime, where the runtime's caller's return address was found on the
@@ -742,10 +743,12 @@ EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintp
   uintptr_t cfa = (uintptr_t)__builtin_frame_address(0) + 16;
   unsigned k = (unsigned)(ra >> 2) % CAF_CACHE;
   if (caf_cache[k].ra == ra) {
+    /* Less than 4 KiB above this frame: on this thread's stack (the frames
+     * that called it, then those of the program, its start and what lies
+     * above a stack's first frame), so the read cannot fault. */
     uintptr_t v = *(const uintptr_t *)(cfa + caf_cache[k].off);
     if (caf_caller_ok(v, lo, hi)) return v;
   }
-  if (!prog_text_hi) dl_iterate_phdr(main_text, NULL);
   struct caf_walk w = {lo, hi, 0, 0, 0, 0, 0};
   _Unwind_Backtrace(caf_step, &w);
   if (!w.found) return ra;
