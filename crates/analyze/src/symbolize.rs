@@ -19,6 +19,9 @@ struct Mapping {
 struct Binary {
     loader: addr2line::Loader,
     segments: Vec<(u64, u64, u64)>,
+    /// The address its first segment is linked at, to the page (the start
+    /// of the module, which `dladdr` gives as `dli_fbase`, once loaded).
+    base: u64,
 }
 
 /// Resolves addresses of one trace's processes, caching everything.
@@ -63,8 +66,13 @@ fn load(path: &Path) -> Option<Binary> {
             (off, size, s.address())
         })
         .collect();
+    let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
     let loader = addr2line::Loader::new(path).ok()?;
-    Some(Binary { loader, segments })
+    Some(Binary {
+        loader,
+        segments,
+        base,
+    })
 }
 
 impl Symbolizer {
@@ -102,6 +110,28 @@ impl Symbolizer {
         let found = self.resolve(process, addr.saturating_sub(1));
         self.cache.insert(key, found.clone());
         found
+    }
+
+    /// The name of the function that begins `offset` bytes from the start of
+    /// the module named `module` (its file name) in `process`, from the
+    /// binary's symbol table: how the C function hooks name a static
+    /// function, which the dynamic linker cannot name (`module+0xOFFSET`).
+    pub fn function_at(&mut self, process: &str, module: &str, offset: u64) -> Option<String> {
+        let path = self
+            .maps
+            .get(process)?
+            .iter()
+            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
+            .path
+            .clone();
+        let bin = self
+            .binaries
+            .entry(path.clone())
+            .or_insert_with(|| load(&path))
+            .as_ref()?;
+        let probe = bin.base.checked_add(offset)?;
+        let sym = bin.loader.find_symbol_info(probe)?;
+        (sym.address() == probe).then(|| sym.name().to_string())
     }
 
     fn resolve(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {

@@ -799,6 +799,7 @@ pub(crate) fn place(
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut texts: HashMap<String, u32> = HashMap::default();
+    let mut sym: Option<crate::symbolize::Symbolizer> = None;
     let mut numbering = Numbering::default();
     // A file's own callsites first, every file's; then those found from
     // return addresses, file by file.
@@ -830,10 +831,11 @@ pub(crate) fn place(
             .texts
             .iter()
             .map(|text| {
+                let text = function_name(&mut sym, &t.dir, &h.process, text).into_owned();
                 let n = t.texts.len() as u32;
                 let idx = *texts.entry(text.clone()).or_insert(n);
                 if idx == n {
-                    t.texts.push(text.clone());
+                    t.texts.push(text);
                 }
                 idx
             })
@@ -850,6 +852,30 @@ pub(crate) fn place(
     }
     t.callsites = site_list;
     numbering
+}
+
+/// A function's name as the trace gives it: a static function, recorded as
+/// `module+0xOFFSET` (the dynamic linker knows no name for it), named from the
+/// module's symbol table when the process's maps and the binary are there
+/// (`sym` made when first needed); any other text as it is.
+fn function_name<'a>(
+    sym: &mut Option<crate::symbolize::Symbolizer>,
+    dir: &Path,
+    process: &str,
+    text: &'a str,
+) -> std::borrow::Cow<'a, str> {
+    let Some((module, hex)) = text.rsplit_once("+0x") else {
+        return text.into();
+    };
+    let Ok(offset) = u64::from_str_radix(hex, 16) else {
+        return text.into();
+    };
+    if module.is_empty() || module.contains('/') {
+        return text.into();
+    }
+    sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
+        .function_at(process, module, offset)
+        .map_or(text.into(), Into::into)
 }
 
 /// Gives the streams read the trace's numbers (and their times in ns),
