@@ -617,8 +617,11 @@ pub(crate) fn report_of(
     }
     let mut ev: Vec<Stats> = by_event.into_values().collect();
     sort(&mut ev);
+    // A site where only ENDs happen (a critical section's END a line after its
+    // START, which takes the interval) has nothing of its own: not listed.
     let mut sites: Vec<SiteStats> = by_site
         .into_iter()
+        .filter(|(_, st)| st.count > 0 || st.intervals > 0 || st.bytes > 0)
         .map(|((name, site), mut stats)| {
             stats.name = name;
             let (file, line) = site_of(t, &extra, site);

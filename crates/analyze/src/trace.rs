@@ -494,7 +494,17 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
             .map_err(|e| e.to_string())
             .and_then(|b| gaspard_format::profile::ProfileFile::parse(&String::from_utf8_lossy(&b)))
         {
-            Ok(f) => {
+            Ok(mut f) => {
+                // Static functions named as in the events (see function_name).
+                let mut sym = None;
+                for r in &mut f.rows {
+                    if let Some(text) = r.name.strip_prefix("GASP_C_FUNC ") {
+                        let named = function_name(&mut sym, &t.dir, &name, text);
+                        if named != text {
+                            r.name = format!("GASP_C_FUNC {named}");
+                        }
+                    }
+                }
                 t.problems.push(format!(
                     "process {name} was recorded in profile-only mode: its counts, times and bytes are in the profiles, \
                      but without its events there is no timeline, and it is left out of the other analyses"
