@@ -703,7 +703,9 @@ impl Numbering {
                         .get(&(process.to_string(), id))
                         .cloned()
                         .unwrap_or_else(|| format!("user_event_{id}")),
-                    Name::Function(sig) => format!("GASP_C_FUNC {sig}"),
+                    Name::Function(sig) => {
+                        format!("GASP_C_FUNC {}", sym.function_name(process, &sig))
+                    }
                 };
                 self.name(text)
             })

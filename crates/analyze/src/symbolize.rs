@@ -2,6 +2,7 @@
 //! process's executable mappings (`<process>.maps`) and the binaries' DWARF.
 
 use rustc_hash::FxHashMap as HashMap;
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use object::{Object, ObjectSegment};
@@ -75,6 +76,14 @@ fn load(path: &Path) -> Option<Binary> {
     })
 }
 
+/// The module and offset of a static function as the C function hooks name
+/// it (`module+0xOFFSET`: the dynamic linker knows no name for it), else None.
+pub fn static_function(text: &str) -> Option<(&str, u64)> {
+    let (module, hex) = text.rsplit_once("+0x")?;
+    let offset = u64::from_str_radix(hex, 16).ok()?;
+    (!module.is_empty() && !module.contains('/')).then_some((module, offset))
+}
+
 impl Symbolizer {
     /// Reads the process maps found in `dir`.
     pub fn new(dir: &Path) -> Symbolizer {
@@ -132,6 +141,15 @@ impl Symbolizer {
         let probe = bin.base.checked_add(offset)?;
         let sym = bin.loader.find_symbol_info(probe)?;
         (sym.address() == probe).then(|| sym.name().to_string())
+    }
+
+    /// A function's name as the trace gives it: a static function's
+    /// `module+0xOFFSET` ([`static_function`]) named by [`Symbolizer::function_at`]
+    /// when it can be, any other text as it is.
+    pub fn function_name<'a>(&mut self, process: &str, text: &'a str) -> Cow<'a, str> {
+        static_function(text)
+            .and_then(|(module, offset)| self.function_at(process, module, offset))
+            .map_or(text.into(), Into::into)
     }
 
     fn resolve(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {

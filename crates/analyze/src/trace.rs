@@ -864,28 +864,21 @@ pub(crate) fn place(
     numbering
 }
 
-/// A function's name as the trace gives it: a static function, recorded as
-/// `module+0xOFFSET` (the dynamic linker knows no name for it), named from the
-/// module's symbol table when the process's maps and the binary are there
-/// (`sym` made when first needed); any other text as it is.
+/// A function's name as the trace gives it ([`Symbolizer::function_name`]);
+/// `sym` is made when first needed.
+///
+/// [`Symbolizer::function_name`]: crate::symbolize::Symbolizer::function_name
 fn function_name<'a>(
     sym: &mut Option<crate::symbolize::Symbolizer>,
     dir: &Path,
     process: &str,
     text: &'a str,
 ) -> std::borrow::Cow<'a, str> {
-    let Some((module, hex)) = text.rsplit_once("+0x") else {
-        return text.into();
-    };
-    let Ok(offset) = u64::from_str_radix(hex, 16) else {
-        return text.into();
-    };
-    if module.is_empty() || module.contains('/') {
+    if crate::symbolize::static_function(text).is_none() {
         return text.into();
     }
     sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
-        .function_at(process, module, offset)
-        .map_or(text.into(), Into::into)
+        .function_name(process, text)
 }
 
 /// Gives the streams read the trace's numbers (and their times in ns),
