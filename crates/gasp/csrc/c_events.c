@@ -722,11 +722,16 @@ static NO_INSTRUMENT _Unwind_Reason_Code caf_step(struct _Unwind_Context *ctx, v
  * runtime finds it there again, in one read, checked to be a return address
  * into the program's code outside the runtime (else the stack is unwound
  * again). */
-#define CAF_CACHE 64
-static __thread struct {
+#define CAF_CACHE 32
+typedef struct {
   uintptr_t ra;
   uintptr_t off;
-} caf_cache[CAF_CACHE] __attribute__((tls_model("initial-exec")));
+} caf_entry;
+/* Allocated at a thread's first coarray call: a pointer in thread-local
+ * storage, whose static part is small when libgaspard.so is loaded by dlopen
+ * (OMP_TOOL_LIBRARIES); a thread's 512 bytes are kept until the program
+ * ends. */
+static __thread caf_entry *caf_cache;
 
 static NO_INSTRUMENT int caf_caller_ok(uintptr_t v, uintptr_t lo, uintptr_t hi) {
   return v - prog_text_lo < prog_text_hi - prog_text_lo && v - 1 - lo >= hi - lo;
@@ -742,7 +747,7 @@ EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintp
    * bytes above it. */
   uintptr_t cfa = (uintptr_t)__builtin_frame_address(0) + 16;
   unsigned k = (unsigned)(ra >> 2) % CAF_CACHE;
-  if (caf_cache[k].ra == ra) {
+  if (caf_cache && caf_cache[k].ra == ra) {
     /* Less than 4 KiB above this frame: on this thread's stack (the frames
      * that called it, then those of the program, its start and what lies
      * above a stack's first frame), so the read cannot fault. */
@@ -753,7 +758,8 @@ EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintp
   _Unwind_Backtrace(caf_step, &w);
   if (!w.found) return ra;
   uintptr_t slot = w.found_cfa - sizeof(uintptr_t);
-  if (w.own_cfa == cfa && slot > cfa && slot - cfa < 4096 &&
+  if (!caf_cache) caf_cache = calloc(CAF_CACHE, sizeof *caf_cache);
+  if (caf_cache && w.own_cfa == cfa && slot > cfa && slot - cfa < 4096 &&
       *(const uintptr_t *)slot == w.found && caf_caller_ok(w.found, lo, hi)) {
     caf_cache[k].ra = ra;
     caf_cache[k].off = slot - cfa;
