@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSegment};
+use object::{Object, ObjectSegment, ObjectSymbol};
 
 /// One executable file mapping of a process.
 #[derive(Debug, Clone)]
@@ -23,6 +23,9 @@ struct Binary {
     /// The address its first segment is linked at, to the page (the start
     /// of the module, which `dladdr` gives as `dli_fbase`, once loaded).
     base: u64,
+    /// Its dynamic symbols' names: a call site named `name+0xOFFSET` by one
+    /// of them is inside that function, not at an offset in the module.
+    exported: rustc_hash::FxHashSet<String>,
 }
 
 /// Resolves addresses of one trace's processes, caching everything.
@@ -68,11 +71,16 @@ fn load(path: &Path) -> Option<Binary> {
         })
         .collect();
     let base = file.segments().map(|s| s.address()).min().unwrap_or(0) & !0xfff;
+    let exported = file
+        .dynamic_symbols()
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect();
     let loader = addr2line::Loader::new(path).ok()?;
     Some(Binary {
         loader,
         segments,
         base,
+        exported,
     })
 }
 
@@ -150,6 +158,65 @@ impl Symbolizer {
         static_function(text)
             .and_then(|(module, offset)| self.function_at(process, module, offset))
             .map_or(text.into(), Into::into)
+    }
+
+    /// A note of the C function hooks and allocation wrappers as the report
+    /// gives it: each `function module+0xOFFSET` named as
+    /// [`Symbolizer::function_name`] names it, each call site
+    /// `at module+0xOFFSET` (a return address) given its source line.
+    pub fn name_note(&mut self, process: &str, note: &str) -> String {
+        let mut out = String::with_capacity(note.len());
+        let mut before = "";
+        for (i, word) in note.split(' ').enumerate() {
+            if i > 0 {
+                out.push(' ');
+            }
+            let bare = word.trim_end_matches([':', ',', ';']);
+            let named = static_function(bare).and_then(|(module, offset)| match before {
+                "function" => self.function_at(process, module, offset),
+                "at" => self
+                    .source_at(process, module, offset.checked_sub(1)?)
+                    .map(|(file, line)| format!("{file}:{line}")),
+                _ => None,
+            });
+            match named {
+                Some(n) => {
+                    out.push_str(&n);
+                    out.push_str(&word[bare.len()..]);
+                }
+                None => out.push_str(word),
+            }
+            before = word;
+        }
+        out
+    }
+
+    /// The source line of the code `offset` bytes from the start of the
+    /// module named `module` in `process`.
+    fn source_at(&mut self, process: &str, module: &str, offset: u64) -> Option<(String, u32)> {
+        let path = self
+            .maps
+            .get(process)?
+            .iter()
+            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
+            .path
+            .clone();
+        let bin = self
+            .binaries
+            .entry(path.clone())
+            .or_insert_with(|| load(&path))
+            .as_ref()?;
+        // `module+0xOFFSET` may also be a call site in an exported function
+        // of that name (an executable named as one of its functions): then
+        // which one it is cannot be told.
+        if bin.exported.contains(module) {
+            return None;
+        }
+        let loc = bin
+            .loader
+            .find_location(bin.base.checked_add(offset)?)
+            .ok()??;
+        Some((loc.file?.to_string(), loc.line?))
     }
 
     fn resolve(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {

@@ -443,6 +443,7 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
         ..Default::default()
     };
     let mut refs: ClockRefs = HashMap::default();
+    let mut sym: Option<crate::symbolize::Symbolizer> = None;
     for m in &manifests {
         let name = m
             .file_stem()
@@ -472,6 +473,13 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
                     .or_default()
                     .extend(&man.clock_refs);
                 for n in &man.notes {
+                    // Static functions and call sites by name and line.
+                    let n = if n.contains("+0x") {
+                        sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
+                            .name_note(&name, n)
+                    } else {
+                        n.clone()
+                    };
                     t.problems.push(format!("process {name}: {n}"));
                 }
                 Some(man)

@@ -746,8 +746,11 @@ EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintp
   /* The frame address keeps this function's frame pointer: its CFA is 16
    * bytes above it. */
   uintptr_t cfa = (uintptr_t)__builtin_frame_address(0) + 16;
-  unsigned k = (unsigned)(ra >> 2) % CAF_CACHE;
-  if (caf_cache && caf_cache[k].ra == ra) {
+  /* Two places for each return address: a few places in the runtime take
+   * turns (the lock, the get and the unlock of a coarray read). */
+  unsigned h = (unsigned)((ra * 0x9e3779b97f4a7c15u) >> 59) % CAF_CACHE, h2 = (h + 1) % CAF_CACHE;
+  unsigned k = !caf_cache ? CAF_CACHE : caf_cache[h].ra == ra ? h : caf_cache[h2].ra == ra ? h2 : CAF_CACHE;
+  if (k < CAF_CACHE) {
     /* Less than 4 KiB above this frame: on this thread's stack (the frames
      * that called it, then those of the program, its start and what lies
      * above a stack's first frame), so the read cannot fault. */
@@ -761,6 +764,7 @@ EXPORT NO_INSTRUMENT __attribute__((noinline)) uint64_t gaspard_caf_caller(uintp
   if (!caf_cache) caf_cache = calloc(CAF_CACHE, sizeof *caf_cache);
   if (caf_cache && w.own_cfa == cfa && slot > cfa && slot - cfa < 4096 &&
       *(const uintptr_t *)slot == w.found && caf_caller_ok(w.found, lo, hi)) {
+    k = caf_cache[h].ra == 0 || caf_cache[h].ra == ra ? h : h2;
     caf_cache[k].ra = ra;
     caf_cache[k].off = slot - cfa;
   }
