@@ -92,6 +92,15 @@ pub fn static_function(text: &str) -> Option<(&str, u64)> {
     (!module.is_empty() && !module.contains('/')).then_some((module, offset))
 }
 
+/// A C++ symbol's name as its source writes it (`solver::step(int)` for
+/// `_ZN6solver4stepEi`), or None when `name` is not a mangled C++ name.
+pub fn demangled(name: &str) -> Option<String> {
+    if !name.starts_with("_Z") {
+        return None;
+    }
+    cpp_demangle::Symbol::new(name).ok()?.demangle().ok()
+}
+
 impl Symbolizer {
     /// Reads the process maps found in `dir`.
     pub fn new(dir: &Path) -> Symbolizer {
@@ -155,14 +164,17 @@ impl Symbolizer {
     /// `module+0xOFFSET` ([`static_function`]) named by [`Symbolizer::function_at`]
     /// when it can be, any other text as it is.
     pub fn function_name<'a>(&mut self, process: &str, text: &'a str) -> Cow<'a, str> {
-        static_function(text)
+        match static_function(text)
             .and_then(|(module, offset)| self.function_at(process, module, offset))
-            .map_or(text.into(), Into::into)
+        {
+            Some(name) => demangled(&name).map_or(name, Into::into).into(),
+            None => demangled(text).map_or(text.into(), Into::into),
+        }
     }
 
     /// A note of the C function hooks and allocation wrappers as the report
-    /// gives it: each `function module+0xOFFSET` named as
-    /// [`Symbolizer::function_name`] names it, each call site
+    /// gives it: each `function NAME` named as [`Symbolizer::function_name`]
+    /// names it, each call site
     /// `at module+0xOFFSET` (a return address) given its source line.
     pub fn name_note(&mut self, process: &str, note: &str) -> String {
         let mut out = String::with_capacity(note.len());
@@ -172,13 +184,17 @@ impl Symbolizer {
                 out.push(' ');
             }
             let bare = word.trim_end_matches([':', ',', ';']);
-            let named = static_function(bare).and_then(|(module, offset)| match before {
-                "function" => self.function_at(process, module, offset),
-                "at" => self
-                    .source_at(process, module, offset.checked_sub(1)?)
-                    .map(|(file, line)| format!("{file}:{line}")),
+            let named = match before {
+                "function" => match self.function_name(process, bare) {
+                    Cow::Owned(name) => Some(name),
+                    Cow::Borrowed(_) => None,
+                },
+                "at" => static_function(bare).and_then(|(module, offset)| {
+                    self.source_at(process, module, offset.checked_sub(1)?)
+                        .map(|(file, line)| format!("{file}:{line}"))
+                }),
                 _ => None,
-            });
+            };
             match named {
                 Some(n) => {
                     out.push_str(&n);

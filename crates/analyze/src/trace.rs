@@ -883,7 +883,7 @@ fn function_name<'a>(
     text: &'a str,
 ) -> std::borrow::Cow<'a, str> {
     if crate::symbolize::static_function(text).is_none() {
-        return text.into();
+        return crate::symbolize::demangled(text).map_or(text.into(), Into::into);
     }
     sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
         .function_name(process, text)

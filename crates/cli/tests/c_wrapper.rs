@@ -960,3 +960,74 @@ fn a_forked_child_runs_the_patched_allocation_calls() {
         assert_eq!(child.len(), 1, "{kind}: {notes:#?}");
     }
 }
+
+const CXX_PROGRAM: &str = r#"
+#include <cstdio>
+namespace solver {
+struct Grid {
+  double v[100];
+  double step(int k) {
+    double s = 0;
+    for (int i = 0; i < 100; i++) { v[i] = v[i] * 0.5 + k; s += v[i]; }
+    return s;
+  }
+};
+static double helper(double x) { return x * 2; }
+}
+int main() {
+  solver::Grid g = {};
+  double s = 0;
+  for (int i = 0; i < 50; i++) s += solver::helper(g.step(i));
+  std::printf("%.1f\n", s);
+  return 0;
+}
+"#;
+
+#[test]
+fn cxx_functions_are_named_as_their_source_writes_them() {
+    // C++ names are mangled in the symbol tables (and a static function has
+    // none the dynamic linker knows): the report gives them demangled.
+    let dir = tmp("cxx");
+    let exe = common::gaspard_cc_with(
+        &dir,
+        "cxx",
+        CXX_PROGRAM,
+        &["--profile"],
+        "g++",
+        &["-O0", "-g"],
+    );
+    let trace = dir.join("trace");
+    let st = Command::new(&exe)
+        .env("GASPARD_DIR", &trace)
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = common::report(&trace);
+    let count = |name: &str| {
+        r["by_event"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["count"].as_u64().unwrap())
+    };
+    let names: Vec<&str> = r["by_event"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        count("GASP_C_FUNC solver::Grid::step(int)"),
+        Some(50),
+        "{names:?}"
+    );
+    assert_eq!(
+        count("GASP_C_FUNC solver::helper(double)"),
+        Some(50),
+        "{names:?}"
+    );
+    assert_eq!(count("GASP_C_FUNC main"), Some(1), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("_Z")), "{names:?}");
+}
