@@ -143,18 +143,7 @@ impl Symbolizer {
     /// binary's symbol table: how the C function hooks name a static
     /// function, which the dynamic linker cannot name (`module+0xOFFSET`).
     pub fn function_at(&mut self, process: &str, module: &str, offset: u64) -> Option<String> {
-        let path = self
-            .maps
-            .get(process)?
-            .iter()
-            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
-            .path
-            .clone();
-        let bin = self
-            .binaries
-            .entry(path.clone())
-            .or_insert_with(|| load(&path))
-            .as_ref()?;
+        let bin = self.module(process, module)?;
         let probe = bin.base.checked_add(offset)?;
         let sym = bin.loader.find_symbol_info(probe)?;
         (sym.address() == probe).then(|| sym.name().to_string())
@@ -210,18 +199,7 @@ impl Symbolizer {
     /// The source line of the code `offset` bytes from the start of the
     /// module named `module` in `process`.
     fn source_at(&mut self, process: &str, module: &str, offset: u64) -> Option<(String, u32)> {
-        let path = self
-            .maps
-            .get(process)?
-            .iter()
-            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
-            .path
-            .clone();
-        let bin = self
-            .binaries
-            .entry(path.clone())
-            .or_insert_with(|| load(&path))
-            .as_ref()?;
+        let bin = self.module(process, module)?;
         // `module+0xOFFSET` may also be a call site in an exported function
         // of that name (an executable named as one of its functions): then
         // which one it is cannot be told.
@@ -233,6 +211,20 @@ impl Symbolizer {
             .find_location(bin.base.checked_add(offset)?)
             .ok()??;
         Some((loc.file?.to_string(), loc.line?))
+    }
+
+    /// The binary of the module named `module` (its file name) in `process`.
+    fn module(&mut self, process: &str, module: &str) -> Option<&Binary> {
+        let path = &self
+            .maps
+            .get(process)?
+            .iter()
+            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
+            .path;
+        self.binaries
+            .entry(path.clone())
+            .or_insert_with(|| load(path))
+            .as_ref()
     }
 
     fn resolve(&mut self, process: &str, addr: u64) -> Option<(String, u32)> {
