@@ -8,6 +8,7 @@ use gaspard_format::raw::{FLAG_ARGS_UNREAD, FLAG_PTS_RESOLVED};
 use gaspard_format::user;
 use serde_json::{json, Map, Value};
 
+use crate::distributed::ByProcess;
 use crate::trace::{Event, Stream, Trace};
 
 /// `START`, `END` or `ATOMIC`.
@@ -240,42 +241,120 @@ struct Threads<'a>(&'a Trace);
 
 impl serde::Serialize for Threads<'_> {
     fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::{SerializeMap, SerializeSeq};
+        use serde::ser::SerializeSeq;
         let t = self.0;
         let mut seq = ser.serialize_seq(Some(t.streams.len()))?;
         for s in &t.streams {
             seq.serialize_element(&Thread(t, s))?;
         }
-        return seq.end();
-
-        struct Thread<'a>(&'a Trace, &'a Stream);
-        impl serde::Serialize for Thread<'_> {
-            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-                let (t, s) = (self.0, self.1);
-                let mut m = ser.serialize_map(Some(8))?;
-                m.serialize_entry("process", &s.process)?;
-                m.serialize_entry("pid", &s.pid)?;
-                m.serialize_entry("stream", &s.stream)?;
-                m.serialize_entry("tid", &s.tid)?;
-                m.serialize_entry("thread", &s.thread)?;
-                m.serialize_entry("model", kinds::model_name(u64::from(s.model)))?;
-                m.serialize_entry("damaged", &s.damaged)?;
-                m.serialize_entry("events", &Events(t, s))?;
-                m.end()
-            }
-        }
-        struct Events<'a>(&'a Trace, &'a Stream);
-        impl serde::Serialize for Events<'_> {
-            fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
-                let (t, s) = (self.0, self.1);
-                let mut seq = ser.serialize_seq(Some(s.events.len()))?;
-                for e in &s.events {
-                    seq.serialize_element(&event_json(t, s, e))?;
-                }
-                seq.end()
-            }
-        }
+        seq.end()
     }
+}
+
+/// One thread of a dump, with its events.
+struct Thread<'a>(&'a Trace, &'a Stream);
+
+impl serde::Serialize for Thread<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (t, s) = (self.0, self.1);
+        let mut m = ser.serialize_map(Some(8))?;
+        m.serialize_entry("process", &s.process)?;
+        m.serialize_entry("pid", &s.pid)?;
+        m.serialize_entry("stream", &s.stream)?;
+        m.serialize_entry("tid", &s.tid)?;
+        m.serialize_entry("thread", &s.thread)?;
+        m.serialize_entry("model", kinds::model_name(u64::from(s.model)))?;
+        m.serialize_entry("damaged", &s.damaged)?;
+        m.serialize_entry("events", &Events(t, s))?;
+        m.end()
+    }
+}
+
+/// A thread's events, one value at a time.
+struct Events<'a>(&'a Trace, &'a Stream);
+
+impl serde::Serialize for Events<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let (t, s) = (self.0, self.1);
+        let mut seq = ser.serialize_seq(Some(s.events.len()))?;
+        for e in &s.events {
+            seq.serialize_element(&event_json(t, s, e))?;
+        }
+        seq.end()
+    }
+}
+
+/// What [`write_json_by_process`] learns as it reads the processes, for the
+/// entries after the threads.
+#[derive(Default)]
+struct Totals {
+    events: u64,
+    lost_in_streams: u64,
+    problems: Vec<String>,
+}
+
+/// The threads of a trace read one process at a time.
+struct ThreadsByProcess<'a>(&'a ByProcess, &'a std::cell::RefCell<Totals>);
+
+impl serde::Serialize for ThreadsByProcess<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = ser.serialize_seq(None)?;
+        for i in 0..self.0.processes() {
+            let t = self.0.read(i);
+            for s in &t.streams {
+                seq.serialize_element(&Thread(&t, s))?;
+            }
+            let mut totals = self.1.borrow_mut();
+            totals.events += stream_events(&t);
+            totals.lost_in_streams += t.lost_events().saturating_sub(t.lost_by_manifests());
+            totals.problems.extend(t.problems);
+        }
+        seq.end()
+    }
+}
+
+fn stream_events(t: &Trace) -> u64 {
+    t.streams.iter().map(|s| s.events.len() as u64).sum()
+}
+
+/// [`write_json`] with one process's events in memory at a time
+/// ([`ByProcess`]): the same threads and entries (the problems found in the
+/// events, late stamps and records that stop, after those found first).
+pub fn write_json_by_process(
+    r: &ByProcess,
+    out: &mut dyn std::io::Write,
+) -> serde_json::Result<()> {
+    use serde::ser::{SerializeMap, Serializer};
+    let t = r.tables();
+    r.plan(1);
+    let totals = std::cell::RefCell::new(Totals::default());
+    let mut ser = serde_json::Serializer::new(out);
+    let mut m = ser.serialize_map(Some(8))?;
+    m.serialize_entry("trace", &t.dir.display().to_string())?;
+    m.serialize_entry("threads", &ThreadsByProcess(r, &totals))?;
+    let totals = totals.into_inner();
+    m.serialize_entry("events", &(totals.events + t.profiled_events()))?;
+    m.serialize_entry(
+        "lost_events",
+        &t.lost_by_manifests().saturating_add(totals.lost_in_streams),
+    )?;
+    m.serialize_entry("unknown_tags", &t.unknown_tags())?;
+    let problems: Vec<&String> = t.problems.iter().chain(&totals.problems).collect();
+    m.serialize_entry("problems", &problems)?;
+    m.serialize_entry("processes", &processes_json(t))?;
+    m.serialize_entry(
+        "clock_sync",
+        &t.clock_sync
+            .iter()
+            .map(crate::clocksync::to_json)
+            .collect::<Vec<_>>(),
+    )?;
+    let done = SerializeMap::end(m);
+    r.finish();
+    done
 }
 
 fn plain(v: &Value) -> String {
@@ -306,46 +385,88 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
     }
     for s in &t.streams {
+        stream_text(t, s, out)?;
+    }
+    Ok(())
+}
+
+/// [`to_text`] with one process's events in memory at a time
+/// ([`ByProcess`]): the same blocks of threads; how many events and threads
+/// there are, and the problems found in the events (late stamps, records
+/// that stop), come after them.
+pub fn to_text_by_process(r: &ByProcess, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let t = r.tables();
+    r.plan(1);
+    writeln!(out, "trace {}: read one process at a time", t.dir.display())?;
+    for p in &t.problems {
+        writeln!(out, "note: {p}")?;
+    }
+    for c in &t.clock_sync {
+        writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
+    }
+    let (mut events, mut threads, mut later) = (t.profiled_events(), 0, Vec::new());
+    for i in 0..r.processes() {
+        let p = r.read(i);
+        for s in &p.streams {
+            stream_text(&p, s, out)?;
+        }
+        events += stream_events(&p);
+        threads += p.streams.len();
+        later.extend(p.problems);
+    }
+    r.finish();
+    writeln!(
+        out,
+        "\ntrace {}: {events} events in {threads} threads",
+        t.dir.display()
+    )?;
+    for p in &later {
+        writeln!(out, "note: {p}")?;
+    }
+    Ok(())
+}
+
+/// One thread's block of the text dump.
+fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "\n== {} stream {} (thread {}, tid {}, model {}){}",
+        s.process,
+        s.stream,
+        s.thread,
+        s.tid,
+        kinds::model_name(u64::from(s.model)),
+        if s.damaged { " [damaged]" } else { "" }
+    )?;
+    for e in &s.events {
+        let site = &t.callsites[e.callsite as usize];
+        let loc = match &site.file {
+            Some(f) if site.col > 0 => format!("{f}:{}:{}", site.line, site.col),
+            Some(f) => format!("{f}:{}", site.line),
+            None if site.line > 0 => format!("?:{}", site.line),
+            None => "-".into(),
+        };
+        let detail = if e.user().is_some() {
+            match user_values(t, s, e) {
+                Some((_, text)) => format!("\"{text}\""),
+                None => "(arguments not recorded)".into(),
+            }
+        } else {
+            args_json(t, s, e)
+                .iter()
+                .map(|(k, v)| format!("{k}={}", plain(v)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
         writeln!(
             out,
-            "\n== {} stream {} (thread {}, tid {}, model {}){}",
-            s.process,
-            s.stream,
-            s.thread,
-            s.tid,
-            kinds::model_name(u64::from(s.model)),
-            if s.damaged { " [damaged]" } else { "" }
+            "{:>14.3} us  {:<28} {:<6} {:<24} {}",
+            e.t_ns as f64 / 1000.0,
+            event_name(t, e),
+            phase_name(e.phase),
+            loc,
+            detail
         )?;
-        for e in &s.events {
-            let site = &t.callsites[e.callsite as usize];
-            let loc = match &site.file {
-                Some(f) if site.col > 0 => format!("{f}:{}:{}", site.line, site.col),
-                Some(f) => format!("{f}:{}", site.line),
-                None if site.line > 0 => format!("?:{}", site.line),
-                None => "-".into(),
-            };
-            let detail = if e.user().is_some() {
-                match user_values(t, s, e) {
-                    Some((_, text)) => format!("\"{text}\""),
-                    None => "(arguments not recorded)".into(),
-                }
-            } else {
-                args_json(t, s, e)
-                    .iter()
-                    .map(|(k, v)| format!("{k}={}", plain(v)))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            };
-            writeln!(
-                out,
-                "{:>14.3} us  {:<28} {:<6} {:<24} {}",
-                e.t_ns as f64 / 1000.0,
-                event_name(t, e),
-                phase_name(e.phase),
-                loc,
-                detail
-            )?;
-        }
     }
     Ok(())
 }

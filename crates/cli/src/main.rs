@@ -95,6 +95,14 @@ enum Command {
         /// JSON instead of text (each event names its kind by the spec's symbolic name).
         #[arg(long)]
         json: bool,
+        /// Read the trace one process at a time: only a process's events in
+        /// memory (chosen by itself when the trace looks too big for the
+        /// memory available). The threads come out the same; the text's
+        /// count of events and threads, and the problems found in the events
+        /// (events stamped too late, records that stop), come after them (in
+        /// JSON, those problems after the others).
+        #[arg(long)]
+        low_memory: bool,
     },
     /// What slows the program: findings, time per thread, balance, waits,
     /// communication, shared blocks, profiles.
@@ -539,13 +547,30 @@ fn main() -> ExitCode {
                 all.extend(cargs.iter().cloned());
                 return cc::run(compiler, &all);
             }
-            Command::Dump { dir, json } => {
-                let t = read(&dir)?;
-                if json {
-                    dump::write_json(&t, &mut out)?;
-                    writeln!(out)?;
+            Command::Dump {
+                dir,
+                json,
+                low_memory,
+            } => {
+                if !dir.exists() {
+                    bail!("{} does not exist", dir.display());
+                }
+                if low_memory || too_big(&dir) {
+                    let r = gaspard_analyze::distributed::ByProcess::open(&dir)?;
+                    if json {
+                        dump::write_json_by_process(&r, &mut out)?;
+                        writeln!(out)?;
+                    } else {
+                        dump::to_text_by_process(&r, &mut out)?;
+                    }
                 } else {
-                    dump::to_text(&t, &mut out)?;
+                    let t = read(&dir)?;
+                    if json {
+                        dump::write_json(&t, &mut out)?;
+                        writeln!(out)?;
+                    } else {
+                        dump::to_text(&t, &mut out)?;
+                    }
                 }
             }
             Command::Report {

@@ -682,7 +682,66 @@ fn output_bytes(out: &Path) -> Option<Vec<(String, Vec<u8>)>> {
 /// `gaspard blocks` and every `gaspard export` format on the damaged `dir`
 /// end cleanly too; Perfetto and Parquet exports read one process at a time
 /// (`--low-memory`) end as the whole reading's, with the same bytes.
+/// `dump` read one process at a time says what the whole reading says: the
+/// same threads and entries in JSON (the problems in another order: those
+/// found in the events come last), the same thread blocks and notes in text.
+fn check_dump_by_process(dir: &Path, what: &str) {
+    let whole = run(dir, &["dump", "--json"]);
+    let low = run(dir, &["dump", "--json", "--low-memory"]);
+    assert_eq!(
+        whole.code == Some(0),
+        low.code == Some(0),
+        "{what}: dump and dump --low-memory end differently: {} / {}",
+        whole.stderr,
+        low.stderr
+    );
+    if whole.code != Some(0) {
+        return;
+    }
+    let (mut a, mut b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_str(&whole.stdout).unwrap(),
+        serde_json::from_str(&low.stdout).unwrap(),
+    );
+    for v in [&mut a, &mut b] {
+        let p = v["problems"].as_array_mut().unwrap();
+        p.sort_by_key(|x| x.to_string());
+    }
+    assert!(a == b, "{what}: dump --json --low-memory differs");
+    let whole = run(dir, &["dump"]);
+    let low = run(dir, &["dump", "--low-memory"]);
+    // Thread blocks and clock lines in order, notes as a set, the count of
+    // events and threads (first line of the whole dump, last line but the
+    // notes of the other).
+    fn split(t: &str) -> (Vec<&str>, Vec<&str>, Option<String>) {
+        let mut notes: Vec<&str> = t.lines().filter(|l| l.starts_with("note: ")).collect();
+        notes.sort_unstable();
+        let body: Vec<&str> = t
+            .lines()
+            .filter(|l| !l.is_empty() && !l.starts_with("note: ") && !l.starts_with("trace "))
+            .collect();
+        let count = t
+            .lines()
+            .filter(|l| l.starts_with("trace ") && l.ends_with(" threads"))
+            .map(|l| l.rsplit_once(": ").unwrap().1.to_string())
+            .next_back();
+        (notes, body, count)
+    }
+    let ((wn, wb, wc), (ln, lb, lc)) = (split(&whole.stdout), split(&low.stdout));
+    assert_eq!(wn, ln, "{what}: dump --low-memory notes differ");
+    assert_eq!(wc, lc, "{what}: dump --low-memory counts differ");
+    let first = wb.iter().zip(&lb).position(|(a, b)| a != b);
+    assert!(
+        first.is_none() && wb.len() == lb.len(),
+        "{what}: dump --low-memory differs at line {first:?} ({} and {} lines): {:?} / {:?}",
+        wb.len(),
+        lb.len(),
+        first.map(|i| wb[i]),
+        first.map(|i| lb[i])
+    );
+}
+
 fn check_other_commands(dir: &Path, what: &str) {
+    check_dump_by_process(dir, what);
     let out_path = dir.parent().unwrap().join("exported");
     let out = out_path.to_str().unwrap();
     let low_path = dir.parent().unwrap().join("exported-low-memory");
