@@ -378,12 +378,7 @@ pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
         t.events(),
         t.streams.len()
     )?;
-    for p in &t.problems {
-        writeln!(out, "note: {p}")?;
-    }
-    for c in &t.clock_sync {
-        writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
-    }
+    notes_and_clocks(t, out)?;
     for s in &t.streams {
         stream_text(t, s, out)?;
     }
@@ -398,12 +393,7 @@ pub fn to_text_by_process(r: &ByProcess, out: &mut dyn std::io::Write) -> std::i
     let t = r.tables();
     r.plan(1);
     writeln!(out, "trace {}: read one process at a time", t.dir.display())?;
-    for p in &t.problems {
-        writeln!(out, "note: {p}")?;
-    }
-    for c in &t.clock_sync {
-        writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
-    }
+    notes_and_clocks(t, out)?;
     let (mut events, mut threads, mut later) = (t.profiled_events(), 0, Vec::new());
     for i in 0..r.processes() {
         let p = r.read(i);
@@ -422,6 +412,18 @@ pub fn to_text_by_process(r: &ByProcess, out: &mut dyn std::io::Write) -> std::i
     )?;
     for p in &later {
         writeln!(out, "note: {p}")?;
+    }
+    Ok(())
+}
+
+/// The text dump's `note:` line per problem of `t` and `clock:` line per
+/// clock correction.
+fn notes_and_clocks(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    for p in &t.problems {
+        writeln!(out, "note: {p}")?;
+    }
+    for c in &t.clock_sync {
+        writeln!(out, "clock: {}", crate::clocksync::describe(c))?;
     }
     Ok(())
 }

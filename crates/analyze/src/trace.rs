@@ -473,8 +473,9 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
                     .or_default()
                     .extend(&man.clock_refs);
                 for n in &man.notes {
-                    // Static functions and call sites by name and line.
-                    let n = if n.contains("+0x") {
+                    // Static functions and call sites by name and line, C++
+                    // names demangled.
+                    let n = if n.contains("+0x") || n.contains("function _Z") {
                         sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
                             .name_note(&name, n)
                     } else {
@@ -504,7 +505,6 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
         {
             Ok(mut f) => {
                 // Static functions named as in the events (see function_name).
-                let mut sym = None;
                 for r in &mut f.rows {
                     if let Some(text) = r.name.strip_prefix("GASP_C_FUNC ") {
                         let named = function_name(&mut sym, &t.dir, &name, text);

@@ -44,8 +44,14 @@ int main(void) {
 fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
     let dir = tmp(name);
     let exe = common::gaspard_cc(&dir, "prog", PROGRAM, wrapper, &["-O1", "-pthread"]);
+    run_traced(&dir, &exe)
+}
+
+/// Runs `exe` (built in `dir`), which must succeed, with its trace in
+/// `dir/trace`; that directory.
+fn run_traced(dir: &std::path::Path, exe: &std::path::Path) -> PathBuf {
     let trace = dir.join("trace");
-    let st = Command::new(&exe)
+    let st = Command::new(exe)
         .env("GASPARD_DIR", &trace)
         .env_remove("LD_LIBRARY_PATH")
         .status()
@@ -996,14 +1002,7 @@ fn cxx_functions_are_named_as_their_source_writes_them() {
         "g++",
         &["-O0", "-g"],
     );
-    let trace = dir.join("trace");
-    let st = Command::new(&exe)
-        .env("GASPARD_DIR", &trace)
-        .env_remove("LD_LIBRARY_PATH")
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let r = common::report(&trace);
+    let r = common::report(&run_traced(&dir, &exe));
     let count = |name: &str| {
         r["by_event"]
             .as_array()

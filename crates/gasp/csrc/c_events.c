@@ -651,17 +651,14 @@ static NO_INSTRUMENT int caf_helpers(const ElfW(Sym) *sym, const char *name, voi
   return 0;
 }
 
-static NO_INSTRUMENT int main_bias(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size;
-  *(uintptr_t *)arg = info->dlpi_addr; /* the first module is the program */
-  return 1;
-}
-
 /* The program's executable code, where the runtime's callers are. */
 static uintptr_t prog_text_lo, prog_text_hi;
 
-static NO_INSTRUMENT int main_text(struct dl_phdr_info *info, size_t size, void *arg) {
-  (void)size, (void)arg;
+/* The program (the first module): its load bias in *arg, its code in
+ * prog_text_lo and prog_text_hi. */
+static NO_INSTRUMENT int main_module(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  *(uintptr_t *)arg = info->dlpi_addr;
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
     if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X)) {
@@ -678,13 +675,12 @@ static NO_INSTRUMENT int main_text(struct dl_phdr_info *info, size_t size, void 
 EXPORT NO_INSTRUMENT void gaspard_caf_range(uintptr_t *lo, uintptr_t *hi) {
   struct caf_scan r = {0};
   *lo = *hi = 0;
-  dl_iterate_phdr(main_bias, &r.bias);
+  dl_iterate_phdr(main_module, &r.bias);
   symtab_each("/proc/self/exe", caf_entries, &r);
   if (r.glo >= r.ghi) return;
   r.wlo = r.glo, r.whi = r.ghi;
   symtab_each("/proc/self/exe", caf_helpers, &r);
   caf_file_end(&r);
-  dl_iterate_phdr(main_text, NULL);
   *lo = r.wlo, *hi = r.whi;
 }
 
