@@ -40,6 +40,12 @@ pub(crate) fn run(p: &'static Process) {
         unsafe { libc::syscall(libc::SYS_gettid) } as i32,
         Ordering::Release,
     );
+    make_reserve(p);
+    // The manifest of a process at work, for a trace cut short before its
+    // end; a process already ending writes its final one at once.
+    if p.requested.load(Ordering::Acquire) == 0 {
+        write_manifest(p, "running");
+    }
     let mut outs: HashMap<u32, StreamOut> = HashMap::new();
     let mut agg = crate::aggregate::Aggregates::default();
     loop {
@@ -232,9 +238,19 @@ fn reserve_path(p: &Process) -> std::path::PathBuf {
     p.dir.join(format!(".{}.reserve", p.prefix))
 }
 
-/// Sets disk space aside for the final manifest (see [`RESERVE_BYTES`]).
-pub(crate) fn make_reserve(p: &Process) {
-    let _ = std::fs::write(reserve_path(p), vec![0u8; RESERVE_BYTES]);
+/// Sets disk space aside for the final manifest (see [`RESERVE_BYTES`]):
+/// allocated without writing where the file system can (no page of zeros
+/// to write back), else written.
+fn make_reserve(p: &Process) {
+    use std::os::fd::AsRawFd;
+    let Ok(f) = File::create(reserve_path(p)) else {
+        return;
+    };
+    // SAFETY: fallocate on a file descriptor we own, with a valid length.
+    let rc = unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, RESERVE_BYTES as libc::off_t) };
+    if rc != 0 {
+        let _ = (&f).write_all(&vec![0u8; RESERVE_BYTES]);
+    }
 }
 
 /// Gives the space set aside back, for the manifest.
@@ -309,6 +325,11 @@ fn write_maps(p: &Process) {
         })
         .map(|l| format!("{l}\n"))
         .collect();
+    // Written again only when a library came or went since.
+    let mut written = p.maps_written.lock().unwrap_or_else(|e| e.into_inner());
+    if written.as_deref() == Some(keep.as_str()) {
+        return;
+    }
     let path = p.dir.join(format!("{}.maps", p.prefix));
     let tmp = p.dir.join(format!(".{}.maps.tmp", p.prefix));
     let write = || std::fs::write(&tmp, &keep).and_then(|_| std::fs::rename(&tmp, &path));
@@ -321,5 +342,7 @@ fn write_maps(p: &Process) {
     {
         let _ = std::fs::remove_file(&tmp);
         p.note("cannot write the process's memory map: code addresses stay unresolved".into());
+    } else {
+        *written = Some(keep);
     }
 }

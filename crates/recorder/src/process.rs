@@ -283,6 +283,8 @@ pub(crate) struct Process {
     pub(crate) wake_seq: AtomicU32,
     pub(crate) finalizing: AtomicBool,
     pub(crate) flusher_tid: AtomicI32,
+    /// The executable mappings last written to `<prefix>.maps`.
+    pub(crate) maps_written: Mutex<Option<String>>,
     flusher_thread: OnceLock<std::thread::Thread>,
     pub(crate) events: AtomicU64,
     pub(crate) lost: AtomicU64,
@@ -425,6 +427,7 @@ impl Process {
             wake_seq: AtomicU32::new(0),
             finalizing: AtomicBool::new(false),
             flusher_tid: AtomicI32::new(0),
+            maps_written: Mutex::new(None),
             flusher_thread: OnceLock::new(),
             events: AtomicU64::new(0),
             lost: AtomicU64::new(0),
@@ -452,8 +455,8 @@ impl Process {
         if !started {
             return;
         }
-        flusher::make_reserve(self);
-        flusher::write_manifest(self, "running");
+        // The space set aside and the first manifest are written by the
+        // flusher as it starts, off the program's thread.
         static HANDLERS: std::sync::Once = std::sync::Once::new();
         HANDLERS.call_once(|| {
             extern "C" fn at_exit() {
@@ -558,6 +561,7 @@ impl Process {
             wake_seq: AtomicU32::new(0),
             finalizing: AtomicBool::new(false),
             flusher_tid: AtomicI32::new(0),
+            maps_written: Mutex::new(None),
             flusher_thread: OnceLock::new(),
             events: AtomicU64::new(0),
             lost: AtomicU64::new(0),
