@@ -25,6 +25,9 @@ pub(crate) struct Buffer {
     pub(crate) events: u32,
     pub(crate) base_ts: u64,
     pub(crate) last_ts: u64,
+    /// Bytes of `bytes` mapped in ahead of the writer (see
+    /// [`Process::populate_fresh`]).
+    pub(crate) populated: usize,
     pub(crate) bytes: Box<[u8]>,
 }
 

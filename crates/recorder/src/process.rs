@@ -19,6 +19,11 @@ use crate::{ctx_slot, Ctx, CtxState, MAX_CONTEXTS};
 /// (`GASPARD_LOST_RESERVE`).
 const LOST_RESERVE: usize = 64;
 
+/// Bytes of a context's first buffer mapped in ahead of its writer: about
+/// 10,000 events; a thread that records more gets the rest mapped in with
+/// its next buffer, and faults the pages of this one past here itself.
+const FIRST_POPULATE: usize = 64 * 1024;
+
 /// What to do when every buffer is full and the memory cap is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnFull {
@@ -671,9 +676,25 @@ impl Process {
         self.nctx.load(Ordering::Acquire).min(MAX_CONTEXTS)
     }
 
-    fn take_buffer(&self) -> Option<*mut Buffer> {
+    /// A buffer for a context, `first` when it is the context's first: of a
+    /// new buffer, the flusher maps in only the first [`FIRST_POPULATE`]
+    /// bytes for a context's first (a thread that records a few events
+    /// does not cost a whole buffer of pages), the whole for the next ones
+    /// (the rest of a first buffer when it is taken again).
+    fn take_buffer(&self, first: bool) -> Option<*mut Buffer> {
         if let Some(b) = self.free.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-            return Some(b as *mut Buffer);
+            let b = b as *mut Buffer;
+            // SAFETY: a buffer on the free list is owned by whoever pops it.
+            let buf = unsafe { &mut *b };
+            if buf.populated < buf.bytes.len() {
+                let rest = buf.bytes.len() - buf.populated;
+                self.fresh
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((buf.bytes.as_ptr() as usize + buf.populated, rest));
+                buf.populated = buf.bytes.len();
+            }
+            return Some(b);
         }
         let n = self.allocated.fetch_add(1, Ordering::Relaxed);
         if n >= self.max_buffers {
@@ -681,10 +702,15 @@ impl Process {
             return None;
         }
         let mut bytes = vec![0u8; self.buffer_bytes].into_boxed_slice();
+        let populated = if first {
+            FIRST_POPULATE.min(bytes.len())
+        } else {
+            bytes.len()
+        };
         self.fresh
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .push((bytes.as_mut_ptr() as usize, bytes.len()));
+            .push((bytes.as_mut_ptr() as usize, populated));
         Some(Box::into_raw(Box::new(Buffer {
             next: std::ptr::null_mut(),
             stream: 0,
@@ -692,6 +718,7 @@ impl Process {
             events: 0,
             base_ts: 0,
             last_ts: 0,
+            populated,
             bytes,
         })))
     }
@@ -817,7 +844,30 @@ impl Process {
         if self.finalizing.load(Ordering::Acquire) {
             return std::ptr::null_mut();
         }
-        let mut b = self.take_buffer();
+        // A first buffer's writer at the end of the pages mapped in ahead
+        // of it: the rest is mapped in (by the flusher) and the writer goes
+        // on in the same buffer.
+        if !st.buf.is_null() {
+            // SAFETY: the context's own buffer, which only its holder writes.
+            let buf = unsafe { &mut *st.buf };
+            if buf.populated < buf.bytes.len() {
+                let rest = buf.bytes.len() - buf.populated;
+                self.fresh
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((buf.bytes.as_ptr() as usize + buf.populated, rest));
+                buf.populated = buf.bytes.len();
+                self.wake_flusher();
+                // SAFETY: a live slot; its cursor is inside this buffer, and
+                // the end leaves the reserve as for any buffer.
+                unsafe {
+                    (*c).end = buf.bytes.as_mut_ptr().add(buf.bytes.len() - LOST_RESERVE);
+                    return (*c).cur;
+                }
+            }
+        }
+        let first = st.buf.is_null();
+        let mut b = self.take_buffer(first);
         if b.is_none() && self.on_full == OnFull::Wait {
             // Hand this buffer over first: with many threads and few buffers,
             // holding it could starve everyone.
@@ -827,7 +877,7 @@ impl Process {
                 self.wake_flusher();
                 std::thread::sleep(Duration::from_micros(100));
                 waited += Duration::from_micros(100);
-                b = self.take_buffer();
+                b = self.take_buffer(first);
                 if waited > Duration::from_secs(30) {
                     // The flusher makes no progress (a stuck disk?): stop waiting, count losses.
                     self.note("the flusher made no progress for 30 s: events were dropped".into());
@@ -853,9 +903,12 @@ impl Process {
         // SAFETY: `b` is a buffer we own, larger than the margin and the reserve;
         // the encoder is this context's and nobody else writes it now.
         unsafe {
+            let populated = (*b).populated;
             let buf = &mut (*b).bytes;
             let start = buf.as_mut_ptr();
-            let end = start.add(buf.len() - LOST_RESERVE);
+            // A first buffer ends, for its writer, where its pages mapped
+            // in ahead end (see above).
+            let end = start.add(populated.min(buf.len() - LOST_RESERVE));
             st.buf = b;
             crate::gaspard_enc_reset((*c).enc);
             (*c).end = end;
