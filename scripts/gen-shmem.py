@@ -201,8 +201,10 @@ def main():
  * guard keeps calls the library makes itself (shmem_finalize's own
  * barrier) out of the trace. Loaded with libgaspard.so (LD_PRELOAD, as
  * `gaspard run` does, or linked before -loshmem). */
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <pshmem.h>
 
 #define EXPORT __attribute__((visibility("default")))
@@ -226,22 +228,32 @@ static inline int enter(void) {
 static inline void leave(void) { inside = 0; }
 
 /* Clock synchronization (Cristian's algorithm): at the end of shmem_init and
- * at the start of shmem_finalize (inside their events), each PE but 0 makes a few round trips to PE 0:
- * it puts a request into its own slot on PE 0, PE 0 answers with its time
- * and an acknowledgement. The shortest round trip is kept and recorded as a
+ * at the start of shmem_finalize (inside their events), each PE that does
+ * not share PE 0's clock makes a few round trips to PE 0: it puts a request
+ * into its own slot on PE 0, PE 0 answers with its time and an
+ * acknowledgement. The shortest round trip is kept and recorded as a
  * GASPARD_CLOCK_SYNC event (local send time, PE 0's time, local receive
  * time); the trace reader corrects each process's times from its first and
- * last. The slots are a symmetric allocation of the adapter's own, made
- * once. */
+ * last. PEs on PE 0's machine (the same running kernel:
+ * gaspard_clock_domain, PE 0's read from its slot) read its clock and
+ * measure nothing, unless an artificial clock error or
+ * GASPARD_CLOCK_SYNC_ALL=1 says otherwise: such a PE puts SYNC_SKIP into
+ * its request slot once. The slots are a symmetric allocation of the
+ * adapter's own, made once. */
 uint64_t gaspard_clock_ns(void);
+size_t gaspard_clock_domain(char *out, size_t cap);
 #define K_CLOCK_SYNC 260u
 #define SYNC_ROUNDS 8
+#define CLOCK_DOMAIN 64
+#define SYNC_SKIP LONG_MAX
 static struct sync_area {
   uint64_t reply;
   long ack;
-  long req[]; /* one per PE, on PE 0 */
+  char domain[CLOCK_DOMAIN]; /* PE 0's clock, on PE 0 */
+  long req[];                /* one per PE, on PE 0 */
 } *sync_area;
 static long sync_round;
+static int sync_measures;
 
 static void clock_sync(int at_end) {
   int me = pshmem_my_pe(), n = pshmem_n_pes();
@@ -251,12 +263,24 @@ static void clock_sync(int at_end) {
     if (!sync_area) return;
     sync_area->reply = 0, sync_area->ack = 0;
     for (int i = 0; i < n; i++) sync_area->req[i] = 0;
+    char mine[CLOCK_DOMAIN] = {0};
+    gaspard_clock_domain(mine, sizeof mine);
+    memcpy(sync_area->domain, mine, sizeof mine);
     pshmem_barrier_all();
+    if (me != 0) {
+      char root[CLOCK_DOMAIN] = {0};
+      pshmem_getmem(root, sync_area->domain, sizeof root, 0);
+      root[CLOCK_DOMAIN - 1] = 0;
+      sync_measures = !mine[0] || !root[0] || strcmp(mine, root) != 0;
+      if (!sync_measures) pshmem_long_p(&sync_area->req[me], SYNC_SKIP, 0);
+    }
   }
   long first = sync_round + 1;
   sync_round += SYNC_ROUNDS;
   if (me == 0) {
-    for (int r = 1; r < n; r++)
+    for (int r = 1; r < n; r++) {
+      pshmem_long_wait_until(&sync_area->req[r], SHMEM_CMP_GE, first);
+      if (*(volatile long *)&sync_area->req[r] == SYNC_SKIP) continue;
       for (long k = first; k <= sync_round; k++) {
         pshmem_long_wait_until(&sync_area->req[r], SHMEM_CMP_EQ, k);
         uint64_t t = gaspard_clock_ns();
@@ -264,8 +288,9 @@ static void clock_sync(int at_end) {
         pshmem_fence();
         pshmem_long_p(&sync_area->ack, k, r);
       }
+    }
     pshmem_quiet();
-  } else {
+  } else if (sync_measures) {
     uint64_t best[5] = {0, 0, 0, 0, (uint64_t)at_end}, rtt = UINT64_MAX;
     for (long k = first; k <= sync_round; k++) {
       uint64_t s = gaspard_clock_ns();
@@ -277,6 +302,9 @@ static void clock_sync(int at_end) {
       if (e >= s && e - s < rtt) rtt = e - s, best[1] = s, best[2] = t, best[3] = e;
     }
     if (rtt != UINT64_MAX) gaspard_record_event(MODEL_SHMEM, K_CLOCK_SYNC, 2, NULL, 0, best, 5);
+  } else {
+    /* Its SYNC_SKIP must reach PE 0 before the program goes on. */
+    pshmem_quiet();
   }
   /* At the end the area is left to shmem_finalize, which releases the
    * symmetric heap: freeing it here would cost two more synchronizations of

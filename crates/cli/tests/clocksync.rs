@@ -4,6 +4,8 @@
 //! and the reader's correction must make the times causal again: nobody
 //! leaves a barrier before everybody entered it, no receive ends before its
 //! send started. Without the correction (GASPARD_NO_CLOCK_SYNC=1) they are not.
+//! The processes that share rank or PE 0's clock (one machine here) measure
+//! nothing, but with GASPARD_CLOCK_SYNC_ALL=1.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -165,15 +167,31 @@ fn worst_violation(rs: &[Rank], barrier: &str, err: &HashMap<String, i64>, mpi: 
     worst
 }
 
-fn check(
-    dir: &Path,
-    cmd: &[&str],
-    init: &str,
-    barrier: &str,
-    skewed_rank: &str,
+/// One job to check: its command, the names of its initialization and
+/// barrier events, the rank whose clock is made wrong, whether it is MPI
+/// (two-sided messages to check), its processes, and whether every process
+/// measures (`GASPARD_CLOCK_SYNC_ALL=1`).
+#[derive(Clone, Copy)]
+struct Case<'a> {
+    cmd: &'a [&'a str],
+    init: &'a str,
+    barrier: &'a str,
+    skewed_rank: &'a str,
     mpi: bool,
     n: usize,
-) {
+    all: bool,
+}
+
+fn check(dir: &Path, case: Case) {
+    let Case {
+        cmd,
+        init,
+        barrier,
+        skewed_rank,
+        mpi,
+        n,
+        all,
+    } = case;
     let (trace, _) = common::gaspard_run_with(
         dir,
         cmd,
@@ -181,13 +199,38 @@ fn check(
             ("GASPARD_CLOCK_SKEW_NS", &SKEW_NS.to_string()),
             ("GASPARD_CLOCK_DRIFT_PPM", &DRIFT_PPM.to_string()),
             ("GASPARD_CLOCK_SKEW_RANK", skewed_rank),
+            ("GASPARD_CLOCK_SYNC_ALL", if all { "1" } else { "0" }),
         ],
     );
     let v = dump(&trace, true);
     let rs = ranks(&v, init);
     assert_eq!(rs.len(), n, "one stream per rank");
     let syncs = v["clock_sync"].as_array().unwrap();
-    assert_eq!(syncs.len(), n - 1, "every rank but 0 measured: {syncs:?}");
+    let measured = |r: &Rank| {
+        r.events
+            .iter()
+            .filter(|e| e["kind"] == "GASPARD_CLOCK_SYNC")
+            .count()
+    };
+    if all {
+        assert_eq!(syncs.len(), n - 1, "every rank but 0 measured: {syncs:?}");
+        assert!(rs
+            .iter()
+            .all(|r| measured(r) == if r.rank == 0 { 0 } else { 2 }));
+    } else {
+        // Only the process whose clock was made wrong: the others read rank
+        // 0's machine's clock.
+        assert_eq!(syncs.len(), 1, "only the skewed rank measured: {syncs:?}");
+        let skewed: usize = skewed_rank.parse().unwrap();
+        for r in &rs {
+            assert_eq!(
+                measured(r),
+                if r.rank == skewed { 2 } else { 0 },
+                "rank {}",
+                r.rank
+            );
+        }
+    }
     // Each measurement is within half its round trip of the truth: the
     // processes share one machine's clock, but for the skewed one.
     let mut err = HashMap::new();
@@ -283,57 +326,77 @@ fn check(
     );
 }
 
-fn mpi(n: usize) {
-    let dir = common::tmpdir(&format!("clocksync-mpi-{n}"));
+fn mpi(n: usize, all: bool) {
+    let dir = common::tmpdir(&format!("clocksync-mpi-{n}-{all}"));
     let exe = common::compile_with(&dir, "mpicc", "p.c", MPI_PROGRAM);
     let np = n.to_string();
     check(
         &dir,
-        &[
-            "mpirun",
-            "-np",
-            &np,
-            "--oversubscribe",
-            exe.to_str().unwrap(),
-        ],
-        "GASP_MPI_INIT",
-        "GASP_MPI_BARRIER",
-        "1",
-        true,
-        n,
+        Case {
+            cmd: &[
+                "mpirun",
+                "-np",
+                &np,
+                "--oversubscribe",
+                exe.to_str().unwrap(),
+            ],
+            init: "GASP_MPI_INIT",
+            barrier: "GASP_MPI_BARRIER",
+            skewed_rank: "1",
+            mpi: true,
+            n,
+            all,
+        },
     );
 }
 
 #[test]
 fn mpi_two_ranks() {
-    mpi(2);
+    mpi(2, false);
 }
 
 #[test]
 fn mpi_four_ranks() {
-    mpi(4);
+    mpi(4, false);
+}
+
+#[test]
+fn mpi_four_ranks_all_measure() {
+    mpi(4, true);
 }
 
 #[test]
 fn shmem_four_pes() {
-    let dir = common::tmpdir("clocksync-shmem-4");
+    shmem(false);
+}
+
+#[test]
+fn shmem_four_pes_all_measure() {
+    shmem(true);
+}
+
+fn shmem(all: bool) {
+    let dir = common::tmpdir(&format!("clocksync-shmem-4-{all}"));
     let exe = common::compile_with(&dir, "oshcc", "p.c", SHMEM_PROGRAM);
     check(
         &dir,
-        &[
-            "oshrun",
-            "-np",
-            "4",
-            "--oversubscribe",
-            "--mca",
-            "osc",
-            "^rdma",
-            exe.to_str().unwrap(),
-        ],
-        "GASP_SHMEM_INIT",
-        "GASP_SHMEM_BARRIER_ALL",
-        "2",
-        false,
-        4,
+        Case {
+            cmd: &[
+                "oshrun",
+                "-np",
+                "4",
+                "--oversubscribe",
+                "--mca",
+                "osc",
+                "^rdma",
+                exe.to_str().unwrap(),
+            ],
+            init: "GASP_SHMEM_INIT",
+            barrier: "GASP_SHMEM_BARRIER_ALL",
+            skewed_rank: "2",
+            mpi: false,
+            n: 4,
+            all,
+        },
     );
 }

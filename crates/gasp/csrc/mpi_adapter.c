@@ -173,16 +173,26 @@ static int win_world_rank(MPI_Win win, int rank) {
 }
 
 /* Clock synchronization (Cristian's algorithm): at the end of MPI_Init and
- * at the start of MPI_Finalize (inside their events), each rank but 0 sends rank 0 a few messages on
- * a communicator of its own; rank 0 answers each with its time. The round
- * trip with the shortest time is kept and recorded as a GASPARD_CLOCK_SYNC
- * event (local send time, rank 0's time, local receive time); the trace
- * reader corrects each process's times from its first and last. */
+ * at the start of MPI_Finalize (inside their events), each rank that does not
+ * share rank 0's clock sends rank 0 a few messages on a communicator of its
+ * own; rank 0 answers each with its time. The round trip with the shortest
+ * time is kept and recorded as a GASPARD_CLOCK_SYNC event (local send time,
+ * rank 0's time, local receive time); the trace reader corrects each
+ * process's times from its first and last. Ranks on rank 0's machine (the
+ * same running kernel: gaspard_clock_domain) read its clock and measure
+ * nothing, unless an artificial clock error or GASPARD_CLOCK_SYNC_ALL=1 says
+ * otherwise: which ranks measure is settled once, by a broadcast of rank 0's
+ * clock and a count at rank 0, which then answers that many ranks in the
+ * order their messages come. */
 uint64_t gaspard_clock_ns(void);
+size_t gaspard_clock_domain(char *out, size_t cap);
 #define K_CLOCK_SYNC 260u
 #define SYNC_ROUNDS 8
 #define SYNC_TAG 27301
+#define CLOCK_DOMAIN 64
 static MPI_Comm sync_comm = MPI_COMM_NULL;
+/* -1: not settled yet; else whether this rank measures (rank 0: how many do). */
+static int sync_measures = -1;
 
 static void clock_sync(int at_end) {
   int up = 0, down = 0, rank = 0, size = 0;
@@ -195,15 +205,24 @@ static void clock_sync(int at_end) {
   }
   PMPI_Comm_rank(sync_comm, &rank);
   PMPI_Comm_size(sync_comm, &size);
+  if (sync_measures < 0) {
+    char mine[CLOCK_DOMAIN] = {0}, root[CLOCK_DOMAIN] = {0};
+    gaspard_clock_domain(mine, sizeof mine);
+    if (rank == 0) memcpy(root, mine, sizeof root);
+    PMPI_Bcast(root, (int)sizeof root, MPI_CHAR, 0, sync_comm);
+    int measures = rank != 0 && (!mine[0] || !root[0] || strcmp(mine, root) != 0), count = 0;
+    PMPI_Reduce(&measures, &count, 1, MPI_INT, MPI_SUM, 0, sync_comm);
+    sync_measures = rank == 0 ? count : measures;
+  }
   if (rank == 0) {
-    for (int r = 1; r < size; r++)
-      for (int k = 0; k < SYNC_ROUNDS; k++) {
-        uint64_t t = 0;
-        PMPI_Recv(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm, MPI_STATUS_IGNORE);
-        t = gaspard_clock_ns();
-        PMPI_Send(&t, 1, MPI_UINT64_T, r, SYNC_TAG, sync_comm);
-      }
-  } else {
+    for (int k = 0; k < sync_measures * SYNC_ROUNDS; k++) {
+      uint64_t t = 0;
+      MPI_Status st;
+      PMPI_Recv(&t, 1, MPI_UINT64_T, MPI_ANY_SOURCE, SYNC_TAG, sync_comm, &st);
+      t = gaspard_clock_ns();
+      PMPI_Send(&t, 1, MPI_UINT64_T, st.MPI_SOURCE, SYNC_TAG, sync_comm);
+    }
+  } else if (sync_measures) {
     uint64_t best[5] = {0, 0, 0, 0, (uint64_t)at_end}, rtt = UINT64_MAX;
     for (int k = 0; k < SYNC_ROUNDS; k++) {
       uint64_t t = 0, s = gaspard_clock_ns();

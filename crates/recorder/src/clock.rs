@@ -147,6 +147,33 @@ static SKEW_FROM: AtomicU64 = AtomicU64::new(0);
 
 /// Makes this process's clock wrong on purpose by `skew_ns` plus `drift_ppm`
 /// parts per million of the time elapsed since now.
+static SYNC_ALL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Every process measures its clock against the reference's
+/// (`GASPARD_CLOCK_SYNC_ALL=1`), those of its machine too.
+pub(crate) fn set_sync_all(all: bool) {
+    SYNC_ALL.store(all, Ordering::Relaxed);
+}
+
+/// The clock this process's times come from, as the adapters' clock
+/// synchronization compares it with the reference process's: the running
+/// kernel's boot id (processes of one running kernel read one clock, the
+/// TSC or CLOCK_MONOTONIC, so that measuring their offsets would only add
+/// the measurements' error). `None` when this process measures its offset
+/// whatever the reference's: an artificial error is set (see [`set_skew`]),
+/// `GASPARD_CLOCK_SYNC_ALL=1`, or the boot id is unknown.
+pub(crate) fn domain() -> Option<String> {
+    if SYNC_ALL.load(Ordering::Relaxed)
+        || SKEW_NS.load(Ordering::Relaxed) != 0
+        || DRIFT_PPB.load(Ordering::Relaxed) != 0
+    {
+        return None;
+    }
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+    let id = id.trim();
+    (!id.is_empty()).then(|| id.to_string())
+}
+
 pub(crate) fn set_skew(skew_ns: i64, drift_ppm: f64) {
     SKEW_FROM.store(monotonic_ns(), Ordering::Relaxed);
     SKEW_NS.store(skew_ns, Ordering::Relaxed);

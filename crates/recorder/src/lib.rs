@@ -239,6 +239,30 @@ pub extern "C" fn gaspard_refill(c: *mut Ctx) -> *mut u8 {
     .unwrap_or(std::ptr::null_mut())
 }
 
+/// The clock this process's times come from, for the adapters' clock
+/// synchronization: writes it NUL-terminated into `out` (at most `cap`
+/// bytes) and returns its length; 0 (and an empty string) when this
+/// process measures its offset from the reference process's clock whatever
+/// that one's (see `clock::domain`).
+///
+/// # Safety
+/// `out` points to `cap` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn gaspard_clock_domain(out: *mut std::ffi::c_char, cap: usize) -> usize {
+    if out.is_null() || cap == 0 {
+        return 0;
+    }
+    let id = std::panic::catch_unwind(clock::domain).ok().flatten();
+    let id = id.as_deref().unwrap_or("").as_bytes();
+    let n = if id.len() < cap { id.len() } else { 0 };
+    // SAFETY: the caller gives `cap` writable bytes; n < cap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(id.as_ptr(), out.cast::<u8>(), n);
+        *out.add(n) = 0;
+    }
+    n
+}
+
 /// The throttling of instrumented functions: writes the call count and the
 /// mean duration (in clock ticks and in microseconds) below which a function
 /// stops being recorded, and returns 1; returns 0 when throttling is off.

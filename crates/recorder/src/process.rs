@@ -73,6 +73,10 @@ pub struct Options {
     /// `PMI_RANK`) whose clock gets the skew and drift
     /// (`GASPARD_CLOCK_SKEW_RANK`); every process's when unset.
     pub clock_skew_rank: Option<u32>,
+    /// Every process measures its clock against rank or PE 0's
+    /// (`GASPARD_CLOCK_SYNC_ALL=1`), not only those on other machines or
+    /// with an artificial error.
+    pub clock_sync_all: bool,
     /// The command line.
     pub command: Vec<String>,
     /// Problems found in the options, reported once.
@@ -104,6 +108,7 @@ impl Default for Options {
             clock_skew_ns: 0,
             clock_drift_ppm: 0.0,
             clock_skew_rank: None,
+            clock_sync_all: false,
             command,
             warnings: Vec::new(),
         };
@@ -199,6 +204,13 @@ impl Options {
                 Ok(n) => self.clock_skew_rank = Some(n),
                 Err(_) => self.warnings.push(format!(
                     "gaspard: ignoring clock-skew-rank={v}: expected a rank"
+                )),
+            },
+            "clock-sync-all" => match v {
+                "1" | "on" | "yes" | "" => self.clock_sync_all = true,
+                "0" | "off" | "no" => self.clock_sync_all = false,
+                _ => self.warnings.push(format!(
+                    "gaspard: ignoring clock-sync-all={v}: expected 1 or 0"
                 )),
             },
             "clock" => match v {
@@ -375,6 +387,7 @@ impl Process {
         {
             clock::set_skew(opts.clock_skew_ns, opts.clock_drift_ppm);
         }
+        clock::set_sync_all(opts.clock_sync_all);
         let start_unix_ns = clock::realtime_ns();
         let dir = opts.dir.clone().unwrap_or_else(|| {
             let prog = opts
