@@ -601,6 +601,47 @@ const SMALL_BYTES: f64 = 256.0;
 /// ...taking at least this share of the time of the threads that make them.
 const SMALL_SHARE: f64 = 0.02;
 
+/// Whether the kind named `kind` is a collective operation (a broadcast, a
+/// reduction, a gather, a scatter, an all-to-all) rather than a transfer
+/// between two threads.
+fn is_collective(kind: &str) -> bool {
+    kind.starts_with("GASP_UPC_ALL_")
+        || kind.starts_with("GASP_CAF_CO_")
+        || [
+            "BCAST",
+            "BROADCAST",
+            "REDUCE",
+            "TO_ALL",
+            "GATHER",
+            "SCATTER",
+            "COLLECT",
+            "ALLTOALL",
+        ]
+        .iter()
+        .any(|w| kind.contains(w))
+}
+
+/// What to do about many small calls of the collective named `kind`: it
+/// cannot be packed into one message, but its values can be combined into
+/// one call on an array, it can be called less often, and an MPI one can
+/// overlap with computation.
+fn collective_advice(kind: &str) -> String {
+    if let Some(f) = kind.strip_prefix("GASP_MPI_") {
+        let f = f.to_ascii_lowercase();
+        format!(
+            "combine the values of several calls into one call on an array, call it less often (a convergence test every few \
+             iterations), or overlap it with computation (MPI_I{f} and MPI_Wait)"
+        )
+    } else if kind.starts_with("GASP_SHMEM_") {
+        "combine the values of several calls into one call on an array (its element count), or call it less often".into()
+    } else if kind.starts_with("GASP_CAF_") {
+        "apply it to a whole array at once instead of one value at a time, or call it less often"
+            .into()
+    } else {
+        "apply it to arrays of values (its nelems argument) instead of one value at a time, or call it less often".into()
+    }
+}
+
 /// The aggregate call to use instead of many small ones, by model.
 fn aggregate_advice(kind: &str) -> &'static str {
     if kind.starts_with("GASP_SHMEM_") {
@@ -708,7 +749,11 @@ fn small_messages(
                 100.0 * share,
                 threads.len(),
                 time as f64 / 1e6,
-                aggregate_advice(name)
+                if is_collective(name) {
+                    collective_advice(name)
+                } else {
+                    aggregate_advice(name).to_string()
+                }
             ),
         });
     }
@@ -727,6 +772,40 @@ pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location
 #[cfg(test)]
 mod tests {
     use super::Busy;
+
+    #[test]
+    fn collectives_get_their_own_advice() {
+        use super::{aggregate_advice, collective_advice, is_collective};
+        for k in [
+            "GASP_MPI_ALLREDUCE",
+            "GASP_MPI_BCAST",
+            "GASP_MPI_ALLGATHER",
+            "GASP_SHMEM_LONG_SUM_TO_ALL",
+            "GASP_SHMEM_BROADCAST64",
+            "GASP_SHMEM_FCOLLECT32",
+            "GASP_SHMEM_ALLTOALL64",
+            "GASP_CAF_CO_SUM",
+            "GASP_UPC_ALL_REDUCE",
+        ] {
+            assert!(is_collective(k), "{k}");
+        }
+        for k in [
+            "GASP_MPI_SEND",
+            "GASP_MPI_PUT",
+            "GASP_MPI_GET_ACCUMULATE",
+            "GASP_SHMEM_LONG_P",
+            "GASP_SHMEM_PUTMEM",
+            "GASP_CAF_GET",
+            "GASP_UPC_GET",
+            "GASP_UPC_MEMPUT",
+        ] {
+            assert!(!is_collective(k), "{k}");
+        }
+        let a = collective_advice("GASP_MPI_ALLREDUCE");
+        assert!(a.contains("MPI_Iallreduce"), "{a}");
+        assert!(!a.contains("MPI_Put"), "{a}");
+        assert!(aggregate_advice("GASP_MPI_SEND").contains("MPI_Put"));
+    }
 
     #[test]
     fn busy_time_within_a_window() {

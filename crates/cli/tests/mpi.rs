@@ -208,3 +208,53 @@ fn mpi_fortran_program_is_recorded() {
         }
     }
 }
+
+/// A reduction of one value per iteration, thousands of times: a
+/// `small_messages` finding whose advice fits a collective (combine the
+/// values, reduce less often, overlap with MPI_Iallreduce), not the packing
+/// into one message or one MPI_Put that fits point-to-point transfers.
+const REDUCTIONS: &str = r#"
+#include <mpi.h>
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  double x = 1.0, sum = 0.0;
+  for (int i = 0; i < 5000; i++)
+    MPI_Allreduce(&x, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* each step */
+  MPI_Finalize();
+  return sum > 0.0 ? 0 : 1;
+}
+"#;
+
+#[test]
+fn many_small_reductions_get_a_collective_advice() {
+    let dir = common::tmpdir("mpi-reductions");
+    let exe = common::compile_with(&dir, "mpicc", "r.c", REDUCTIONS);
+    let (trace, _) = common::gaspard_run(
+        &dir,
+        &[
+            "mpirun",
+            "-np",
+            "2",
+            "--oversubscribe",
+            exe.to_str().unwrap(),
+        ],
+    );
+    let r = common::report(&trace);
+    let small: Vec<&Value> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "small_messages")
+        .collect();
+    assert_eq!(small.len(), 1, "{:#}", r["findings"]);
+    let line = REDUCTIONS
+        .lines()
+        .position(|l| l.contains("each step"))
+        .unwrap()
+        + 1;
+    assert_eq!(small[0]["location"]["line"], line);
+    let msg = small[0]["message"].as_str().unwrap();
+    assert!(msg.contains("10000 GASP_MPI_ALLREDUCE of 8 bytes"), "{msg}");
+    assert!(msg.contains("MPI_Iallreduce"), "{msg}");
+    assert!(!msg.contains("MPI_Put"), "{msg}");
+}
