@@ -132,14 +132,64 @@ fn shared_lock(
     if let Some((object, offset)) = objects.find(process, addr, time) {
         return (object.to_string(), offset);
     }
-    let image = cx
-        .images
+    in_image(cx, addr).unwrap_or((String::new(), addr))
+}
+
+/// The binary whose image holds `addr` (its data, past its first
+/// executable mapping) and the offset from its start.
+fn in_image(cx: &Context, addr: u64) -> Option<(String, u64)> {
+    cx.images
         .iter()
         .filter(|i| i.1 <= addr && addr - i.0 < IMAGE_SPAN)
-        .max_by_key(|i| i.1);
-    match image {
-        Some((base, _, name)) => (name.clone(), addr - base),
-        None => (String::new(), addr),
+        .max_by_key(|i| i.1)
+        .map(|(base, _, name)| (name.clone(), addr - base))
+}
+
+/// Gives the locks in a binary's data (`binary+0xOFFSET`) the name of their
+/// variable, from the binary's symbol table, before that name:
+/// `lock (shlock+0x4018)`; OpenMP's critical sections are `omp critical`
+/// (all unnamed ones share one lock), `omp critical(NAME)` and `omp
+/// reduction`. `dir` is the trace's directory, with its processes' maps.
+pub fn name_locks(dir: &std::path::Path, locks: &mut [LockStats]) {
+    if !locks
+        .iter()
+        .any(|l| crate::symbolize::static_function(&l.lock).is_some())
+    {
+        return;
+    }
+    let mut sym = crate::symbolize::Symbolizer::new(dir);
+    for l in locks {
+        let Some((module, offset)) = crate::symbolize::static_function(&l.lock) else {
+            continue;
+        };
+        if let Some(var) = sym.data_symbol(module, offset) {
+            l.lock = format!("{} ({})", variable_name(&var), l.lock);
+        }
+    }
+}
+
+/// What an OpenMP lock of the kind `kind` is taken by, as the report names it.
+fn omp_construct(kind: u16) -> &'static str {
+    match kinds::kind(kind).map(|k| k.name) {
+        Some("GASP_OMP_CRITICAL") => "omp critical",
+        Some("GASP_OMP_ORDERED") => "omp ordered",
+        Some("GASP_OMP_NEST_LOCK") => "omp_nest_lock",
+        _ => "omp_lock",
+    }
+}
+
+/// How a lock's variable is named: OpenMP's critical sections (the
+/// compiler's `.gomp_critical_user_NAME.var`) by their construct, C++ names
+/// demangled, others as they are.
+fn variable_name(symbol: &str) -> String {
+    match symbol
+        .strip_prefix(".gomp_critical_user_")
+        .and_then(|n| n.strip_suffix(".var"))
+    {
+        Some("") => "omp critical".into(),
+        Some(".reduction") => "omp reduction".into(),
+        Some(name) => format!("omp critical({name})"),
+        None => crate::symbolize::demangled(symbol).unwrap_or_else(|| symbol.to_string()),
     }
 }
 
@@ -320,18 +370,24 @@ impl Part {
         }
         let mut met = Met::default();
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
-        let mut acquiring_omp: Vec<(u64, u64, u32)> = Vec::new(); // (wait id, acquire time, callsite)
+        let mut acquiring_omp: Vec<(u64, u64, u32, u16)> = Vec::new(); // (wait id, acquire time, callsite, kind)
         let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)
         for e in s.events.iter().filter(|e| k.involved[e.kind as usize]) {
             let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
             if k.omp_mutex.contains(&e.kind) && e.phase == 0 {
-                acquiring_omp.push((wait_id(), e.t_ns, e.callsite));
+                acquiring_omp.push((wait_id(), e.t_ns, e.callsite, e.kind));
             } else if Some(e.kind) == k.acquired {
                 let id = wait_id();
                 if let Some(i) = acquiring_omp.iter().rposition(|p| p.0 == id) {
-                    let (_, start, site) = acquiring_omp.remove(i);
+                    let (_, start, site, kind) = acquiring_omp.remove(i);
                     let key = (s.process.clone(), id);
-                    let l = met.take(key, format!("{id:#x}"), site);
+                    // By its construct, and its binary when it is in one's
+                    // data (libomp's locks are mostly on its heap).
+                    let name = match in_image(cx, id) {
+                        Some((binary, off)) => format!("{binary}+{off:#x}"),
+                        None => format!("{} {id:#x}", omp_construct(kind)),
+                    };
+                    let l = met.take(key, name, site);
                     l.releases_known = true;
                     l.acquires.push((start, e.t_ns));
                     held_omp.push((id, e.t_ns));
@@ -548,6 +604,23 @@ pub fn contention_in(ids: &[Identity], locks: &[LockStats], total_time: u64) -> 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn lock_variables_are_named_as_the_source_names_them() {
+        use super::variable_name;
+        assert_eq!(variable_name(".gomp_critical_user_.var"), "omp critical");
+        assert_eq!(
+            variable_name(".gomp_critical_user_io.var"),
+            "omp critical(io)"
+        );
+        assert_eq!(
+            variable_name(".gomp_critical_user_.reduction.var"),
+            "omp reduction"
+        );
+        assert_eq!(variable_name("_ZN6solver4lockE"), "solver::lock");
+        assert_eq!(variable_name("lock"), "lock");
+    }
+
     use super::*;
     use crate::trace::Process;
 
@@ -675,7 +748,7 @@ mod tests {
             got,
             [
                 ("app.c:12+0x0", 3, 1, 51, Some(32), 2, 1),
-                ("0x7", 3, 1, 26, Some(36), 2, 1),
+                ("omp critical 0x7", 3, 1, 26, Some(36), 2, 1),
                 ("0x1000", 2, 0, 2, Some(24), 2, 0),
             ]
         );

@@ -655,7 +655,11 @@ pub(crate) fn report_of(
         || {
             let (analysis, locks) = rayon::join(
                 || crate::waitstates::merge(&wait_parts),
-                || crate::locks::merge(&ids, callsites, &lock_parts),
+                || {
+                    let mut locks = crate::locks::merge(&ids, callsites, &lock_parts);
+                    crate::locks::name_locks(&t.dir, &mut locks);
+                    locks
+                },
             );
             let (waits, findings) = rayon::join(
                 || crate::waitstates::wait_sites(&analysis, &ids, callsites),

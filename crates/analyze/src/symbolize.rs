@@ -34,6 +34,8 @@ pub struct Symbolizer {
     maps: HashMap<String, Vec<Mapping>>,
     binaries: HashMap<PathBuf, Option<Binary>>,
     cache: HashMap<(String, u64), Option<(String, u32)>>,
+    /// Per binary, its data symbols (address, size, name) by address.
+    data: HashMap<PathBuf, Vec<(u64, u64, String)>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -147,6 +149,49 @@ impl Symbolizer {
         let probe = bin.base.checked_add(offset)?;
         let sym = bin.loader.find_symbol_info(probe)?;
         (sym.address() == probe).then(|| sym.name().to_string())
+    }
+
+    /// The name of the variable (a data symbol of the binary's symbol
+    /// table) that holds the byte `offset` bytes from the start of the module
+    /// named `module` (its file name) in any process: how a lock in a
+    /// binary's data, named `module+0xOFFSET`, gets its source's name.
+    pub fn data_symbol(&mut self, module: &str, offset: u64) -> Option<String> {
+        let path = self
+            .maps
+            .values()
+            .flatten()
+            .find(|m| m.path.file_name().is_some_and(|f| f == module))?
+            .path
+            .clone();
+        let base = self
+            .binaries
+            .entry(path.clone())
+            .or_insert_with(|| load(&path))
+            .as_ref()?
+            .base;
+        let probe = base.checked_add(offset)?;
+        let symbols = self.data.entry(path.clone()).or_insert_with(|| {
+            let Ok(bytes) = std::fs::read(&path) else {
+                return Vec::new();
+            };
+            let Ok(file) = object::File::parse(&*bytes) else {
+                return Vec::new();
+            };
+            let mut v: Vec<(u64, u64, String)> = file
+                .symbols()
+                .chain(file.dynamic_symbols())
+                .filter(|s| s.kind() == object::SymbolKind::Data && s.is_definition())
+                .filter_map(|s| Some((s.address(), s.size().max(1), s.name().ok()?.to_string())))
+                .collect();
+            v.sort();
+            v.dedup_by(|a, b| a.0 == b.0);
+            v
+        });
+        let i = symbols
+            .partition_point(|&(a, _, _)| a <= probe)
+            .checked_sub(1)?;
+        let (a, size, name) = &symbols[i];
+        (probe < a + size).then(|| name.clone())
     }
 
     /// A function's name as the trace gives it: a static function's

@@ -487,8 +487,8 @@ fn an_openshmem_global_lock_is_one_lock_on_every_pe() {
         assert_eq!(locks.len(), 1, "one lock for both PEs: {}", r["locks"]);
         let l = &locks[0];
         assert!(
-            l["lock"].as_str().unwrap().starts_with("shlock+0x"),
-            "named by the binary and its offset: {l}"
+            l["lock"].as_str().unwrap().starts_with("lock (shlock+0x"),
+            "named by its variable, then by the binary and its offset: {l}"
         );
         assert_eq!(l["acquisitions"], 8);
         assert_eq!(l["threads"].as_array().unwrap().len(), 2);
