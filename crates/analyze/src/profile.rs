@@ -17,9 +17,11 @@ pub struct Stats {
     pub name: String,
     /// Occurrences: a START/END pair counts once, an ATOMIC once.
     pub count: u64,
-    /// Total time between START and END, in ns.
+    /// Total time between START and END, in ns: the time within at least
+    /// one of them on each thread (a recursive function's time counts once,
+    /// in its outermost call), summed over threads.
     pub total_ns: u64,
-    /// Mean of the intervals.
+    /// Mean of the intervals (each call's own START to END).
     pub mean_ns: f64,
     /// Shortest interval.
     pub min_ns: u64,
@@ -29,6 +31,9 @@ pub struct Stats {
     pub bytes: u64,
     #[serde(skip)]
     pub(crate) intervals: u64,
+    /// The sum of the intervals, nested ones included (for the mean).
+    #[serde(skip)]
+    pub(crate) sum_ns: u64,
 }
 
 /// What names an event: its kind, its user event, or for a function its
@@ -103,7 +108,7 @@ impl Stats {
             count: r.count,
             total_ns: r.total_ns,
             mean_ns: if r.intervals > 0 {
-                r.total_ns as f64 / r.intervals as f64
+                r.sum_ns as f64 / r.intervals as f64
             } else {
                 0.0
             },
@@ -111,6 +116,7 @@ impl Stats {
             max_ns: r.max_ns,
             bytes: r.bytes,
             intervals: r.intervals,
+            sum_ns: r.sum_ns,
         }
     }
 
@@ -123,25 +129,29 @@ impl Stats {
             }
             self.max_ns = self.max_ns.max(o.max_ns);
             self.total_ns = self.total_ns.saturating_add(o.total_ns);
+            self.sum_ns = self.sum_ns.saturating_add(o.sum_ns);
             self.intervals += o.intervals;
-            self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+            self.mean_ns = self.sum_ns as f64 / self.intervals as f64;
         }
     }
 
-    /// Adds one interval of `d` ns; [`Stats::set_mean`] gives the mean once
-    /// they are all in.
-    fn add_interval(&mut self, d: u64) {
+    /// Adds one interval of `d` ns, of which `new` ns are not within an
+    /// earlier one of the same statistics on the thread (see
+    /// [`Stats::total_ns`]); [`Stats::set_mean`] gives the mean once they
+    /// are all in.
+    fn add_interval(&mut self, d: u64, new: u64) {
         if self.intervals == 0 || d < self.min_ns {
             self.min_ns = d;
         }
         self.max_ns = self.max_ns.max(d);
-        self.total_ns = self.total_ns.saturating_add(d);
+        self.total_ns = self.total_ns.saturating_add(new);
+        self.sum_ns = self.sum_ns.saturating_add(d);
         self.intervals += 1;
     }
 
     fn set_mean(&mut self) {
         if self.intervals > 0 {
-            self.mean_ns = self.total_ns as f64 / self.intervals as f64;
+            self.mean_ns = self.sum_ns as f64 / self.intervals as f64;
         }
     }
 }
@@ -260,8 +270,8 @@ pub(crate) mod sent {
         u32,
         u64,
         u64,
-        Vec<(Stats, u64)>,
-        Vec<((String, u32), Stats, u64)>,
+        Vec<(Stats, u64, u64)>,
+        Vec<((String, u32), Stats, u64, u64)>,
     );
 
     /// Writes `p` with its interval counts.
@@ -275,11 +285,11 @@ pub(crate) mod sent {
             th.span_ns,
             th.by_event
                 .iter()
-                .map(|st| (st.clone(), st.intervals))
+                .map(|st| (st.clone(), st.intervals, st.sum_ns))
                 .collect(),
             sites
                 .iter()
-                .map(|(k, st)| (k.clone(), st.clone(), st.intervals))
+                .map(|(k, st)| (k.clone(), st.clone(), st.intervals, st.sum_ns))
                 .collect(),
         );
         sent.serialize(s)
@@ -289,8 +299,9 @@ pub(crate) mod sent {
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ProfilePart, D::Error> {
         let (process, stream, thread, events, span_ns, by_event, sites): Sent =
             Sent::deserialize(d)?;
-        let with = |(mut st, n): (Stats, u64)| {
+        let with = |(mut st, n, sum): (Stats, u64, u64)| {
             st.intervals = n;
+            st.sum_ns = sum;
             st
         };
         Ok((
@@ -304,7 +315,7 @@ pub(crate) mod sent {
             },
             sites
                 .into_iter()
-                .map(|(k, st, n)| (k, with((st, n))))
+                .map(|(k, st, n, sum)| (k, with((st, n, sum))))
                 .collect(),
         ))
     }
@@ -480,21 +491,41 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         touch(&mut slots.sites[site].1);
         site_of_event.push(site as u32);
     }
+    // The end of the time covered so far by each callsite's and each key's
+    // intervals, and each key's time covered: the intervals come by start
+    // time, so that the part of one past that end is new (all of it, but
+    // for a call within another of the same function: recursion).
+    let mut site_covered = vec![0u64; slots.sites.len()];
+    let mut key_covered = vec![0u64; slots.keys.len()];
+    let mut key_total = vec![0u64; slots.keys.len()];
+    let new_part = |covered: &mut u64, start: u64, end: u64| {
+        let new = end.saturating_sub(start.max(*covered));
+        *covered = (*covered).max(end);
+        new
+    };
     for iv in crate::intervals::intervals(s) {
         if tool_kind(iv.kind) {
             continue;
         }
         // The slot of its START (whose key and callsite are the interval's).
         let site = site_of_event[iv.start_event as usize] as usize;
+        let key = slots.site_key[site] as usize;
+        let new = new_part(&mut site_covered[site], iv.start, iv.end);
         slots.sites[site]
             .1
-            .add_interval(iv.end.saturating_sub(iv.start));
+            .add_interval(iv.end.saturating_sub(iv.start), new);
+        key_total[key] =
+            key_total[key].saturating_add(new_part(&mut key_covered[key], iv.start, iv.end));
     }
     // Each key's statistics from those of its callsites (saturating sums
-    // of non-negative numbers do not depend on their order).
+    // of non-negative numbers do not depend on their order), but for its
+    // time covered: a call within another from another callsite counts once.
     for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
         st.set_mean();
         slots.by_key[key as usize].merge(st);
+    }
+    for (st, &total) in slots.by_key.iter_mut().zip(&key_total) {
+        st.total_ns = total;
     }
     let mine = slots.keys.into_iter().zip(slots.by_key);
     let sites = slots.sites;

@@ -1030,3 +1030,82 @@ fn cxx_functions_are_named_as_their_source_writes_them() {
     assert_eq!(count("GASP_C_FUNC main"), Some(1), "{names:?}");
     assert!(!names.iter().any(|n| n.contains("_Z")), "{names:?}");
 }
+
+/// The time of a function's calls within one another (recursion) counts
+/// once in its total, in the outermost call, as the time the thread spent in
+/// it; the mean is of every call. The same from events and from a
+/// profile-only recording.
+#[test]
+fn a_recursive_function_s_time_counts_once() {
+    let dir = tmp("recursion");
+    let exe = common::gaspard_cc(&dir, "prog", PROGRAM, &["--profile"], &["-O1", "-pthread"]);
+    let trace = run_traced(&dir, &exe);
+    let v = dump(&trace);
+    // From the events: each worker's fib calls, the outermost ones' times
+    // and every call's.
+    let (mut outer, mut all, mut calls) = (0u64, 0u64, 0u64);
+    for evs in events(&v) {
+        let mut open: Vec<u64> = Vec::new();
+        for e in evs
+            .iter()
+            .filter(|e| e["kind"] == "GASP_C_FUNC" && e["args"]["funcsig"] == "fib")
+        {
+            let t = e["t_ns"].as_u64().unwrap();
+            if e["phase"] == "START" {
+                open.push(t);
+            } else {
+                let d = t - open.pop().unwrap();
+                all += d;
+                calls += 1;
+                if open.is_empty() {
+                    outer += d;
+                }
+            }
+        }
+    }
+    assert_eq!(calls, 18, "fib(4) makes 9 calls on each of 2 threads");
+    assert!(outer < all, "{outer} {all}");
+    let r = common::report(&trace);
+    let row = |r: &Value, name: &str| {
+        r["by_event"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap_or_else(|| panic!("{name}: {}", r["by_event"]))
+            .clone()
+    };
+    let fib = row(&r, "GASP_C_FUNC fib");
+    assert_eq!(fib["count"], calls);
+    assert_eq!(fib["total_ns"], outer, "{fib}");
+    let mean = fib["mean_ns"].as_f64().unwrap();
+    assert!(
+        (mean * calls as f64 - all as f64).abs() < 1.0,
+        "{fib}: {all}"
+    );
+    assert!(
+        fib["total_ns"].as_u64().unwrap()
+            <= row(&r, "GASP_C_FUNC work")["total_ns"].as_u64().unwrap()
+    );
+    // Recorded in profile-only mode: the same rule.
+    let trace = dir.join("profile-only");
+    let st = Command::new(&exe)
+        .env("GASPARD_DIR", &trace)
+        .env("GASPARD_PROFILE_ONLY", "1")
+        .env_remove("LD_LIBRARY_PATH")
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let r = common::report(&trace);
+    let (fib, work) = (row(&r, "GASP_C_FUNC fib"), row(&r, "GASP_C_FUNC work"));
+    assert_eq!(fib["count"], calls);
+    let (total, work_total) = (
+        fib["total_ns"].as_u64().unwrap(),
+        work["total_ns"].as_u64().unwrap(),
+    );
+    assert!(total <= work_total, "{fib} {work}");
+    assert!(
+        fib["mean_ns"].as_f64().unwrap() * calls as f64 > total as f64,
+        "nested calls are in the mean, not in the total: {fib}"
+    );
+}

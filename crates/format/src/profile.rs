@@ -8,8 +8,13 @@
 //! ```text
 //! gaspard-profile 1
 //! stream <id> <tid> <thread> <model> <events> <span_ns>
-//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes>
+//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes> <sum_ns>
 //! ```
+//!
+//! `total_ns` counts the time within at least one of a row's pairs on the
+//! stream (a recursive function's nested calls are within its outer one),
+//! `sum_ns` the pairs' times all added (for their mean); files without it
+//! (written before it was) have the sum as `total_ns`.
 
 use crate::manifest::{escape, unescape};
 
@@ -48,8 +53,10 @@ pub struct ProfileRow {
     pub count: u64,
     /// Closed START/END pairs.
     pub intervals: u64,
-    /// Total time of the pairs, ns.
+    /// Time within at least one of the pairs, ns.
     pub total_ns: u64,
+    /// The pairs' times added, nested ones included, ns.
+    pub sum_ns: u64,
     /// Shortest pair, ns.
     pub min_ns: u64,
     /// Longest pair, ns.
@@ -80,7 +87,7 @@ impl ProfileFile {
         }
         for r in &self.rows {
             out.push_str(&format!(
-                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
                 r.stream,
                 escape(&r.name),
                 r.file.as_deref().map(escape).unwrap_or_default(),
@@ -90,7 +97,8 @@ impl ProfileFile {
                 r.total_ns,
                 r.min_ns,
                 r.max_ns,
-                r.bytes
+                r.bytes,
+                r.sum_ns
             ));
         }
         out
@@ -121,7 +129,7 @@ impl ProfileFile {
                     events: num(5)?,
                     span_ns: num(6)?,
                 }),
-                "row" if fields.len() == 11 => f.rows.push(ProfileRow {
+                "row" if fields.len() == 11 || fields.len() == 12 => f.rows.push(ProfileRow {
                     stream: num(1)? as u32,
                     name: unescape(fields[2]),
                     file: (!fields[3].is_empty()).then(|| unescape(fields[3])),
@@ -132,6 +140,11 @@ impl ProfileFile {
                     min_ns: num(8)?,
                     max_ns: num(9)?,
                     bytes: num(10)?,
+                    sum_ns: if fields.len() == 12 {
+                        num(11)?
+                    } else {
+                        num(7)?
+                    },
                 }),
                 "" => {}
                 _ => return Err(format!("line {n}: unknown record")),
@@ -164,6 +177,7 @@ mod tests {
                 count: 5,
                 intervals: 5,
                 total_ns: 50,
+                sum_ns: 60,
                 min_ns: 1,
                 max_ns: 20,
                 bytes: 0,
@@ -171,6 +185,10 @@ mod tests {
         };
         assert_eq!(ProfileFile::parse(&f.to_text()), Ok(f));
         assert!(ProfileFile::parse("nope").is_err());
+        // A row of a file written before the sum was: the sum is the total.
+        let old = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\t2\t2\t40\t10\t30\t0\n");
+        let r = &ProfileFile::parse(&old).unwrap().rows[0];
+        assert_eq!((r.total_ns, r.sum_ns), (40, 40));
         let bad = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\tz\t0\t0\t0\t0\t0\n");
         assert_eq!(
             ProfileFile::parse(&bad),

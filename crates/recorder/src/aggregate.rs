@@ -21,6 +21,9 @@ struct StreamAgg {
     index: HashMap<(String, Option<String>, u32), usize>,
     /// Open STARTs per (kind, user event): (time in ticks, row).
     open: HashMap<(u16, u64), Vec<(u64, usize)>>,
+    /// Per row, its pairs open (a recursive function's calls within one
+    /// another: only the outermost counts in its total).
+    depth: Vec<u32>,
     events: u64,
     first: Option<u64>,
     last: u64,
@@ -119,17 +122,27 @@ impl Aggregates {
                     }
                     if e.phase == 0 {
                         s.open.entry(open_key).or_default().push((e.ts, row));
+                        if s.depth.len() <= row {
+                            s.depth.resize(row + 1, 0);
+                        }
+                        s.depth[row] += 1;
                     }
                 }
                 _ => {
                     if let Some((start, at)) = s.open.get_mut(&open_key).and_then(|v| v.pop()) {
                         let d = ticks_to_ns(e.ts.saturating_sub(start));
+                        let depth = &mut s.depth[at];
+                        *depth = depth.saturating_sub(1);
+                        let outermost = *depth == 0;
                         let r = &mut s.rows[at];
                         if r.intervals == 0 || d < r.min_ns {
                             r.min_ns = d;
                         }
                         r.max_ns = r.max_ns.max(d);
-                        r.total_ns += d;
+                        if outermost {
+                            r.total_ns += d;
+                        }
+                        r.sum_ns += d;
                         r.intervals += 1;
                     }
                 }
