@@ -668,8 +668,16 @@ pub(crate) fn report_of(
     });
     // The analyses are independent of one another: in parallel (the
     // findings use the locks and wait states, found once).
-    let breakdown: Vec<crate::findings::Breakdown> =
+    let mut breakdown: Vec<crate::findings::Breakdown> =
         finding_parts.iter().map(|p| p.breakdown.clone()).collect();
+    // A plain C program of one thread runs sequentially (its events are in
+    // the UPC model's context, whose processes are otherwise parallel all
+    // along).
+    for (b, id) in breakdown.iter_mut().zip(&ids) {
+        if id.c_only && ids.iter().filter(|o| o.process == id.process).count() == 1 {
+            b.parallel_ns = 0;
+        }
+    }
     let callsites = &t.callsites;
     let ((blocks, (communication, balance)), (waits, locks, mut findings)) = rayon::join(
         || {

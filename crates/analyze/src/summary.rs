@@ -36,6 +36,10 @@ pub struct Identity {
     pub active_span: u64,
     /// Whether it holds coarray events (`GASP_CAF_*`).
     pub caf: bool,
+    /// Whether it holds only C events (functions, allocations), user events
+    /// and the tool's own: a thread of a plain C program, not of an SPMD one.
+    #[serde(default)]
+    pub c_only: bool,
     /// Its events.
     pub events: u64,
 }
@@ -55,9 +59,22 @@ impl Identity {
             rank: crate::matrix::rank(s),
             active_span: crate::findings::active_span(s),
             caf,
+            c_only: c_only(s),
             events: s.events.len() as u64,
         }
     }
+}
+
+/// Whether `s` holds only C events (`GASP_C_*`), user events and the
+/// tool's own (`GASPARD_*`), in the UPC model's context where C events go.
+fn c_only(s: &Stream) -> bool {
+    s.model == 0
+        && crate::intervals::kinds_of(s).all(|k| {
+            matches!(
+                k,
+                kinds::C_FUNC | kinds::C_MALLOC | kinds::C_REALLOC | kinds::C_FREE
+            ) || kinds::kind(k).is_some_and(|i| i.name.starts_with("GASPARD_"))
+        })
 }
 
 /// The coarray kinds (`GASP_CAF_*`), by number.

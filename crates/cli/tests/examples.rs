@@ -40,11 +40,6 @@ fn build_with(name: &str, cmd: &[&str], src: &str, after: &[&str]) -> (PathBuf, 
     (dir, exe)
 }
 
-fn run(dir: &Path, cmd: &[&str]) -> (Value, String) {
-    let (v, out, _) = run_report(dir, cmd);
-    (v, out)
-}
-
 /// Runs `cmd` under gaspard: the dump, the program's output, the report
 /// (the same read whole and one process at a time).
 fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
@@ -269,8 +264,25 @@ fn c_sort() {
         &[gaspard, "cc", "--profile", "--", "cc", "-g"],
         "c/sort.c",
     );
-    let (v, out) = run(&dir, &[exe.to_str().unwrap(), "64"]);
+    let (v, out, r) = run_report(&dir, &[exe.to_str().unwrap(), "64"]);
     assert!(out.contains("sort: 64 numbers sorted twice"), "{out}");
+    // One thread of a plain C program: sequential all along (not an SPMD
+    // process, though its events are in the UPC model's context).
+    let b = &r["breakdown"][0];
+    assert!(b["span_ns"].as_u64().unwrap() > 0, "{b}");
+    assert_eq!(b["parallel_ns"], 0, "{b}");
+    // Its recursive function's total is within main's.
+    let total = |name: &str| {
+        r["by_event"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == name)
+            .unwrap()["total_ns"]
+            .as_u64()
+            .unwrap()
+    };
+    assert!(total("GASP_C_FUNC sort") <= total("GASP_C_FUNC main"));
     let evs = &events(&v)[0];
     let calls = |f: &str| {
         evs.iter()
