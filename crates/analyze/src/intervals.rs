@@ -118,13 +118,10 @@ pub(crate) struct Derived {
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
-/// The kinds of `s`'s events, in number order.
-pub(crate) fn kinds_of(s: &Stream) -> impl Iterator<Item = u16> + '_ {
-    derived(s).kinds.iter().enumerate().flat_map(|(w, &bits)| {
-        (0..64u32)
-            .filter(move |b| bits & (1u64 << b) != 0)
-            .map(move |b| (w * 64 + b as usize) as u16)
-    })
+/// The kinds of `s`'s events, a bit each (kind `k`: bit `k % 64` of word
+/// `k / 64`).
+pub(crate) fn kind_bits(s: &Stream) -> &[u64] {
+    &derived(s).kinds
 }
 
 pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {

@@ -491,41 +491,32 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         touch(&mut slots.sites[site].1);
         site_of_event.push(site as u32);
     }
-    // The end of the time covered so far by each callsite's and each key's
-    // intervals, and each key's time covered: the intervals come by start
-    // time, so that the part of one past that end is new (all of it, but
-    // for a call within another of the same function: recursion).
-    let mut site_covered = vec![0u64; slots.sites.len()];
-    let mut key_covered = vec![0u64; slots.keys.len()];
-    let mut key_total = vec![0u64; slots.keys.len()];
-    let new_part = |covered: &mut u64, start: u64, end: u64| {
-        let new = end.saturating_sub(start.max(*covered));
-        *covered = (*covered).max(end);
-        new
-    };
+    // The end of the time covered so far by each key's intervals: they come
+    // by start time, so that the part of one past that end is new (all of
+    // it, but for a call within another of the same function: recursion),
+    // and counts in its callsite's total.
+    let mut covered = vec![0u64; slots.keys.len()];
     for iv in crate::intervals::intervals(s) {
         if tool_kind(iv.kind) {
             continue;
         }
         // The slot of its START (whose key and callsite are the interval's).
         let site = site_of_event[iv.start_event as usize] as usize;
-        let key = slots.site_key[site] as usize;
-        let new = new_part(&mut site_covered[site], iv.start, iv.end);
-        slots.sites[site]
-            .1
-            .add_interval(iv.end.saturating_sub(iv.start), new);
-        key_total[key] =
-            key_total[key].saturating_add(new_part(&mut key_covered[key], iv.start, iv.end));
+        let c = &mut covered[slots.site_key[site] as usize];
+        let d = iv.end.saturating_sub(iv.start);
+        let new = if iv.start >= *c {
+            d
+        } else {
+            iv.end.saturating_sub(*c)
+        };
+        *c = (*c).max(iv.end);
+        slots.sites[site].1.add_interval(d, new);
     }
     // Each key's statistics from those of its callsites (saturating sums
-    // of non-negative numbers do not depend on their order), but for its
-    // time covered: a call within another from another callsite counts once.
+    // of non-negative numbers do not depend on their order).
     for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
         st.set_mean();
         slots.by_key[key as usize].merge(st);
-    }
-    for (st, &total) in slots.by_key.iter_mut().zip(&key_total) {
-        st.total_ns = total;
     }
     let mine = slots.keys.into_iter().zip(slots.by_key);
     let sites = slots.sites;

@@ -69,12 +69,18 @@ impl Identity {
 /// tool's own (`GASPARD_*`), in the UPC model's context where C events go.
 fn c_only(s: &Stream) -> bool {
     s.model == 0
-        && crate::intervals::kinds_of(s).all(|k| {
-            matches!(
-                k,
-                kinds::C_FUNC | kinds::C_MALLOC | kinds::C_REALLOC | kinds::C_FREE
-            ) || kinds::kind(k).is_some_and(|i| i.name.starts_with("GASPARD_"))
-        })
+        && crate::intervals::kind_bits(s)
+            .iter()
+            .enumerate()
+            .all(|(w, &bits)| {
+                (0..64u32).filter(|b| bits & (1u64 << b) != 0).all(|b| {
+                    let k = (w * 64 + b as usize) as u16;
+                    matches!(
+                        k,
+                        kinds::C_FUNC | kinds::C_MALLOC | kinds::C_REALLOC | kinds::C_FREE
+                    ) || kinds::kind(k).is_some_and(|i| i.name.starts_with("GASPARD_"))
+                })
+            })
 }
 
 /// The coarray kinds (`GASP_CAF_*`), by number.
