@@ -265,12 +265,19 @@ pub fn compare(
             cell.total_ns += total;
             cell.bytes += bytes;
         };
-        for s in &r.by_event {
+        // The runtimes' start-up and shutdown (MPI_Init, shmem_finalize...)
+        // are theirs, not the program's: not regions (the wall time leaves
+        // them out too).
+        let runtime = |name: &str| {
+            gaspard_format::kinds::kind_by_name(name)
+                .is_some_and(|k| crate::findings::is_startup(k.id))
+        };
+        for s in r.by_event.iter().filter(|s| !runtime(&s.name)) {
             let key = (RegionKind::Event, s.name.clone(), None, None);
             add(key, s.count, s.total_ns, s.bytes);
         }
         // Callsites differing only by column are one source line.
-        for s in &r.by_callsite {
+        for s in r.by_callsite.iter().filter(|s| !runtime(&s.stats.name)) {
             let key = (
                 RegionKind::Callsite,
                 s.stats.name.clone(),
