@@ -689,6 +689,21 @@ impl Process {
         self.nctx.load(Ordering::Acquire).min(MAX_CONTEXTS)
     }
 
+    /// Hands the flusher the part of `buf` not yet mapped in ahead of its
+    /// writer ([`Process::populate_fresh`]); whether there was one.
+    fn populate_rest(&self, buf: &mut Buffer) -> bool {
+        if buf.populated >= buf.bytes.len() {
+            return false;
+        }
+        let rest = buf.bytes.len() - buf.populated;
+        self.fresh
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push((buf.bytes.as_ptr() as usize + buf.populated, rest));
+        buf.populated = buf.bytes.len();
+        true
+    }
+
     /// A buffer for a context, `first` when it is the context's first: of a
     /// new buffer, the flusher maps in only the first [`FIRST_POPULATE`]
     /// bytes for a context's first (a thread that records a few events
@@ -699,14 +714,7 @@ impl Process {
             let b = b as *mut Buffer;
             // SAFETY: a buffer on the free list is owned by whoever pops it.
             let buf = unsafe { &mut *b };
-            if buf.populated < buf.bytes.len() {
-                let rest = buf.bytes.len() - buf.populated;
-                self.fresh
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((buf.bytes.as_ptr() as usize + buf.populated, rest));
-                buf.populated = buf.bytes.len();
-            }
+            self.populate_rest(buf);
             return Some(b);
         }
         let n = self.allocated.fetch_add(1, Ordering::Relaxed);
@@ -863,13 +871,7 @@ impl Process {
         if !st.buf.is_null() {
             // SAFETY: the context's own buffer, which only its holder writes.
             let buf = unsafe { &mut *st.buf };
-            if buf.populated < buf.bytes.len() {
-                let rest = buf.bytes.len() - buf.populated;
-                self.fresh
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .push((buf.bytes.as_ptr() as usize + buf.populated, rest));
-                buf.populated = buf.bytes.len();
+            if self.populate_rest(buf) {
                 self.wake_flusher();
                 // SAFETY: a live slot; its cursor is inside this buffer, and
                 // the end leaves the reserve as for any buffer.
