@@ -1,0 +1,147 @@
+//! The least a reader of gaspard's traces can do per event, on one thread:
+//! how fast the format's own decoder walks every event of a trace directory
+//! with nothing kept, and with the least profile on top (per stream, a stack
+//! of starts and per kind, user event and callsite a count and a sum of
+//! durations). What `gaspard report` costs per event beyond these is the
+//! analyses' share. Used by `bench/read_floor.sh`.
+//!
+//!   cargo run --release -p gaspard-format --example read_floor -- DIR [REPEATS [PASS]]
+//!
+//! PASS (`decode` or `decode+least_profile`) runs that pass alone (for
+//! `valgrind --tool=callgrind`).
+//! Prints one line per pass: `pass=NAME events=N median_s=S ns_per_event=X`.
+
+use gaspard_format::codec::{self, Callsite, Event, Sink, UserDef};
+use gaspard_format::raw::{PHASE_END, PHASE_START};
+use rustc_hash::FxHashMap;
+use std::time::Instant;
+
+/// Counts events and sums their timestamps (so that nothing is optimized
+/// away), keeping nothing.
+#[derive(Default)]
+struct Nothing {
+    events: u64,
+    ts_sum: u64,
+}
+
+impl Sink for Nothing {
+    fn string(&mut self, _: u32, _: String) {}
+    fn callsite(&mut self, _: u32, _: Callsite) {}
+    fn user(&mut self, _: UserDef) {}
+    #[inline(always)]
+    fn event(&mut self, e: Event, _: Option<u64>, _: &[u64]) {
+        self.events += 1;
+        self.ts_sum = self.ts_sum.wrapping_add(e.ts);
+    }
+    #[inline(always)]
+    fn wants_args(&mut self, _: u16) -> bool {
+        false
+    }
+}
+
+/// The least profile: begin/end pairs matched on a stack, a count and a sum
+/// of durations per (kind, user event, callsite).
+#[derive(Default)]
+struct LeastProfile {
+    events: u64,
+    stack: Vec<(u16, u64, u32, u64)>,
+    stats: FxHashMap<(u16, u64, u32), (u64, u64)>,
+}
+
+impl Sink for LeastProfile {
+    fn string(&mut self, _: u32, _: String) {}
+    fn callsite(&mut self, _: u32, _: Callsite) {}
+    fn user(&mut self, _: UserDef) {}
+    #[inline(always)]
+    fn event(&mut self, e: Event, user: Option<u64>, _: &[u64]) {
+        self.events += 1;
+        let u = user.unwrap_or(u64::MAX);
+        match e.phase {
+            PHASE_START => self.stack.push((e.kind, u, e.callsite, e.ts)),
+            PHASE_END => {
+                if let Some((k, u, site, t0)) = self.stack.pop() {
+                    let s = self.stats.entry((k, u, site)).or_default();
+                    s.0 += 1;
+                    s.1 += e.ts.saturating_sub(t0);
+                }
+            }
+            _ => self.stats.entry((e.kind, u, e.callsite)).or_default().0 += 1,
+        }
+    }
+    #[inline(always)]
+    fn wants_args(&mut self, _: u16) -> bool {
+        false
+    }
+}
+
+fn pass<S: Default + Sink>(files: &[(String, Vec<u8>)], count: impl Fn(&S) -> u64) -> u64 {
+    let mut events = 0;
+    for (name, data) in files {
+        let mut sink = S::default();
+        let walked = gaspard_format::stream::walk(name, data, |h, payload| {
+            codec::decode_into(h, payload, &mut sink)
+        });
+        if let Err(e) = walked {
+            eprintln!("read_floor: {name}: {e}");
+            std::process::exit(1);
+        }
+        events += count(&sink);
+        std::hint::black_box(&sink);
+    }
+    events
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(dir) = args.get(1) else {
+        eprintln!("usage: read_floor DIR [REPEATS [PASS]]");
+        std::process::exit(2);
+    };
+    let repeats: usize = args.get(2).and_then(|r| r.parse().ok()).unwrap_or(5);
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| {
+        eprintln!("read_floor: {dir}: {e}");
+        std::process::exit(1);
+    });
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "gst") {
+            match std::fs::read(&p) {
+                Ok(d) => files.push((p.display().to_string(), d)),
+                Err(e) => {
+                    eprintln!("read_floor: {}: {e}", p.display());
+                    std::process::exit(1);
+                }
+            }
+        }
+    }
+    files.sort();
+    type Run<'a> = (&'a str, Box<dyn Fn() -> u64 + 'a>);
+    let runs: [Run; 2] = [
+        ("decode", Box::new(|| pass::<Nothing>(&files, |s| s.events))),
+        (
+            "decode+least_profile",
+            Box::new(|| pass::<LeastProfile>(&files, |s| s.events)),
+        ),
+    ];
+    let only = args.get(3);
+    if only.is_some_and(|o| runs.iter().all(|(name, _)| name != o)) {
+        eprintln!("read_floor: no pass named {}", only.unwrap());
+        std::process::exit(2);
+    }
+    for (name, run) in runs.iter().filter(|(n, _)| only.is_none_or(|o| o == n)) {
+        let mut times = Vec::new();
+        let mut events = 0;
+        for _ in 0..repeats {
+            let t = Instant::now();
+            events = run();
+            times.push(t.elapsed().as_secs_f64());
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!(
+            "pass={name} events={events} median_s={median:.4} ns_per_event={:.2}",
+            median * 1e9 / events.max(1) as f64
+        );
+    }
+}
