@@ -15,8 +15,9 @@
 //! (`static long lock;` of an OpenSHMEM program), whose address differs from
 //! process to process in a position-independent program, by its binary and
 //! its offset in it (`app+0x4048`), for an address just above one of the
-//! process's executable mappings (`<process>.maps`, within [`IMAGE_SPAN`] of
-//! the start of its binary); any other by its address. A
+//! process's executable mappings (`<process>.maps`) and within its binary's
+//! loadable segments (from its file; within [`IMAGE_SPAN`] of its start when
+//! the file cannot be read); any other (the heap's) by its address. A
 //! thread *waited* for a lock when another thread held it while it was
 //! acquiring it: that acquisition is contended and the thread counts among the
 //! lock's waiters.
@@ -58,7 +59,7 @@ pub struct LockStats {
 const LOCK_SHARE: f64 = 0.05;
 
 /// How far past the start of a binary's first mapping its data (and so a
-/// global lock) may lie.
+/// global lock) may lie, when its file cannot tell.
 pub const IMAGE_SPAN: u64 = 256 << 20;
 
 /// What a stream's process tells about its locks: the process's binaries
@@ -68,12 +69,47 @@ pub struct Context {
     /// (base address, first executable mapping's start, name), one per
     /// binary in the order first mapped.
     pub images: Vec<(u64, u64, String)>,
+    /// How far past its base each binary of `images` reaches (its loadable
+    /// segments, from its file; [`IMAGE_SPAN`] when the file cannot be
+    /// read): the heap, which may begin right after a program's data, is
+    /// not its image.
+    #[serde(default)]
+    pub spans: Vec<u64>,
+}
+
+/// How far past its base the image of the binary at `path` reaches: the
+/// end of its last loadable segment from the start of its first (pages
+/// whole), as its ELF program headers tell.
+fn image_span(path: &str) -> Option<u64> {
+    use object::{Object, ObjectSegment};
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: a read-only private mapping of a binary, read while the report
+    // runs; a binary changed under it meanwhile gives wrong bounds, not
+    // unsafety (`object` checks every offset against the mapping's length).
+    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let elf = object::File::parse(&*map).ok()?;
+    let (lo, hi) = elf
+        .segments()
+        .filter(|s| s.size() > 0)
+        .fold((u64::MAX, 0u64), |(lo, hi), s| {
+            (
+                lo.min(s.address()),
+                hi.max(s.address().saturating_add(s.size())),
+            )
+        });
+    (lo < hi).then(|| hi - (lo & !0xfff))
 }
 
 impl Context {
     /// The context of `process`, one of the trace's processes (none when it
     /// is not one of them or its maps cannot be read).
     pub fn of(t: &Trace, process: &str) -> Context {
+        Context::of_cached(t, process, &mut HashMap::default())
+    }
+
+    /// [`Context::of`], with the spans of the binaries already read in
+    /// `spans` (by path).
+    fn of_cached(t: &Trace, process: &str, spans: &mut HashMap<String, Option<u64>>) -> Context {
         if !t.processes.iter().any(|p| p.name == process) {
             return Context::default();
         }
@@ -81,6 +117,7 @@ impl Context {
             return Context::default();
         };
         let mut v: Vec<(u64, u64, String)> = Vec::new();
+        let mut paths: Vec<&str> = Vec::new();
         for l in text.lines() {
             let f: Vec<&str> = l.split_whitespace().collect();
             let (Some(range), Some(offset), Some(path)) = (f.first(), f.get(2), f.get(5)) else {
@@ -101,18 +138,31 @@ impl Context {
                     i.0 = i.0.min(base);
                     i.1 = i.1.min(start);
                 }
-                None => v.push((base, start, name)),
+                None => {
+                    v.push((base, start, name));
+                    paths.push(path);
+                }
             }
         }
-        Context { images: v }
+        let spans = paths
+            .iter()
+            .map(|p| {
+                spans
+                    .entry((*p).to_string())
+                    .or_insert_with(|| image_span(p))
+                    .unwrap_or(IMAGE_SPAN)
+            })
+            .collect();
+        Context { images: v, spans }
     }
 
     /// The context of every process of the trace, by process name.
     pub fn all(t: &Trace) -> HashMap<String, Context> {
         let mut out: HashMap<String, Context> = HashMap::default();
+        let mut spans = HashMap::default();
         for p in &t.processes {
             if !out.contains_key(&p.name) {
-                out.insert(p.name.clone(), Context::of(t, &p.name));
+                out.insert(p.name.clone(), Context::of_cached(t, &p.name, &mut spans));
             }
         }
         out
@@ -140,9 +190,12 @@ fn shared_lock(
 fn in_image(cx: &Context, addr: u64) -> Option<(String, u64)> {
     cx.images
         .iter()
-        .filter(|i| i.1 <= addr && addr - i.0 < IMAGE_SPAN)
-        .max_by_key(|i| i.1)
-        .map(|(base, _, name)| (name.clone(), addr - base))
+        .enumerate()
+        .filter(|(n, i)| {
+            i.1 <= addr && addr - i.0 < cx.spans.get(*n).copied().unwrap_or(IMAGE_SPAN)
+        })
+        .max_by_key(|(_, i)| i.1)
+        .map(|(_, (base, _, name))| (name.clone(), addr - base))
 }
 
 /// Gives the locks in a binary's data (`binary+0xOFFSET`) the name of their
