@@ -908,9 +908,12 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
     for w in waits.iter().take(10) {
         writeln!(
             out,
-            "  {} {} at {}: {} in {} of {} calls ({:.1}% of {} thread(s)' time)",
+            "  {} {}{} at {}: {} in {} of {} calls ({:.1}% of {} thread(s)' time)",
             w.pattern,
             w.call,
+            w.within
+                .as_ref()
+                .map_or(String::new(), |c| format!(" within {c}")),
             at(&w.location),
             fmt_ns(w.wait_ns as f64),
             w.waits,

@@ -87,6 +87,10 @@ pub struct WaitSite {
     pub pattern: String,
     /// The waiting call (`GASP_MPI_RECV`, `GASP_MPI_WAIT`, ...).
     pub call: String,
+    /// The coarray operation the call is made for (`GASP_CAF_GET`, ...),
+    /// when the runtime makes it inside one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub within: Option<String>,
     /// Its source line.
     pub location: Option<Location>,
     /// Calls at this line (for the two-sided patterns: those completing a
@@ -182,6 +186,9 @@ pub struct Posted {
 pub struct SyncTime {
     kind: u16,
     site: u32,
+    /// The coarray operation (`GASP_CAF_*`) the calls are made in, 0 when none.
+    #[serde(default)]
+    within: u16,
     calls: u64,
     /// Calls that took time.
     waits: u64,
@@ -236,6 +243,8 @@ struct Site {
     pattern: &'static str,
     kind: u16,
     site: u32,
+    /// The coarray operation the calls are made in (0: none).
+    within: u16,
     calls: u64,
     waits: u64,
     wait_ns: u64,
@@ -329,12 +338,28 @@ pub fn mpi_rank<'a>(streams: impl IntoIterator<Item = &'a Stream>) -> Option<i64
 
 /// [`is_one_sided_sync`] by kind number, found once: every interval of
 /// every stream is asked.
-fn one_sided_sync_kinds() -> &'static [bool] {
-    static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+/// A kind's class for [`Part::of`]: one-sided synchronization
+/// ([`is_one_sided_sync`]), a coarray operation, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Other,
+    Sync,
+    Coarray,
+}
+
+/// Every kind's [`Class`], by number.
+fn classes() -> &'static [Class] {
+    static KINDS: std::sync::OnceLock<Vec<Class>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
-        let mut v = vec![false; 1 << 16];
+        let mut v = vec![Class::Other; 1 << 16];
         for k in kinds::all_kinds() {
-            v[k.id as usize] = is_one_sided_sync(k.name);
+            v[k.id as usize] = if is_one_sided_sync(k.name) {
+                Class::Sync
+            } else if k.name.starts_with("GASP_CAF_") {
+                Class::Coarray
+            } else {
+                Class::Other
+            };
         }
         v
     })
@@ -402,24 +427,39 @@ impl Part {
             windows: window_names,
             ..
         } = &mut part;
-        let mut sync_at: HashMap<(u16, u32), usize> = HashMap::default();
+        let mut sync_at: HashMap<(u16, u32, u16), usize> = HashMap::default();
+        // The coarray operations open around the interval: (end, kind).
+        let mut coarray: Vec<(u64, u16)> = Vec::new();
         let mut pending: Vec<(u64, Pending)> = Vec::new();
         let mut windows: HashMap<u64, usize> = HashMap::default();
-        let sync_kind = one_sided_sync_kinds();
+        let class = classes();
         let mut names = crate::objects::ArgNames::new(s);
         for iv in intervals(s) {
-            if sync_kind[iv.kind as usize] {
-                let i = *sync_at.entry((iv.kind, iv.callsite)).or_insert_with(|| {
-                    sync.push(SyncTime {
-                        kind: iv.kind,
-                        site: iv.callsite,
-                        calls: 0,
-                        waits: 0,
-                        wait_ns: 0,
-                        max_ns: 0,
+            let c = class[iv.kind as usize];
+            if c != Class::Other || !coarray.is_empty() {
+                while coarray.last().is_some_and(|&(end, _)| end < iv.end) {
+                    coarray.pop();
+                }
+            }
+            if c == Class::Coarray {
+                coarray.push((iv.end, iv.kind));
+            }
+            if c == Class::Sync {
+                let within = coarray.last().map_or(0, |&(_, k)| k);
+                let i = *sync_at
+                    .entry((iv.kind, iv.callsite, within))
+                    .or_insert_with(|| {
+                        sync.push(SyncTime {
+                            kind: iv.kind,
+                            site: iv.callsite,
+                            within,
+                            calls: 0,
+                            waits: 0,
+                            wait_ns: 0,
+                            max_ns: 0,
+                        });
+                        sync.len() - 1
                     });
-                    sync.len() - 1
-                });
                 let w = iv.end.saturating_sub(iv.start);
                 let st = &mut sync[i];
                 st.calls += 1;
@@ -557,17 +597,21 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     let mut msgs: Vec<Msg> = Vec::new();
     let mut recvs: Vec<Recv> = Vec::new();
     let mut sites: Vec<Site> = Vec::new();
-    let mut sync_sites: HashMap<(u16, u32), usize> = HashMap::default();
+    let mut sync_sites: HashMap<(u16, u32, u16), usize> = HashMap::default();
     // Fences per window order: each stream's, in stream order.
     let mut fences: HashMap<usize, Vec<Member>> = HashMap::default();
     // A window's name: the first stream's to create it.
     let mut window_names: HashMap<usize, String> = HashMap::default();
     for (si, p) in parts.iter().enumerate() {
         for st in &p.sync {
-            let i = *sync_sites.entry((st.kind, st.site)).or_insert_with(|| {
-                sites.push(Site::new("synchronization", st.kind, st.site));
-                sites.len() - 1
-            });
+            let i = *sync_sites
+                .entry((st.kind, st.site, st.within))
+                .or_insert_with(|| {
+                    let mut site = Site::new("synchronization", st.kind, st.site);
+                    site.within = st.within;
+                    sites.push(site);
+                    sites.len() - 1
+                });
             sites[i].add_many(si, st);
         }
         // The stream's calls, messages and receives follow the earlier
@@ -784,6 +828,7 @@ impl Analysis {
         WaitSite {
             pattern: s.pattern.to_string(),
             call: kind_name(s.kind).to_string(),
+            within: (s.within != 0).then(|| kind_name(s.within).to_string()),
             location: location_in(callsites, Some(s.site)),
             calls: s.calls,
             waits: s.waits,
@@ -1001,6 +1046,7 @@ impl Site {
             pattern,
             kind,
             site,
+            within: 0,
             calls: 0,
             waits: 0,
             wait_ns: 0,

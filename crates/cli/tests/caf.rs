@@ -159,6 +159,29 @@ fn run_on(n: usize) {
         (1..=n as u64).collect::<Vec<_>>(),
         "one stream per image"
     );
+    // The runtime's one-sided synchronization for the coarray get is listed
+    // as made within the get, at its line; none at that line without it.
+    let r = common::report(&trace);
+    let get_line = PROGRAM
+        .lines()
+        .position(|l| l.contains("b = a(:)[1]"))
+        .unwrap() as u64
+        + 1;
+    let at_get: Vec<&Value> = r["waits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["location"]["line"] == get_line)
+        .collect();
+    assert!(!at_get.is_empty(), "{}", r["waits"]);
+    for w in &at_get {
+        assert_eq!(w["pattern"], "synchronization", "{w}");
+        assert_eq!(w["within"], "GASP_CAF_GET", "{w}");
+        assert!(
+            w["call"].as_str().unwrap().starts_with("GASP_MPI_WIN_"),
+            "{w}"
+        );
+    }
 }
 
 #[test]
