@@ -341,16 +341,7 @@ impl ScanSink<'_> {
         let at = *self
             .codeptr_at
             .entry((kind, phase, flags))
-            .or_insert_with(|| {
-                let mut off = 0;
-                for (name, _, n) in codec::arg_layout(kind, phase, pts_words, flags) {
-                    if name == "codeptr" {
-                        return Some(off);
-                    }
-                    off += n;
-                }
-                None
-            });
+            .or_insert_with(|| codec::codeptr_word(kind, phase, pts_words, flags));
         args.get(at?).copied()
     }
 

@@ -504,12 +504,22 @@ pub(crate) fn list(dir: &Path) -> Result<Listing, TraceError> {
             .and_then(|b| gaspard_format::profile::ProfileFile::parse(&String::from_utf8_lossy(&b)))
         {
             Ok(mut f) => {
-                // Static functions named as in the events (see function_name).
+                // Static functions named as in the events (see function_name),
+                // rows without a file placed by their return address (see
+                // find_sources).
                 for r in &mut f.rows {
                     if let Some(text) = r.name.strip_prefix("GASP_C_FUNC ") {
                         let named = function_name(&mut sym, &t.dir, &name, text);
                         if named != text {
                             r.name = format!("GASP_C_FUNC {named}");
+                        }
+                    }
+                    if r.file.is_none() && r.code != 0 {
+                        if let Some((file, line)) = sym
+                            .get_or_insert_with(|| crate::symbolize::Symbolizer::new(&t.dir))
+                            .source_of_return_address(&name, r.code)
+                        {
+                            (r.file, r.line) = (Some(file), line);
                         }
                     }
                 }
@@ -731,16 +741,7 @@ fn find_sources(
             continue;
         }
         let at = *slot.entry((e.kind, e.phase, e.flags)).or_insert_with(|| {
-            let mut off = 0;
-            for (name, _, n) in
-                gaspard_format::codec::arg_layout(e.kind, e.phase, pts_words, e.flags)
-            {
-                if name == "codeptr" {
-                    return Some(off);
-                }
-                off += n;
-            }
-            None
+            gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
         });
         let args = words
             .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)

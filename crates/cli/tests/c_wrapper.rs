@@ -43,7 +43,7 @@ int main(void) {
 /// Builds PROGRAM with `gaspard cc ARGS -- cc`, runs it, returns its trace directory.
 fn build_and_run(name: &str, wrapper: &[&str]) -> PathBuf {
     let dir = tmp(name);
-    let exe = common::gaspard_cc(&dir, "prog", PROGRAM, wrapper, &["-O1", "-pthread"]);
+    let exe = common::gaspard_cc(&dir, "prog", PROGRAM, wrapper, &["-O1", "-g", "-pthread"]);
     run_traced(&dir, &exe)
 }
 
@@ -128,6 +128,24 @@ fn profiled_program_records_functions_memory_and_user_events() {
         assert_eq!(mem[2]["args"]["size"], 1004);
         let r = mem[3]["args"]["returnptr"].as_str().unwrap();
         assert_eq!(mem[4]["args"]["ptr"], r);
+        // Each call placed at its source line by its return address (the
+        // STARTs carry it; the program has debug information).
+        let line_of =
+            |needle: &str| PROGRAM.lines().position(|l| l.contains(needle)).unwrap() as u64 + 1;
+        for (e, needle) in [
+            (mem[0], "malloc(100 + n)"),
+            (mem[2], "realloc(p, 1000 + n)"),
+            (mem[4], "free(p)"),
+        ] {
+            assert_eq!(e["line"], line_of(needle), "{e}");
+            assert!(e["file"].as_str().unwrap().ends_with("prog.c"), "{e}");
+            assert!(e["args"]["codeptr"].as_str().unwrap() != "0x0", "{e}");
+        }
+        let work = evs
+            .iter()
+            .find(|e| e["kind"] == "GASP_C_FUNC" && e["args"]["funcsig"] == "work")
+            .unwrap();
+        assert_eq!(work["line"], line_of("work(4)"), "{work}");
         // The user event, with its source line from the macro.
         let user: Vec<&Value> = evs.iter().filter(|e| e["kind"] == "GASPARD_USER").collect();
         assert_eq!(user.len(), 2);

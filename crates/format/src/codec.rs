@@ -93,6 +93,19 @@ pub fn bytes_arg(kind: u16, phase: u8, pts_words: usize, flags: u8) -> Option<us
     None
 }
 
+/// Where the `codeptr` argument (a return address) is among the argument
+/// words of an event of `kind`, `phase` and `flags`, if its layout has one.
+pub fn codeptr_word(kind: u16, phase: u8, pts_words: usize, flags: u8) -> Option<usize> {
+    let mut off = 0;
+    for (name, _, n) in arg_layout(kind, phase, pts_words, flags) {
+        if name == "codeptr" {
+            return Some(off);
+        }
+        off += n;
+    }
+    None
+}
+
 /// The argument words of one event, split per argument.
 pub fn arg_layout(
     kind: u16,

@@ -8,8 +8,13 @@
 //! ```text
 //! gaspard-profile 1
 //! stream <id> <tid> <thread> <model> <events> <span_ns>
-//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes> <sum_ns>
+//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes> <sum_ns> <code>
 //! ```
+//!
+//! `code` is the return address (hexadecimal, 0 when none) of a row whose
+//! events have no source position of their own but a `codeptr`: the reader
+//! turns it into a file and line with the process's maps, as it does for
+//! events. Files without it (written before it was) read as 0.
 //!
 //! `total_ns` counts the time within at least one of a row's pairs on the
 //! stream (a recursive function's nested calls are within its outer one),
@@ -63,6 +68,9 @@ pub struct ProfileRow {
     pub max_ns: u64,
     /// Bytes moved.
     pub bytes: u64,
+    /// The return address the row's events were made from, when they have
+    /// no file (0: none or a file).
+    pub code: u64,
 }
 
 /// A whole profile file.
@@ -87,7 +95,7 @@ impl ProfileFile {
         }
         for r in &self.rows {
             out.push_str(&format!(
-                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\n",
+                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:x}\n",
                 r.stream,
                 escape(&r.name),
                 r.file.as_deref().map(escape).unwrap_or_default(),
@@ -98,7 +106,8 @@ impl ProfileFile {
                 r.min_ns,
                 r.max_ns,
                 r.bytes,
-                r.sum_ns
+                r.sum_ns,
+                r.code
             ));
         }
         out
@@ -129,7 +138,7 @@ impl ProfileFile {
                     events: num(5)?,
                     span_ns: num(6)?,
                 }),
-                "row" if fields.len() == 11 || fields.len() == 12 => f.rows.push(ProfileRow {
+                "row" if (11..=13).contains(&fields.len()) => f.rows.push(ProfileRow {
                     stream: num(1)? as u32,
                     name: unescape(fields[2]),
                     file: (!fields[3].is_empty()).then(|| unescape(fields[3])),
@@ -140,10 +149,16 @@ impl ProfileFile {
                     min_ns: num(8)?,
                     max_ns: num(9)?,
                     bytes: num(10)?,
-                    sum_ns: if fields.len() == 12 {
+                    sum_ns: if fields.len() >= 12 {
                         num(11)?
                     } else {
                         num(7)?
+                    },
+                    code: match fields.get(12) {
+                        Some(v) => u64::from_str_radix(v, 16).map_err(|_| {
+                            format!("line {n}: field 12 is not a hexadecimal address")
+                        })?,
+                        None => 0,
                     },
                 }),
                 "" => {}
@@ -181,6 +196,7 @@ mod tests {
                 min_ns: 1,
                 max_ns: 20,
                 bytes: 0,
+                code: 0x55d0_1234_5678,
             }],
         };
         assert_eq!(ProfileFile::parse(&f.to_text()), Ok(f));
@@ -188,7 +204,12 @@ mod tests {
         // A row of a file written before the sum was: the sum is the total.
         let old = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\t2\t2\t40\t10\t30\t0\n");
         let r = &ProfileFile::parse(&old).unwrap().rows[0];
-        assert_eq!((r.total_ns, r.sum_ns), (40, 40));
+        assert_eq!((r.total_ns, r.sum_ns, r.code), (40, 40, 0));
+        let bad = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\t2\t2\t40\t10\t30\t0\t40\tzz\n");
+        assert_eq!(
+            ProfileFile::parse(&bad),
+            Err("line 2: field 12 is not a hexadecimal address".into())
+        );
         let bad = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\tz\t0\t0\t0\t0\t0\n");
         assert_eq!(
             ProfileFile::parse(&bad),

@@ -1113,8 +1113,9 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_enter(void *fn, void *call_site) {
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
-  uint64_t a[1] = {fn_string(c, st, fn)};
-  gaspard_emit(c, ts, K_C_FUNC, GASP_START, 0, NULL, 0, 0, 0, NULL, a, 1);
+  /* The function, and where it is called from (a return address). */
+  uint64_t a[2] = {fn_string(c, st, fn), (uint64_t)(uintptr_t)call_site};
+  gaspard_emit(c, ts, K_C_FUNC, GASP_START, 0, NULL, 0, 0, 0, NULL, a, 2);
   if (fr) fr->start = ts;
   leave();
 }
@@ -1354,9 +1355,10 @@ static inline NO_INSTRUMENT site_stat *alloc_throttled(void *site, unsigned kind
 
 static NO_INSTRUMENT __attribute__((noinline)) void *malloc_recorded(size_t nbytes, void *site) {
   void *r;
-  uint64_t a[2] = {nbytes, 0};
+  /* START: the size and the call site; END: the size and the result. */
+  uint64_t a[2] = {nbytes, (uint64_t)(uintptr_t)site};
 #define SET_RESULT a[1] = (uint64_t)(uintptr_t)r
-  ALLOC_CALL(K_C_MALLOC, site, nbytes, 1, 2, r = malloc(nbytes))
+  ALLOC_CALL(K_C_MALLOC, site, nbytes, 2, 2, r = malloc(nbytes))
 #undef SET_RESULT
   return r;
 }
@@ -1372,9 +1374,9 @@ EXPORT NO_INSTRUMENT void *__wrap_malloc(size_t nbytes) {
 static NO_INSTRUMENT __attribute__((noinline)) void *realloc_recorded(void *ptr, size_t size,
                                                                        void *site) {
   void *r;
-  uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, 0};
+  uint64_t a[3] = {(uint64_t)(uintptr_t)ptr, size, (uint64_t)(uintptr_t)site};
 #define SET_RESULT a[2] = (uint64_t)(uintptr_t)r
-  ALLOC_CALL(K_C_REALLOC, site, size, 2, 3, r = realloc(ptr, size))
+  ALLOC_CALL(K_C_REALLOC, site, size, 3, 3, r = realloc(ptr, size))
 #undef SET_RESULT
   return r;
 }
@@ -1388,9 +1390,9 @@ EXPORT NO_INSTRUMENT void *__wrap_realloc(void *ptr, size_t size) {
 }
 
 static NO_INSTRUMENT __attribute__((noinline)) void free_recorded(void *ptr, void *site) {
-  uint64_t a[1] = {(uint64_t)(uintptr_t)ptr};
+  uint64_t a[2] = {(uint64_t)(uintptr_t)ptr, (uint64_t)(uintptr_t)site};
 #define SET_RESULT (void)0
-  ALLOC_CALL(K_C_FREE, site, 0, 1, 1, free(ptr))
+  ALLOC_CALL(K_C_FREE, site, 0, 2, 1, free(ptr))
 #undef SET_RESULT
 }
 

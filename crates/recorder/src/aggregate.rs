@@ -18,7 +18,8 @@ use crate::process::Process;
 #[derive(Default)]
 struct StreamAgg {
     rows: Vec<ProfileRow>,
-    index: HashMap<(String, Option<String>, u32), usize>,
+    /// Rows by (name, file, line, return address of events without a file).
+    index: HashMap<(String, Option<String>, u32, u64), usize>,
     /// Open STARTs per (kind, user event): (time in ticks, row).
     open: HashMap<(u16, u64), Vec<(u64, usize)>>,
     /// Per row, its pairs open (a recursive function's calls within one
@@ -60,8 +61,11 @@ impl Aggregates {
         let users = p.users.lock().unwrap_or_else(|e| e.into_inner());
         let pts_words = (p.pts_bytes as usize).div_ceil(8);
         let s = self.streams.entry(stream).or_default();
-        // Rows by (kind, user or function string, callsite) within this chunk.
-        let mut local: HashMap<(u16, u64, u32), usize> = HashMap::default();
+        // Rows by (kind, user or function string, callsite, return address)
+        // within this chunk.
+        let mut local: HashMap<(u16, u64, u32, u64), usize> = HashMap::default();
+        // Where an event's return address is among its words, by (kind, phase, flags).
+        let mut code_at: HashMap<(u16, u8, u8), Option<usize>> = HashMap::default();
         for e in &c.events {
             s.events += 1;
             s.first.get_or_insert(e.ts);
@@ -80,8 +84,40 @@ impl Aggregates {
             } else {
                 0
             };
+            let open_key = (e.kind, user);
+            if !matches!(e.phase, 0 | 2) {
+                if let Some((start, at)) = s.open.get_mut(&open_key).and_then(|v| v.pop()) {
+                    let d = ticks_to_ns(e.ts.saturating_sub(start));
+                    let depth = &mut s.depth[at];
+                    *depth = depth.saturating_sub(1);
+                    let outermost = *depth == 0;
+                    let r = &mut s.rows[at];
+                    if r.intervals == 0 || d < r.min_ns {
+                        r.min_ns = d;
+                    }
+                    r.max_ns = r.max_ns.max(d);
+                    if outermost {
+                        r.total_ns += d;
+                    }
+                    r.sum_ns += d;
+                    r.intervals += 1;
+                }
+                continue;
+            }
+            let site = c.callsites.get(&e.callsite).copied().unwrap_or_default();
+            // Events without a source position of their own are told apart
+            // by their return address, for the reader to place.
+            let code = if site.file == 0 && e.kind != kinds::GASPARD_USER {
+                code_at
+                    .entry((e.kind, e.phase, e.flags))
+                    .or_insert_with(|| codec::codeptr_word(e.kind, e.phase, pts_words, e.flags))
+                    .and_then(|i| args.get(i).copied())
+                    .unwrap_or(0)
+            } else {
+                0
+            };
             let row = *local
-                .entry((e.kind, user | func, e.callsite))
+                .entry((e.kind, user | func, e.callsite, code))
                 .or_insert_with(|| {
                     let name = if e.kind == kinds::GASPARD_USER {
                         users
@@ -94,11 +130,10 @@ impl Aggregates {
                         kinds::kind(e.kind)
                             .map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
                     };
-                    let site = c.callsites.get(&e.callsite).copied().unwrap_or_default();
                     let file = (site.file != 0)
                         .then(|| c.string(site.file).map(str::to_string))
                         .flatten();
-                    let key = (name, file, site.line);
+                    let key = (name, file, site.line, code);
                     let n = s.rows.len();
                     let i = *s.index.entry(key.clone()).or_insert(n);
                     if i == n {
@@ -107,45 +142,23 @@ impl Aggregates {
                             name: key.0,
                             file: key.1,
                             line: key.2,
+                            code: key.3,
                             ..Default::default()
                         });
                     }
                     i
                 });
-            let open_key = (e.kind, user);
-            match e.phase {
-                0 | 2 => {
-                    let r = &mut s.rows[row];
-                    r.count += 1;
-                    if e.kind != kinds::GASPARD_USER {
-                        r.bytes += codec::bytes_moved(e.kind, e.phase, pts_words, e.flags, args);
-                    }
-                    if e.phase == 0 {
-                        s.open.entry(open_key).or_default().push((e.ts, row));
-                        if s.depth.len() <= row {
-                            s.depth.resize(row + 1, 0);
-                        }
-                        s.depth[row] += 1;
-                    }
+            let r = &mut s.rows[row];
+            r.count += 1;
+            if e.kind != kinds::GASPARD_USER {
+                r.bytes += codec::bytes_moved(e.kind, e.phase, pts_words, e.flags, args);
+            }
+            if e.phase == 0 {
+                s.open.entry(open_key).or_default().push((e.ts, row));
+                if s.depth.len() <= row {
+                    s.depth.resize(row + 1, 0);
                 }
-                _ => {
-                    if let Some((start, at)) = s.open.get_mut(&open_key).and_then(|v| v.pop()) {
-                        let d = ticks_to_ns(e.ts.saturating_sub(start));
-                        let depth = &mut s.depth[at];
-                        *depth = depth.saturating_sub(1);
-                        let outermost = *depth == 0;
-                        let r = &mut s.rows[at];
-                        if r.intervals == 0 || d < r.min_ns {
-                            r.min_ns = d;
-                        }
-                        r.max_ns = r.max_ns.max(d);
-                        if outermost {
-                            r.total_ns += d;
-                        }
-                        r.sum_ns += d;
-                        r.intervals += 1;
-                    }
-                }
+                s.depth[row] += 1;
             }
         }
     }
