@@ -155,16 +155,18 @@ macro_rules! kinds {
 }
 
 kinds! {
-    // The C events' STARTs end with a `codeptr` (the call's return address)
+    // The C events' STARTs (and the ENDs of functions and frees) end with a
+    // `codeptr` (the call's return address)
     // when gaspard's own hooks and wrappers record them (`gaspard cc
     // --profile`); a runtime's `gasp_event_notify` gives the specification's
     // arguments only, and the word is absent.
-    C_FUNC = 1, "GASP_C_FUNC", Function, &[("funcsig", Str), ("codeptr", Ptr)], &[("funcsig", Str)];
+    C_FUNC = 1, "GASP_C_FUNC", Function, &[("funcsig", Str), ("codeptr", Ptr)],
+        &[("funcsig", Str), ("codeptr", Ptr)];
     C_MALLOC = 2, "GASP_C_MALLOC", Memory, &[("nbytes", Size), ("codeptr", Ptr)],
         &[("nbytes", Size), ("returnptr", Ptr)];
     C_REALLOC = 3, "GASP_C_REALLOC", Memory, &[("ptr", Ptr), ("size", Size), ("codeptr", Ptr)],
         &[("ptr", Ptr), ("size", Size), ("returnptr", Ptr)];
-    C_FREE = 4, "GASP_C_FREE", Memory, &[("ptr", Ptr), ("codeptr", Ptr)], &[("ptr", Ptr)];
+    C_FREE = 4, "GASP_C_FREE", Memory, &[("ptr", Ptr), ("codeptr", Ptr)], &[("ptr", Ptr), ("codeptr", Ptr)];
 
     UPC_COLLECTIVE_EXIT = 16, "GASP_UPC_COLLECTIVE_EXIT", Program, &[("status", Int)], &[("status", Int)];
     UPC_NONCOLLECTIVE_EXIT = 17, "GASP_UPC_NONCOLLECTIVE_EXIT", Program, &[("status", Int)], &[("status", Int)];

@@ -1157,9 +1157,12 @@ EXPORT NO_INSTRUMENT void __cyg_profile_func_exit(void *fn, void *call_site) {
   gaspard_ctx *c = enter();
   if (!c) return;
   uint64_t ts = gaspard_now();
-  /* fn_string takes the frame's statistics only when they are fn's. */
-  uint64_t a[1] = {fn_string(c, st ? st : (fr ? fr->st : NULL), fn)};
-  gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 1);
+  /* fn_string takes the frame's statistics only when they are fn's. The
+   * return address again: an END then has the words of its START, which
+   * it repeats for a call that made no other (no argument bytes), and the
+   * next START's address is coded against it. */
+  uint64_t a[2] = {fn_string(c, st ? st : (fr ? fr->st : NULL), fn), (uint64_t)(uintptr_t)call_site};
+  gaspard_emit(c, ts, K_C_FUNC, GASP_END, 0, NULL, 0, 0, 0, NULL, a, 2);
   if (st && fr) {
     st->calls++;
     st->ticks += ts - fr->start;
@@ -1390,9 +1393,10 @@ EXPORT NO_INSTRUMENT void *__wrap_realloc(void *ptr, size_t size) {
 }
 
 static NO_INSTRUMENT __attribute__((noinline)) void free_recorded(void *ptr, void *site) {
+  /* START and END alike (the END then costs no argument bytes). */
   uint64_t a[2] = {(uint64_t)(uintptr_t)ptr, (uint64_t)(uintptr_t)site};
 #define SET_RESULT (void)0
-  ALLOC_CALL(K_C_FREE, site, 0, 2, 1, free(ptr))
+  ALLOC_CALL(K_C_FREE, site, 0, 2, 2, free(ptr))
 #undef SET_RESULT
 }
 
