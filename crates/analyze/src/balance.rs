@@ -231,6 +231,21 @@ pub struct NamedRegion {
     total: u64,
 }
 
+impl NamedRegion {
+    /// Its name.
+    pub(crate) fn name(&self) -> &str {
+        &self.name
+    }
+    /// Where it starts (a callsite of the trace).
+    pub(crate) fn site(&self) -> u32 {
+        self.key.3
+    }
+    /// The thread's time in it, ns.
+    pub(crate) fn total(&self) -> u64 {
+        self.total
+    }
+}
+
 /// [`regions_of`] of `s` (one of the streams of `t`), named.
 pub(crate) fn named_regions(t: &Trace, s: &Stream) -> Vec<NamedRegion> {
     regions_of(s)

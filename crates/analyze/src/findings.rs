@@ -572,6 +572,16 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
                 .into_iter()
                 .max_by_key(|(_, c)| *c)
                 .map(|(s, _)| s);
+            let within = match excess_region(members, culprit, parts, lateness[culprit]) {
+                Some(r) => format!(
+                    " Most of the difference is in {} at {}: {:.3} ms on it, {:.3} ms on average on the others.",
+                    r.name,
+                    location_in(sites, Some(r.site)).map_or("?".into(), |l| format!("{}:{}", l.file, l.line)),
+                    r.culprit_ns as f64 / 1e6,
+                    r.others_ns / 1e6
+                ),
+                None => String::new(),
+            };
             out.push(Finding {
                 kind: "load_imbalance".into(),
                 severity: spread_total as f64 / total_time as f64,
@@ -579,7 +589,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
                 location: location_in(sites, site),
                 message: format!(
                     "{} works longer than the others between {} of {used} pairs of barriers, on average {:.3} ms more \
-                     ({:.0}% of the time between barriers), and arrives last; the others wait {:.1}% of their time. \
+                     ({:.0}% of the time between barriers), and arrives last; the others wait {:.1}% of their time.{within} \
                      Give it less work (a different distribution or affinity), or let the others work meanwhile.",
                     names[culprit],
                     late_epochs[culprit],
@@ -592,6 +602,65 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
     }
     out.extend(small_messages(ids, sites, parts, total_time));
     out
+}
+
+/// A construct or region where a late thread spends more time than the
+/// others of its group ([`excess_region`]).
+struct Excess<'a> {
+    name: &'a str,
+    site: u32,
+    /// The late thread's time in it, ns.
+    culprit_ns: u64,
+    /// The others' mean time in it (0 for one that does not run it), ns.
+    others_ns: f64,
+}
+
+/// Where the late thread `culprit` (an index in `members`, the streams of a
+/// group) does the work the others do not: the work-sharing construct or
+/// user region (by name and callsite) in which its time exceeds the others'
+/// mean the most, when that excess is at least half of `extra` (its extra
+/// work between barriers, ns). Of constructs within one another, which
+/// exceed by about as much, the one it spends least time in: the innermost.
+fn excess_region<'a>(
+    members: &[usize],
+    culprit: usize,
+    parts: &[&'a Part],
+    extra: f64,
+) -> Option<Excess<'a>> {
+    let n = members.len();
+    if n < 2 || extra <= 0.0 {
+        return None;
+    }
+    // (name, callsite) -> each member's time in it.
+    let mut times: HashMap<(&str, u32), Vec<u64>> = HashMap::default();
+    for (m, &i) in members.iter().enumerate() {
+        for r in &parts[i].regions {
+            times
+                .entry((r.name(), r.site()))
+                .or_insert_with(|| vec![0; n])[m] += r.total();
+        }
+    }
+    let found: Vec<Excess> = times
+        .into_iter()
+        .map(|((name, site), t)| {
+            let others = (t.iter().sum::<u64>() - t[culprit]) as f64 / (n - 1) as f64;
+            Excess {
+                name,
+                site,
+                culprit_ns: t[culprit],
+                others_ns: others,
+            }
+        })
+        .collect();
+    let excess = |r: &Excess| r.culprit_ns as f64 - r.others_ns;
+    let best = found.iter().map(excess).fold(0.0, f64::max);
+    if best < extra / 2.0 {
+        return None;
+    }
+    found
+        .into_iter()
+        .filter(|r| excess(r) >= 0.8 * best)
+        .min_by(|a, b| (a.culprit_ns, a.name, a.site).cmp(&(b.culprit_ns, b.name, b.site)))
 }
 
 /// Storms of small transfers from one callsite: at least this many...

@@ -385,6 +385,25 @@ fn gasp_heat_has_a_late_thread() {
     assert_eq!(f["threads"], serde_json::json!([name]));
     assert!(f["location"]["file"].as_str().unwrap().ends_with("heat.c"));
     assert!(f["severity"].as_f64().unwrap() > 0.05);
+    // It names where the late thread's extra work is: the forall loop, at
+    // the line of its START.
+    let src = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gasp/heat.c"),
+    )
+    .unwrap();
+    let forall_line = src
+        .lines()
+        .position(|l| l.contains("GASP_UPC_FORALL, GASP_START"))
+        .unwrap()
+        + 1;
+    let msg = f["message"].as_str().unwrap();
+    assert!(
+        msg.contains(&format!(
+            "Most of the difference is in GASP_UPC_FORALL at {}:{forall_line}:",
+            f["location"]["file"].as_str().unwrap()
+        )),
+        "{msg}"
+    );
     // Load balance: the heavy thread arrives last at most barriers, and the
     // forall loop's time is spread unevenly, the heavy thread slowest.
     let g = &r["balance"]["barriers"][0];
