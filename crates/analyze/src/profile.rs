@@ -816,13 +816,40 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
             100.0 - pct(b.parallel_ns)
         )?;
     }
+    // Columns as wide as the names and places shown (within bounds: a
+    // longer one overflows its column rather than widening every row).
+    let shown = || {
+        r.by_event
+            .iter()
+            .chain(r.by_callsite.iter().take(20).map(|s| &s.stats))
+            .chain(r.by_thread.iter().flat_map(|t| t.by_event.iter().take(10)))
+    };
+    let name_w = shown()
+        .map(|s| s.name.chars().count())
+        .filter(|&n| n <= 48)
+        .max()
+        .unwrap_or(0)
+        .max(30);
+    let where_of = |s: &SiteStats| match &s.file {
+        Some(f) => format!("{f}:{}", s.line),
+        None => "-".into(),
+    };
+    let where_w = r
+        .by_callsite
+        .iter()
+        .take(20)
+        .map(|s| where_of(s).chars().count())
+        .filter(|&n| n <= 60)
+        .max()
+        .unwrap_or(0)
+        .max(5);
     let header = format!(
-        "{:<30} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+        "{:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
         "event", "count", "total", "mean", "min", "max", "bytes"
     );
     let row = |s: &Stats| {
         format!(
-            "{:<30} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+            "{:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
             s.name,
             s.count,
             fmt_ns(s.total_ns as f64),
@@ -869,13 +896,13 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
     for s in &r.by_event {
         writeln!(out, "{}", row(s))?;
     }
-    writeln!(out, "\nBy callsite (top 20)\n{:<30} {header}", "where")?;
+    writeln!(
+        out,
+        "\nBy callsite (top 20)\n{:<where_w$} {header}",
+        "where"
+    )?;
     for s in r.by_callsite.iter().take(20) {
-        let w = match &s.file {
-            Some(f) => format!("{f}:{}", s.line),
-            None => "-".into(),
-        };
-        writeln!(out, "{w:<30} {}", row(&s.stats))?;
+        writeln!(out, "{:<where_w$} {}", where_of(s), row(&s.stats))?;
     }
     writeln!(out, "\nBy thread")?;
     for th in &r.by_thread {
