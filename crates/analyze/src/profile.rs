@@ -847,12 +847,21 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         "{:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
         "event", "count", "total", "mean", "min", "max", "bytes"
     );
+    // A total below the calls' times added holds calls within calls of the
+    // same name (recursion), counted once: marked, and said under the tables.
+    let nested = std::cell::Cell::new(false);
     let row = |s: &Stats| {
+        let mark = if s.sum_ns > s.total_ns {
+            nested.set(true);
+            "*"
+        } else {
+            ""
+        };
         format!(
             "{:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
             s.name,
             s.count,
-            fmt_ns(s.total_ns as f64),
+            format!("{}{mark}", fmt_ns(s.total_ns as f64)),
             fmt_ns(s.mean_ns),
             fmt_ns(s.min_ns as f64),
             fmt_ns(s.max_ns as f64),
@@ -918,6 +927,12 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         for s in th.by_event.iter().take(10) {
             writeln!(out, "  {}", row(s))?;
         }
+    }
+    if nested.get() {
+        writeln!(
+            out,
+            "\n* calls made within calls of the same name (recursion) count once in the total, in the outermost;\n  the mean, min and max are per call"
+        )?;
     }
     Ok(())
 }

@@ -1105,6 +1105,29 @@ fn a_recursive_function_s_time_counts_once() {
         fib["total_ns"].as_u64().unwrap()
             <= row(&r, "GASP_C_FUNC work")["total_ns"].as_u64().unwrap()
     );
+    // The text report marks that total, and says why under its tables;
+    // `work`, which does not call itself, is not marked.
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .arg("report")
+        .arg(&trace)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let by_event = text.split("\nBy event\n").nth(1).unwrap();
+    let line = |name: &str| {
+        by_event
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")))
+            .unwrap_or_else(|| panic!("{name}: {text}"))
+            .to_string()
+    };
+    assert!(line("GASP_C_FUNC fib").contains("s*"), "{text}");
+    assert!(!line("GASP_C_FUNC work").contains('*'), "{text}");
+    assert!(
+        text.contains("* calls made within calls of the same name (recursion) count once"),
+        "{text}"
+    );
     // Recorded in profile-only mode: the same rule.
     let trace = dir.join("profile-only");
     let st = Command::new(&exe)
