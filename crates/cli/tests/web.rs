@@ -142,6 +142,37 @@ fn check_common(b: &Browser, r: &Value) {
         assert_eq!(row[1].as_str().unwrap(), e["count"].to_string());
         assert_eq!(row[2].as_str().unwrap(), e["total_ns"].to_string());
     }
+    // Load balance, waits and locks: a row per group, region, wait and
+    // lock of the report, or a line saying there is none.
+    let rows_of = |id: &str| {
+        let v = b.eval(&format!(
+            "const t = document.getElementById('{id}'); \
+             return t.tagName === 'TABLE' ? [...t.querySelectorAll('tr')].slice(1).map(tr => \
+             [...tr.children].map(td => td.dataset.value)) : t.className;"
+        ));
+        v.as_array().cloned().unwrap_or_else(|| {
+            assert_eq!(v, "none", "#{id}");
+            Vec::new()
+        })
+    };
+    let balance = &r["balance"];
+    let groups = b.eval("return document.querySelectorAll('#barrier-groups p.group').length;");
+    assert_eq!(groups, balance["barriers"].as_array().unwrap().len());
+    let regions = rows_of("regions");
+    let expected = balance["regions"].as_array().unwrap();
+    assert_eq!(regions.len(), expected.len());
+    for x in expected {
+        assert!(
+            regions.iter().any(|row| row[0] == x["name"]
+                && row[5] == x["slowest"]
+                && row[4].as_str() == Some(&x["max_ns"].to_string())),
+            "{x} not in {regions:?}"
+        );
+    }
+    let waits = r["waits"].as_array().unwrap();
+    let waited = waits.iter().filter(|w| w["wait_ns"] != 0).count();
+    assert_eq!(rows_of("waits").len(), waited);
+    assert_eq!(rows_of("locks").len(), r["locks"].as_array().unwrap().len());
 }
 
 /// Sorting a profile table by a column, by clicking its header.

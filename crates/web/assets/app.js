@@ -519,6 +519,53 @@
       s.by_callsite.map((e) => [e.name, (e.file || "?") + ":" + e.line, e.count, e.total_ns, e.mean_ns, e.min_ns, e.max_ns, e.bytes]));
   }
 
+  // ------------------------------------------- load balance, waits and locks
+  // A sortable table of `rows`, or a line saying there is none.
+  function tableOrNone(id, headers, rows, none) {
+    const table = document.getElementById(id);
+    if (!rows.length) {
+      table.replaceWith(el("p", { id: id, class: "none", text: none }));
+      return;
+    }
+    sortable(table, headers, rows);
+  }
+
+  function renderBalance(s) {
+    const id = (v) => String(v == null ? "" : v);
+    const pct = (v) => (100 * v).toFixed(1) + "%";
+    const at = (l) => (l ? l.file + ":" + l.line : "?");
+    const box = document.getElementById("barrier-groups");
+    if (!s.balance.barriers.length) box.append(el("p", { class: "none", text: "no barriers met by two threads or more" }));
+    s.balance.barriers.forEach((g) => {
+      box.append(el("p", { class: "group", text: g.threads.length + " threads, " + g.epochs + " barriers: arrivals spread " +
+        ns(g.mean_spread_ns) + " on average, " + ns(g.max_spread_ns) + " at most" }));
+      const t = el("table", { class: "data sortable" });
+      box.append(t);
+      sortable(t, [["thread", id, true], ["last at", id], ["waiting", ns]],
+        g.threads.map((name, i) => [name, g.last_arrivals[i], g.wait_ns[i]]));
+    });
+    tableOrNone("regions", [["construct or region", id, true], ["where", id, true], ["threads", id], ["mean", ns],
+      ["max", ns], ["slowest", id, true], ["imbalance", pct]],
+      s.balance.regions.map((r) => [r.name, at(r.location), r.threads, r.mean_ns, r.max_ns, r.slowest, r.imbalance]),
+      "no construct or region run by two threads or more");
+  }
+
+  function renderWaits(s) {
+    const id = (v) => String(v == null ? "" : v);
+    const pct = (v) => (100 * v).toFixed(1) + "%";
+    const at = (l) => (l ? l.file + ":" + l.line : "?");
+    tableOrNone("waits", [["pattern", id, true], ["call", id, true], ["where", id, true], ["calls", id], ["waits", id],
+      ["waited", ns], ["longest", ns], ["threads", id], ["share of their time", pct]],
+      s.waits.filter((w) => w.wait_ns > 0).map((w) => [w.pattern, w.call + (w.within ? " within " + w.within : ""),
+        at(w.location), w.calls, w.waits, w.wait_ns, w.max_ns, w.threads.length, w.share]),
+      "no thread waited in a blocking call, a fence or a one-sided synchronization");
+    tableOrNone("locks", [["lock", id, true], ["where", id, true], ["acquisitions", id], ["contended", id],
+      ["waiting", ns], ["held", (v) => (v == null ? "not recorded" : ns(v))], ["threads", id], ["waiters", id]],
+      s.locks.map((l) => [l.lock, at(l.location), l.acquisitions, l.contended, l.wait_ns, l.hold_ns,
+        l.threads.length, l.waiters]),
+      "no lock taken");
+  }
+
   function renderLegend(s) {
     const box = document.getElementById("legend");
     box.replaceChildren();
@@ -541,6 +588,8 @@
     }
     renderFindings(s);
     renderGauges(s);
+    renderBalance(s);
+    renderWaits(s);
     renderMatrix(s);
     renderBlocks(s);
     renderProfiles(s);
