@@ -748,23 +748,32 @@ const FS_SHARE: f64 = 0.10;
 /// blocks (its severity is the time of the consuming reads).
 const PC_MIN: u32 = 4;
 
-/// A home is a remote hot spot when the remote accesses to its part take at
-/// least this many times the mean of the other homes'...
+/// A home is a remote hot spot when the remote traffic to its part (bytes,
+/// or operations where none move bytes) is at least this many times the mean
+/// of the other homes'...
 const HOT_FACTOR: f64 = 3.0;
-/// ...and at least this share of the initiators' time.
+/// ...and the remote accesses to it take at least this share of the
+/// initiators' time.
 const HOT_SHARE: f64 = 0.05;
 
 /// `remote_hotspot`: one home of an object serving most of its remote
-/// accesses, from several threads.
+/// traffic, from several threads. The home is found by traffic, not by time:
+/// homes served alike are not a hot spot because some of their accesses
+/// were slow.
 fn hotspot(ids: &[Identity], o: &ObjectInfo, total_time: u64) -> Option<Finding> {
     let n = o.ranks;
     if n < 3 {
         return None;
     }
-    let remote = |c: usize| -> u64 { (0..n).filter(|&r| r != c).map(|r| o.time_ns[r][c]).sum() };
-    let cols: Vec<u64> = (0..n).map(remote).collect();
-    let hot = (0..n).max_by_key(|&c| cols[c])?;
-    let others = (cols.iter().sum::<u64>() - cols[hot]) as f64 / (n - 1) as f64;
+    let remote =
+        |m: &[Vec<u64>], c: usize| -> u64 { (0..n).filter(|&r| r != c).map(|r| m[r][c]).sum() };
+    let by_bytes = (0..n).any(|c| remote(&o.bytes, c) > 0);
+    let traffic: Vec<u64> = (0..n)
+        .map(|c| remote(if by_bytes { &o.bytes } else { &o.ops }, c))
+        .collect();
+    let hot = (0..n).max_by_key(|&c| (traffic[c], std::cmp::Reverse(c)))?;
+    let others = (traffic.iter().sum::<u64>() - traffic[hot]) as f64 / (n - 1) as f64;
+    let time = remote(&o.time_ns, hot);
     let initiators: Vec<usize> = (0..n).filter(|&r| r != hot && o.ops[r][hot] > 0).collect();
     let streams: Vec<usize> = ids
         .iter()
@@ -777,9 +786,9 @@ fn hotspot(ids: &[Identity], o: &ObjectInfo, total_time: u64) -> Option<Finding>
         .map(|&i| ids[i].active_span)
         .sum::<u64>()
         .max(1);
-    let share = cols[hot] as f64 / their_time as f64;
+    let share = time as f64 / their_time as f64;
     if initiators.len() < 2
-        || (cols[hot] as f64) < HOT_FACTOR * others.max(1.0)
+        || (traffic[hot] as f64) < HOT_FACTOR * others.max(1.0)
         || share < HOT_SHARE
     {
         return None;
@@ -787,19 +796,20 @@ fn hotspot(ids: &[Identity], o: &ObjectInfo, total_time: u64) -> Option<Finding>
     let ops: u64 = initiators.iter().map(|&r| o.ops[r][hot]).sum();
     Some(Finding {
         kind: "remote_hotspot".into(),
-        severity: cols[hot] as f64 / total_time.max(1) as f64,
+        severity: time as f64 / total_time.max(1) as f64,
         threads: streams.iter().map(|&i| ids[i].name.clone()).collect(),
         location: None,
         message: format!(
             "{} threads access the part of {} held by {} {hot} remotely {ops} times, {:.1}% of their time ({:.3} ms), \
-             {:.1}x the traffic to any other home: that one process serves them all. Spread the data \
+             {:.1}x the mean {} to the other homes: that one process serves them all. Spread the data \
              (another distribution), or fetch it once and share a copy (a broadcast).",
             initiators.len(),
             o.name,
             if o.model == "CAF" { "image (from 0)" } else if o.model == "SHMEM" { "PE" } else { "rank" },
             100.0 * share,
-            cols[hot] as f64 / 1e6,
-            cols[hot] as f64 / others.max(1.0)
+            time as f64 / 1e6,
+            traffic[hot] as f64 / others.max(1.0),
+            if by_bytes { "bytes" } else { "operations" }
         ),
     })
 }
@@ -1187,5 +1197,73 @@ mod tests {
             let one = merge(&ids, &t.callsites, &single.iter().collect::<Vec<_>>(), bs);
             assert_eq!(json(&whole), json(&one));
         }
+    }
+
+    /// Four MPI ranks of 1 ms each, and an object whose traffic goes from
+    /// row to column as `bytes` says, each operation taking `time` ns.
+    fn object(bytes: [[u64; 4]; 4], time: [[u64; 4]; 4]) -> (Vec<Identity>, ObjectInfo) {
+        let ids = (0..4)
+            .map(|r| Identity {
+                process: format!("host-{r}"),
+                stream: 0,
+                thread: 0,
+                model: 0,
+                name: format!("rank {r}"),
+                rank: Some(crate::matrix::Rank {
+                    model: "MPI",
+                    me: r,
+                    size: 4,
+                }),
+                active_span: 1_000_000,
+                caf: false,
+                c_only: false,
+                events: 100,
+            })
+            .collect();
+        let ops = bytes.map(|row| row.map(|b| b / 8)).map(Vec::from).to_vec();
+        let o = ObjectInfo {
+            name: "halo.c:20".into(),
+            model: "MPI".into(),
+            size: 8192,
+            ranks: 4,
+            ops,
+            bytes: bytes.map(Vec::from).to_vec(),
+            time_ns: time.map(Vec::from).to_vec(),
+            local_ops: 0,
+            remote_ops: 0,
+        };
+        (ids, o)
+    }
+
+    #[test]
+    fn a_hot_spot_is_a_home_with_more_traffic_not_slower_accesses() {
+        // A halo exchange: ranks 1 and 2 are served alike (two neighbours
+        // each), though the accesses to rank 1 took ten times longer.
+        let halo = [[0, 80, 0, 0], [80, 0, 80, 0], [0, 80, 0, 80], [0, 0, 80, 0]];
+        let slow_to_1 = [
+            [0, 100_000, 0, 0],
+            [1_000, 0, 1_000, 0],
+            [0, 100_000, 0, 1_000],
+            [0, 0, 1_000, 0],
+        ];
+        let (ids, o) = object(halo, slow_to_1);
+        assert!(hotspot(&ids, &o, 4_000_000).is_none());
+        // Rank 0 serves the three others: a hot spot, however fast.
+        let all_to_0 = [[0; 4], [800, 0, 0, 0], [800, 8, 0, 0], [800, 0, 8, 0]];
+        let time = [
+            [0; 4],
+            [60_000, 0, 0, 0],
+            [60_000, 100, 0, 0],
+            [60_000, 0, 100, 0],
+        ];
+        let (ids, o) = object(all_to_0, time);
+        let f = hotspot(&ids, &o, 4_000_000).expect("rank 0 serves everyone");
+        assert_eq!(f.threads, vec!["rank 1", "rank 2", "rank 3"]);
+        assert!(f.message.contains("held by rank 0"), "{}", f.message);
+        assert!(
+            f.message.contains("the mean bytes to the other homes"),
+            "{}",
+            f.message
+        );
     }
 }

@@ -115,6 +115,7 @@ fn finding<'a>(r: &'a Value, kind: &str) -> &'a Value {
 
 #[test]
 fn false_sharing_producer_consumer_and_neither() {
+    let _alone = common::alone();
     let (dir, exe) = build("blocks-fs-pc");
 
     // False sharing: one block of PE 0, four writers, 20 epochs, 20 writes each.
@@ -217,6 +218,9 @@ fn false_sharing_producer_consumer_and_neither() {
 
 #[test]
 fn one_home_serving_everyone_is_a_remote_hotspot() {
+    // The gets' share of the PEs' time is part of the finding: the run
+    // must not share the two cores with the other tests' runs.
+    let _alone = common::alone();
     let (dir, exe) = build("blocks-hotspot");
     let t = run_mode(&dir, &exe, 3);
     let r = report(&t);
