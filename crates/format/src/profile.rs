@@ -8,13 +8,13 @@
 //! ```text
 //! gaspard-profile 1
 //! stream <id> <tid> <thread> <model> <events> <span_ns>
-//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes> <sum_ns> <code>
+//! row <stream> <name> <file or empty> <line> <count> <intervals> <total_ns> <min_ns> <max_ns> <bytes> <sum_ns> [<code>]
 //! ```
 //!
-//! `code` is the return address (hexadecimal, 0 when none) of a row whose
-//! events have no source position of their own but a `codeptr`: the reader
-//! turns it into a file and line with the process's maps, as it does for
-//! events. Files without it (written before it was) read as 0.
+//! `code` is the return address (hexadecimal) of a row whose events have no
+//! source position of their own but a `codeptr`: the reader turns it into a
+//! file and line with the process's maps, as it does for events. It is
+//! written only where there is one; a row without it reads as 0.
 //!
 //! `total_ns` counts the time within at least one of a row's pairs on the
 //! stream (a recursive function's nested calls are within its outer one),
@@ -95,7 +95,7 @@ impl ProfileFile {
         }
         for r in &self.rows {
             out.push_str(&format!(
-                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{:x}\n",
+                "row\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}{}\n",
                 r.stream,
                 escape(&r.name),
                 r.file.as_deref().map(escape).unwrap_or_default(),
@@ -107,7 +107,13 @@ impl ProfileFile {
                 r.max_ns,
                 r.bytes,
                 r.sum_ns,
-                r.code
+                // Only where there is one: the rows without stay readable by
+                // readers that know twelve fields.
+                if r.code != 0 {
+                    format!("\t{:x}", r.code)
+                } else {
+                    String::new()
+                }
             ));
         }
         out
@@ -199,7 +205,13 @@ mod tests {
                 code: 0x55d0_1234_5678,
             }],
         };
-        assert_eq!(ProfileFile::parse(&f.to_text()), Ok(f));
+        assert_eq!(ProfileFile::parse(&f.to_text()), Ok(f.clone()));
+        // A row without a return address has the twelve fields of before.
+        let mut plain = f.clone();
+        plain.rows[0].code = 0;
+        let text = plain.to_text();
+        assert_eq!(text.lines().last().unwrap().split('\t').count(), 12);
+        assert_eq!(ProfileFile::parse(&text), Ok(plain));
         assert!(ProfileFile::parse("nope").is_err());
         // A row of a file written before the sum was: the sum is the total.
         let old = format!("{PROFILE_MAGIC}\nrow\t1\tx\t\t0\t2\t2\t40\t10\t30\t0\n");
