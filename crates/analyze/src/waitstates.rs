@@ -56,6 +56,14 @@
 //! section, not as a finding: it mixes the completion of the thread's own
 //! operations with waiting for others.
 //!
+//! **All-to-all collectives.** No rank leaves `MPI_Allreduce`,
+//! `MPI_Allgather` or `MPI_Alltoall` before the last one arrives: the k-th
+//! call of such a collective on each rank that makes it is one epoch, as a
+//! fence, each rank waiting from its arrival to the last arrival (pattern
+//! `collective`; a `barrier_wait` finding at the same threshold, with the
+//! nonblocking call as advice). The communicator is not recorded: a
+//! collective whose ranks make different numbers of calls is left out.
+//!
 //! [`waits`] gives every wait-state source line (pattern, call, location,
 //! calls, waits, wait, longest wait, the threads that waited, their share of
 //! time, partners). A finding's threads are the threads that waited there.
@@ -82,8 +90,10 @@ pub const WAIT_SHARE: f64 = 0.05;
 #[derive(Debug, Clone, Serialize)]
 pub struct WaitSite {
     /// `late_sender`, `late_receiver`, `fence` (waiting at `MPI_Win_fence`
-    /// for the last rank) or `synchronization` (time in a one-sided
-    /// completion or synchronization call).
+    /// for the last rank), `collective` (waiting in `MPI_Allreduce`,
+    /// `MPI_Allgather` or `MPI_Alltoall` for the last rank) or
+    /// `synchronization` (time in a one-sided completion or synchronization
+    /// call).
     pub pattern: String,
     /// The waiting call (`GASP_MPI_RECV`, `GASP_MPI_WAIT`, ...).
     pub call: String,
@@ -263,12 +273,32 @@ pub type Fence = (u64, u64, u32);
 /// One rank's fences on a window: its stream, then each fence in order.
 type Member = (usize, Vec<Fence>);
 
-/// A fence epoch group: one window's fences on each of its ranks.
+/// A fence epoch group: one window's fences on each of its ranks; or the
+/// calls of one all-to-all collective (`MPI_Allreduce`, `MPI_Allgather`,
+/// `MPI_Alltoall`) on each rank that makes them, which no rank leaves before
+/// the last one arrives.
 #[derive(Debug)]
 struct FenceGroup {
     members: Vec<Member>,
-    window: String,
+    what: Synchronizing,
 }
+
+/// What a [`FenceGroup`]'s epochs are.
+#[derive(Debug, Clone)]
+enum Synchronizing {
+    /// The fences of the window named so.
+    Window(String),
+    /// The calls of the collective of this kind.
+    Collective(u16),
+}
+
+/// The MPI collectives that no rank leaves before every rank has arrived
+/// (all-to-all: each result depends on every rank's data).
+const ALL_TO_ALL: [&str; 3] = [
+    "GASP_MPI_ALLREDUCE",
+    "GASP_MPI_ALLGATHER",
+    "GASP_MPI_ALLTOALL",
+];
 
 /// The blocking calls, messages and fences of a trace, matched.
 #[derive(Debug)]
@@ -405,6 +435,10 @@ pub struct Part {
     /// Its fences on each window (numbered in the order its process
     /// creates them), the windows first fenced first.
     pub fences: Vec<(u32, Vec<Fence>)>,
+    /// Its calls of each all-to-all collective ([`ALL_TO_ALL`]), by kind,
+    /// the first called first.
+    #[serde(default)]
+    pub collectives: Vec<(u16, Vec<Fence>)>,
     /// The names of the windows it creates, in the order it creates them.
     pub windows: Vec<String>,
 }
@@ -424,6 +458,7 @@ impl Part {
             msgs,
             recvs,
             fences,
+            collectives,
             windows: window_names,
             ..
         } = &mut part;
@@ -574,6 +609,13 @@ impl Part {
                         );
                     }
                 }
+                n if ALL_TO_ALL.contains(&n) => {
+                    let call = (iv.start, iv.end, iv.callsite);
+                    match collectives.iter_mut().find(|c| c.0 == iv.kind) {
+                        Some(c) => c.1.push(call),
+                        None => collectives.push((iv.kind, vec![call])),
+                    }
+                }
                 "GASP_MPI_WIN_FENCE" => {
                     let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
                         continue;
@@ -602,6 +644,8 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     let mut fences: HashMap<usize, Vec<Member>> = HashMap::default();
     // A window's name: the first stream's to create it.
     let mut window_names: HashMap<usize, String> = HashMap::default();
+    // Calls of each all-to-all collective: each stream's, in stream order.
+    let mut collectives: HashMap<u16, Vec<Member>> = HashMap::default();
     for (si, p) in parts.iter().enumerate() {
         for st in &p.sync {
             let i = *sync_sites
@@ -646,6 +690,9 @@ pub fn merge(parts: &[&Part]) -> Analysis {
         for (w, f) in &p.fences {
             fences.entry(*w as usize).or_default().push((si, f.clone()));
         }
+        for (k, c) in &p.collectives {
+            collectives.entry(*k).or_default().push((si, c.clone()));
+        }
         for (w, name) in p.windows.iter().enumerate() {
             window_names.entry(w).or_insert_with(|| name.clone());
         }
@@ -661,10 +708,20 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     for (w, members) in groups {
         a.fence_group(FenceGroup {
             members,
-            window: window_names
-                .get(&w)
-                .cloned()
-                .unwrap_or_else(|| format!("window {}", w + 1)),
+            what: Synchronizing::Window(
+                window_names
+                    .get(&w)
+                    .cloned()
+                    .unwrap_or_else(|| format!("window {}", w + 1)),
+            ),
+        });
+    }
+    let mut groups: Vec<(u16, Vec<Member>)> = collectives.into_iter().collect();
+    groups.sort_by_key(|g| g.0);
+    for (k, members) in groups {
+        a.fence_group(FenceGroup {
+            members,
+            what: Synchronizing::Collective(k),
         });
     }
     a
@@ -782,13 +839,22 @@ impl Analysis {
         }
     }
 
-    /// A fence group's epochs: each member waits from its arrival to the last arrival.
+    /// A fence group's epochs: each member waits from its arrival to the last
+    /// arrival. A group whose members made different numbers of calls (a
+    /// collective on a communicator other than all ranks) is left out.
     fn fence_group(&mut self, g: FenceGroup) {
         let n = g.members.len();
         let epochs = g.members.first().map_or(0, |m| m.1.len());
         if n < 2 || epochs == 0 || g.members.iter().any(|m| m.1.len() != epochs) {
             return;
         }
+        let (pattern, kind) = match g.what {
+            Synchronizing::Window(_) => (
+                "fence",
+                kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id),
+            ),
+            Synchronizing::Collective(k) => ("collective", k),
+        };
         let mut at: HashMap<u32, usize> = HashMap::default();
         for k in 0..epochs {
             let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
@@ -796,8 +862,7 @@ impl Analysis {
             for (stream, f) in &g.members {
                 let (from, to, site) = f[k];
                 let i = *at.entry(site).or_insert_with(|| {
-                    let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id);
-                    self.sites.push(Site::new("fence", fence, site));
+                    self.sites.push(Site::new(pattern, kind, site));
                     self.sites.len() - 1
                 });
                 let w = latest.min(to).saturating_sub(from);
@@ -959,19 +1024,39 @@ impl Analysis {
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|l| l.0);
+            let (calls, advice) = match &g.what {
+                Synchronizing::Window(w) => (
+                    format!("MPI_Win_fence of window {w}"),
+                    "Balance the work between fences, or synchronize only the ranks that communicate \
+                     (MPI_Win_post/start/complete/wait, or passive target: MPI_Win_lock_all and MPI_Win_flush)."
+                        .to_string(),
+                ),
+                Synchronizing::Collective(k) => {
+                    let call = call_name(kind_name(*k).trim_start_matches("GASP_"));
+                    // MPI_Allreduce -> MPI_Iallreduce
+                    let nonblocking = format!(
+                        "MPI_I{}",
+                        call.trim_start_matches("MPI_").to_lowercase()
+                    );
+                    (
+                        call.clone(),
+                        format!(
+                            "No rank leaves {call} before the last arrives: balance the work before it, or overlap \
+                             the wait with work ({nonblocking}, then MPI_Wait when the result is needed)."
+                        ),
+                    )
+                }
+            };
             out.push(Finding {
                 kind: "barrier_wait".into(),
                 severity: waited as f64 / total_time.max(1) as f64,
                 threads: g.members.iter().map(|m| ids[m.0].name.clone()).collect(),
                 location: location_in(callsites, line),
                 message: format!(
-                    "{:.1}% of the time of these {n} ranks is spent in {epochs} MPI_Win_fence of window {} waiting \
+                    "{:.1}% of the time of these {n} ranks is spent in {epochs} {calls} waiting \
                      for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
-                     most ({:.3} ms). Balance the \
-                     work between fences, or synchronize only the ranks that communicate (MPI_Win_post/start/\
-                     complete/wait, or passive target: MPI_Win_lock_all and MPI_Win_flush).",
+                     most ({:.3} ms). {advice}",
                     100.0 * share,
-                    g.window,
                     self.rank_name(ids, g.members[late].0),
                     last_count[late],
                     caused[late] as f64 / 1e6,

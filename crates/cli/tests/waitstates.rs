@@ -1,7 +1,7 @@
 //! Wait states of real programs under `mpirun -np 2`: a late sender, a late
 //! receiver, a balanced exchange, a late sender seen through MPI_Irecv and
-//! MPI_Wait, MPI_Waitall and MPI_Sendrecv, ranks waiting at MPI_Win_fence for
-//! a late one; and a lock held long by each OpenMP thread, and by each of two
+//! MPI_Wait, MPI_Waitall and MPI_Sendrecv, ranks waiting at MPI_Win_fence and
+//! in MPI_Allreduce for a late one; and a lock held long by each OpenMP thread, and by each of two
 //! OpenSHMEM PEs.
 
 use std::path::PathBuf;
@@ -104,6 +104,10 @@ int main(int argc, char **argv) {
       MPI_Put(buf, 1, MPI_DOUBLE, 1 - me, 0, 1, MPI_DOUBLE, win);
       MPI_Win_fence(0, win);
       if (it == iterations - 1) MPI_Win_free(&win);
+    } else if (!strcmp(mode, "allreduce")) {
+      double sum;
+      if (me == 0) compute(delay);
+      MPI_Allreduce(buf, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* ALLREDUCE */
     }
   }
   MPI_Finalize();
@@ -336,6 +340,39 @@ fn ranks_waiting_at_a_fence_for_a_late_one() {
         let waited = w["wait_ns"].as_f64().unwrap();
         assert!(
             waited > 0.5 * injected,
+            "waited {waited} ns for {injected} ns injected: {w}"
+        );
+    });
+}
+
+#[test]
+fn ranks_waiting_in_an_allreduce_for_a_late_one() {
+    retried(|| {
+        let (v, r) = run("allreduce", DELAY_MS);
+        let found: Vec<&Value> = findings_of(&r, "barrier_wait")
+            .into_iter()
+            .filter(|f| f["message"].as_str().unwrap().contains("MPI_Allreduce"))
+            .collect();
+        assert_eq!(found.len(), 1, "{}", r["findings"]);
+        let f = found[0];
+        assert_eq!(f["location"]["line"], line_of("/* ALLREDUCE */"), "{f}");
+        assert_eq!(f["threads"].as_array().unwrap().len(), 2);
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!(
+                "{} arrives last at {ITERATIONS} of them",
+                rank_thread(&v, 0)
+            )),
+            "{message}"
+        );
+        assert!(message.contains("MPI_Iallreduce"), "{message}");
+        let w = wait_at(&r, "collective", line_of("/* ALLREDUCE */"));
+        assert_eq!(w["call"], "GASP_MPI_ALLREDUCE");
+        assert_eq!(w["calls"], 2 * ITERATIONS, "{w}");
+        let injected = (ITERATIONS * DELAY_MS * 1_000_000) as f64;
+        let waited = w["wait_ns"].as_f64().unwrap();
+        assert!(
+            waited > 0.5 * injected && waited < 1.5 * injected,
             "waited {waited} ns for {injected} ns injected: {w}"
         );
     });
