@@ -776,10 +776,15 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
         writeln!(out, "clock: {c}")?;
     }
     writeln!(out, "\nFindings")?;
-    if r.findings.is_empty() {
+    if r.findings.is_empty() && r.threads <= 1 {
         writeln!(
             out,
-            "  none: no barrier waiting or load imbalance worth acting on"
+            "  none: one thread has no one to wait for or share data with; the profile below shows where its time goes"
+        )?;
+    } else if r.findings.is_empty() {
+        writeln!(
+            out,
+            "  none: no waiting, imbalance, contention or communication pattern worth acting on"
         )?;
     }
     for f in &r.findings {
