@@ -57,12 +57,15 @@
 //! operations with waiting for others.
 //!
 //! **All-to-all collectives.** No rank leaves `MPI_Allreduce`,
-//! `MPI_Allgather` or `MPI_Alltoall` before the last one arrives: the k-th
+//! `MPI_Allgather` or `MPI_Alltoall` (no PE an OpenSHMEM reduction
+//! `shmem_*_to_all`, `shmem_collect`, `shmem_fcollect`, `shmem_alltoall`)
+//! before the last one arrives: the k-th
 //! call of such a collective on each rank that makes it is one epoch, as a
 //! fence, each rank waiting from its arrival to the last arrival (pattern
 //! `collective`; a `barrier_wait` finding at the same threshold, with the
-//! nonblocking call as advice). The communicator is not recorded: a
-//! collective whose ranks make different numbers of calls is left out.
+//! nonblocking call as advice). The communicator (the active set) is not
+//! recorded: a collective whose ranks make different numbers of calls is
+//! left out.
 //!
 //! [`waits`] gives every wait-state source line (pattern, call, location,
 //! calls, waits, wait, longest wait, the threads that waited, their share of
@@ -300,6 +303,26 @@ const ALL_TO_ALL: [&str; 3] = [
     "GASP_MPI_ALLTOALL",
 ];
 
+/// Whether a kind is an all-to-all collective: [`ALL_TO_ALL`], and the
+/// OpenSHMEM reductions (`shmem_*_to_all`), `shmem_collect*`,
+/// `shmem_fcollect*` and `shmem_alltoall*`, by number.
+fn all_to_all_kinds() -> &'static [bool] {
+    static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut v = vec![false; 1 << 16];
+        for k in kinds::all_kinds() {
+            let shmem = k.name.strip_prefix("GASP_SHMEM_").is_some_and(|n| {
+                n.ends_with("_TO_ALL")
+                    || n.starts_with("COLLECT")
+                    || n.starts_with("FCOLLECT")
+                    || n.starts_with("ALLTOALL")
+            });
+            v[k.id as usize] = shmem || ALL_TO_ALL.contains(&k.name);
+        }
+        v
+    })
+}
+
 /// The blocking calls, messages and fences of a trace, matched.
 #[derive(Debug)]
 pub struct Analysis {
@@ -468,6 +491,9 @@ impl Part {
         let mut pending: Vec<(u64, Pending)> = Vec::new();
         let mut windows: HashMap<u64, usize> = HashMap::default();
         let class = classes();
+        let all_to_all = all_to_all_kinds();
+        // An OpenSHMEM PE's collectives count as an MPI rank's do.
+        let pe = rank.is_none() && crate::matrix::rank(s).is_some_and(|r| r.model == "SHMEM");
         let mut names = crate::objects::ArgNames::new(s);
         for iv in intervals(s) {
             let c = class[iv.kind as usize];
@@ -501,6 +527,14 @@ impl Part {
                 st.waits += u64::from(w > 0);
                 st.wait_ns += w;
                 st.max_ns = st.max_ns.max(w);
+                continue;
+            }
+            if all_to_all[iv.kind as usize] && (rank.is_some() || pe) {
+                let call = (iv.start, iv.end, iv.callsite);
+                match collectives.iter_mut().find(|c| c.0 == iv.kind) {
+                    Some(c) => c.1.push(call),
+                    None => collectives.push((iv.kind, vec![call])),
+                }
                 continue;
             }
             if rank.is_none() {
@@ -607,13 +641,6 @@ impl Part {
                                 .window(&s.process, w)
                                 .map_or(format!("window {}", created + 1), |w| w.name.clone()),
                         );
-                    }
-                }
-                n if ALL_TO_ALL.contains(&n) => {
-                    let call = (iv.start, iv.end, iv.callsite);
-                    match collectives.iter_mut().find(|c| c.0 == iv.kind) {
-                        Some(c) => c.1.push(call),
-                        None => collectives.push((iv.kind, vec![call])),
                     }
                 }
                 "GASP_MPI_WIN_FENCE" => {
@@ -1024,13 +1051,25 @@ impl Analysis {
                 .into_iter()
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|l| l.0);
-            let (calls, advice) = match &g.what {
+            let (calls, advice, who) = match &g.what {
                 Synchronizing::Window(w) => (
                     format!("MPI_Win_fence of window {w}"),
                     "Balance the work between fences, or synchronize only the ranks that communicate \
                      (MPI_Win_post/start/complete/wait, or passive target: MPI_Win_lock_all and MPI_Win_flush)."
                         .to_string(),
+                    "ranks",
                 ),
+                Synchronizing::Collective(k) if kind_name(*k).starts_with("GASP_SHMEM_") => {
+                    let call = kind_name(*k).trim_start_matches("GASP_").to_lowercase();
+                    (
+                        call.clone(),
+                        format!(
+                            "No PE leaves {call} before the last arrives: balance the work before it, or call it \
+                             less often (several values in one call)."
+                        ),
+                        "PEs",
+                    )
+                }
                 Synchronizing::Collective(k) => {
                     let call = call_name(kind_name(*k).trim_start_matches("GASP_"));
                     // MPI_Allreduce -> MPI_Iallreduce
@@ -1044,6 +1083,7 @@ impl Analysis {
                             "No rank leaves {call} before the last arrives: balance the work before it, or overlap \
                              the wait with work ({nonblocking}, then MPI_Wait when the result is needed)."
                         ),
+                        "ranks",
                     )
                 }
             };
@@ -1053,7 +1093,7 @@ impl Analysis {
                 threads: g.members.iter().map(|m| ids[m.0].name.clone()).collect(),
                 location: location_in(callsites, line),
                 message: format!(
-                    "{:.1}% of the time of these {n} ranks is spent in {epochs} {calls} waiting \
+                    "{:.1}% of the time of these {n} {who} is spent in {epochs} {calls} waiting \
                      for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
                      most ({:.3} ms). {advice}",
                     100.0 * share,

@@ -543,3 +543,103 @@ fn an_openshmem_global_lock_is_one_lock_on_every_pe() {
         assert_eq!(found[0]["threads"], l["threads"]);
     });
 }
+
+const SHMEM_REDUCE: &str = r#"
+#include <shmem.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long src, dst, work[SHMEM_REDUCE_MIN_WRKDATA_SIZE];
+static long psync[2][SHMEM_REDUCE_SYNC_SIZE];
+
+int main(void) {
+  shmem_init();
+  for (int i = 0; i < SHMEM_REDUCE_SYNC_SIZE; i++) psync[0][i] = psync[1][i] = SHMEM_SYNC_VALUE;
+  volatile double x = 0;
+  shmem_barrier_all();
+  for (int it = 0; it < 4; it++) {
+    if (shmem_my_pe() == 0) {
+      double end = now() + 0.080;  /* 80 ms of work on PE 0 alone */
+      while (now() < end) x += 1;
+    }
+    src = it;
+    shmem_long_sum_to_all(&dst, &src, 1, 0, 0, shmem_n_pes(), work, psync[it % 2]); /* SUM */
+  }
+  shmem_barrier_all();
+  shmem_finalize();
+  return 0;
+}
+"#;
+
+#[test]
+fn openshmem_pes_waiting_in_a_reduction_for_a_late_one() {
+    retried(|| {
+        let dir = common::tmpdir("waits-shmem-reduce");
+        let src = dir.join("reduce.c");
+        std::fs::write(&src, SHMEM_REDUCE).unwrap();
+        let exe = dir.join("reduce");
+        let out = Command::new("oshcc")
+            .arg("-g")
+            .arg(&src)
+            .arg("-o")
+            .arg(&exe)
+            .output()
+            .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (trace, _) = {
+            let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+            let cmd = [
+                "oshrun",
+                "-np",
+                "2",
+                "--oversubscribe",
+                "--mca",
+                "osc",
+                "^rdma",
+                exe.to_str().unwrap(),
+            ];
+            common::gaspard_run(&dir, &cmd)
+        };
+        let r = report(&trace);
+        let line = SHMEM_REDUCE
+            .lines()
+            .position(|l| l.contains("/* SUM */"))
+            .unwrap() as u64
+            + 1;
+        let found: Vec<&Value> = findings_of(&r, "barrier_wait")
+            .into_iter()
+            .filter(|f| {
+                f["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("shmem_long_sum_to_all")
+            })
+            .collect();
+        assert_eq!(found.len(), 1, "{}", r["findings"]);
+        let f = found[0];
+        assert_eq!(f["location"]["line"], line, "{f}");
+        let message = f["message"].as_str().unwrap();
+        assert!(message.contains("these 2 PEs"), "{message}");
+        assert!(message.contains("PE 0 ("), "{message}");
+        assert!(message.contains("arrives last at 4 of them"), "{message}");
+        let w = wait_at(&r, "collective", line);
+        assert_eq!(w["call"], "GASP_SHMEM_LONG_SUM_TO_ALL");
+        assert_eq!(w["calls"], 8, "{w}");
+        let injected = 4.0 * 80e6;
+        let waited = w["wait_ns"].as_f64().unwrap();
+        assert!(
+            waited > 0.5 * injected && waited < 1.5 * injected,
+            "waited {waited} ns for {injected} ns injected: {w}"
+        );
+    });
+}
