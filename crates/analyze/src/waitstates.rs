@@ -291,8 +291,9 @@ struct FenceGroup {
 enum Synchronizing {
     /// The fences of the window named so.
     Window(String),
-    /// The calls of the collective of this kind.
-    Collective(u16),
+    /// The calls of the collective of this kind, made in the coarray
+    /// operation of the second kind (0: none).
+    Collective(u16, u16),
 }
 
 /// The MPI collectives that no rank leaves before every rank has arrived
@@ -458,10 +459,11 @@ pub struct Part {
     /// Its fences on each window (numbered in the order its process
     /// creates them), the windows first fenced first.
     pub fences: Vec<(u32, Vec<Fence>)>,
-    /// Its calls of each all-to-all collective ([`ALL_TO_ALL`]), by kind,
-    /// the first called first.
+    /// Its calls of each all-to-all collective ([`all_to_all_kinds`]), by
+    /// kind and the coarray operation they are made in (0: none), the first
+    /// called first.
     #[serde(default)]
-    pub collectives: Vec<(u16, Vec<Fence>)>,
+    pub collectives: Vec<((u16, u16), Vec<Fence>)>,
     /// The names of the windows it creates, in the order it creates them.
     pub windows: Vec<String>,
 }
@@ -531,9 +533,10 @@ impl Part {
             }
             if all_to_all[iv.kind as usize] && (rank.is_some() || pe) {
                 let call = (iv.start, iv.end, iv.callsite);
-                match collectives.iter_mut().find(|c| c.0 == iv.kind) {
+                let key = (iv.kind, coarray.last().map_or(0, |&(_, k)| k));
+                match collectives.iter_mut().find(|c| c.0 == key) {
                     Some(c) => c.1.push(call),
-                    None => collectives.push((iv.kind, vec![call])),
+                    None => collectives.push((key, vec![call])),
                 }
                 continue;
             }
@@ -672,7 +675,7 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     // A window's name: the first stream's to create it.
     let mut window_names: HashMap<usize, String> = HashMap::default();
     // Calls of each all-to-all collective: each stream's, in stream order.
-    let mut collectives: HashMap<u16, Vec<Member>> = HashMap::default();
+    let mut collectives: HashMap<(u16, u16), Vec<Member>> = HashMap::default();
     for (si, p) in parts.iter().enumerate() {
         for st in &p.sync {
             let i = *sync_sites
@@ -743,12 +746,12 @@ pub fn merge(parts: &[&Part]) -> Analysis {
             ),
         });
     }
-    let mut groups: Vec<(u16, Vec<Member>)> = collectives.into_iter().collect();
+    let mut groups: Vec<((u16, u16), Vec<Member>)> = collectives.into_iter().collect();
     groups.sort_by_key(|g| g.0);
-    for (k, members) in groups {
+    for ((k, within), members) in groups {
         a.fence_group(FenceGroup {
             members,
-            what: Synchronizing::Collective(k),
+            what: Synchronizing::Collective(k, within),
         });
     }
     a
@@ -880,7 +883,11 @@ impl Analysis {
                 "fence",
                 kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id),
             ),
-            Synchronizing::Collective(k) => ("collective", k),
+            Synchronizing::Collective(k, _) => ("collective", k),
+        };
+        let within = match g.what {
+            Synchronizing::Collective(_, w) => w,
+            Synchronizing::Window(_) => 0,
         };
         let mut at: HashMap<u32, usize> = HashMap::default();
         for k in 0..epochs {
@@ -889,7 +896,9 @@ impl Analysis {
             for (stream, f) in &g.members {
                 let (from, to, site) = f[k];
                 let i = *at.entry(site).or_insert_with(|| {
-                    self.sites.push(Site::new(pattern, kind, site));
+                    let mut s = Site::new(pattern, kind, site);
+                    s.within = within;
+                    self.sites.push(s);
                     self.sites.len() - 1
                 });
                 let w = latest.min(to).saturating_sub(from);
@@ -1059,7 +1068,7 @@ impl Analysis {
                         .to_string(),
                     "ranks",
                 ),
-                Synchronizing::Collective(k) if kind_name(*k).starts_with("GASP_SHMEM_") => {
+                Synchronizing::Collective(k, _) if kind_name(*k).starts_with("GASP_SHMEM_") => {
                     let call = kind_name(*k).trim_start_matches("GASP_").to_lowercase();
                     (
                         call.clone(),
@@ -1070,8 +1079,12 @@ impl Analysis {
                         "PEs",
                     )
                 }
-                Synchronizing::Collective(k) => {
+                Synchronizing::Collective(k, within) => {
                     let call = call_name(kind_name(*k).trim_start_matches("GASP_"));
+                    let call = match within {
+                        0 => call,
+                        w => format!("{call} (within {})", kind_name(*w)),
+                    };
                     // MPI_Allreduce -> MPI_Iallreduce
                     let nonblocking = format!(
                         "MPI_I{}",

@@ -182,6 +182,21 @@ fn run_on(n: usize) {
             "{w}"
         );
     }
+    // co_sum's MPI_Allreduce, an all-to-all collective, within the co_sum.
+    let sum_line = PROGRAM
+        .lines()
+        .position(|l| l.contains("call co_sum"))
+        .unwrap() as u64
+        + 1;
+    let sum = r["waits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["location"]["line"] == sum_line && w["pattern"] == "collective")
+        .unwrap_or_else(|| panic!("no collective at line {sum_line}: {}", r["waits"]));
+    assert_eq!(sum["call"], "GASP_MPI_ALLREDUCE", "{sum}");
+    assert_eq!(sum["within"], "GASP_CAF_CO_SUM", "{sum}");
+    assert_eq!(sum["calls"], n as u64, "one per image: {sum}");
 }
 
 #[test]
