@@ -494,8 +494,9 @@ impl Part {
         let mut windows: HashMap<u64, usize> = HashMap::default();
         let class = classes();
         let all_to_all = all_to_all_kinds();
-        // An OpenSHMEM PE's collectives count as an MPI rank's do.
-        let pe = rank.is_none() && crate::matrix::rank(s).is_some_and(|r| r.model == "SHMEM");
+        // An OpenSHMEM PE's collectives count as an MPI rank's do (whether
+        // the stream is a PE's, looked for at its first collective).
+        let mut pe: Option<bool> = None;
         let mut names = crate::objects::ArgNames::new(s);
         for iv in intervals(s) {
             let c = class[iv.kind as usize];
@@ -531,7 +532,12 @@ impl Part {
                 st.max_ns = st.max_ns.max(w);
                 continue;
             }
-            if all_to_all[iv.kind as usize] && (rank.is_some() || pe) {
+            if all_to_all[iv.kind as usize]
+                && (rank.is_some()
+                    || *pe.get_or_insert_with(|| {
+                        crate::matrix::rank(s).is_some_and(|r| r.model == "SHMEM")
+                    }))
+            {
                 let call = (iv.start, iv.end, iv.callsite);
                 let key = (iv.kind, coarray.last().map_or(0, |&(_, k)| k));
                 match collectives.iter_mut().find(|c| c.0 == key) {
