@@ -62,7 +62,8 @@
 //! before the last one arrives: the k-th
 //! call of such a collective on each rank that makes it is one epoch, as a
 //! fence, each rank waiting from its arrival to the last arrival (pattern
-//! `collective`; a `barrier_wait` finding at the same threshold, with the
+//! `collective`; a `barrier_wait` finding at the same threshold, when its
+//! calls also wait [`COLLECTIVE_MIN_WAIT_NS`] on average, with the
 //! nonblocking call as advice). The communicator (the active set) is not
 //! recorded: a collective whose ranks make different numbers of calls is
 //! left out.
@@ -88,6 +89,11 @@ use crate::trace::{Callsite, Stream, Trace};
 /// working time of the threads waiting there (as barrier waiting and lock
 /// contention).
 pub const WAIT_SHARE: f64 = 0.05;
+
+/// Waiting in an all-to-all collective is a finding only when its calls wait
+/// at least this long on average, ns (more than such a call takes on its own
+/// between processes of one machine).
+pub const COLLECTIVE_MIN_WAIT_NS: f64 = 2_000.0;
 
 /// One source line where threads wait.
 #[derive(Debug, Clone, Serialize)]
@@ -1056,7 +1062,13 @@ impl Analysis {
                 .sum::<u64>()
                 .max(1);
             let share = waited as f64 / their_time as f64;
-            if share < WAIT_SHARE || waited == 0 {
+            // A collective's own latency makes its callers arrive apart by a
+            // little at each call: waiting is a finding when each call waits,
+            // on average, more than that.
+            let per_call = waited as f64 / (epochs * n) as f64;
+            let noise = matches!(g.what, Synchronizing::Collective(..))
+                && per_call < COLLECTIVE_MIN_WAIT_NS;
+            if share < WAIT_SHARE || waited == 0 || noise {
                 continue;
             }
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap_or(0);
