@@ -554,7 +554,7 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
     // leave intervals never closed, which the overview reads the stream again
     // without (checked by `check`): a cut where every interval happens to be
     // closed (between two of a thread's intervals, at a chunk's end) is
-    // moved further on.
+    // moved further on, then tried in another stream file (restored first).
     let mut files: Vec<_> = std::fs::read_dir(&trace)
         .unwrap()
         .flatten()
@@ -567,9 +567,8 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
     let at = b.len() / 3;
     b[at] ^= 0x5a;
     std::fs::write(&files[1], &b).unwrap();
-    let a = std::fs::read(&files[0]).unwrap();
     let mut open_after_cut = None;
-    for (num, den) in [
+    let cuts = [
         (1, 2),
         (5, 9),
         (4, 7),
@@ -578,8 +577,17 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
         (2, 3),
         (7, 10),
         (3, 4),
-    ] {
-        std::fs::write(&files[0], &a[..a.len() * num / den]).unwrap();
+        (7, 8),
+        (3, 8),
+    ];
+    let candidates = [0, 2, 3].into_iter().filter(|&i| i < files.len());
+    'search: for (f, (num, den)) in candidates.flat_map(|f| cuts.map(|c| (f, c))) {
+        let a = std::fs::read(files[f].with_extension("whole")).unwrap_or_else(|_| {
+            let a = std::fs::read(&files[f]).unwrap();
+            std::fs::write(files[f].with_extension("whole"), &a).unwrap();
+            a
+        });
+        std::fs::write(&files[f], &a[..a.len() * num / den]).unwrap();
         let (t, _, n) = check(&trace);
         assert!(!t.problems.is_empty());
         let unclosed: usize = t
@@ -600,7 +608,11 @@ fn damaged_trace_is_scanned_as_far_as_it_is_intact() {
             .sum();
         if unclosed > 0 {
             open_after_cut = Some(n);
-            break;
+            break 'search;
+        }
+        // Not this file: whole again before the next one is cut.
+        if (num, den) == cuts[cuts.len() - 1] {
+            std::fs::write(&files[f], &a).unwrap();
         }
     }
     let n = open_after_cut.expect("no cut left an interval open");
