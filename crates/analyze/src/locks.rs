@@ -66,15 +66,23 @@ pub const IMAGE_SPAN: u64 = 256 << 20;
 /// (from `<process>.maps`), which name its global locks.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Context {
-    /// (base address, first executable mapping's start, name), one per
-    /// binary in the order first mapped.
-    pub images: Vec<(u64, u64, String)>,
-    /// How far past its base each binary of `images` reaches (its loadable
-    /// segments, from its file; [`IMAGE_SPAN`] when the file cannot be
-    /// read): the heap, which may begin right after a program's data, is
-    /// not its image.
-    #[serde(default)]
-    pub spans: Vec<u64>,
+    /// The binaries, in the order first mapped.
+    pub images: Vec<Image>,
+}
+
+/// One binary mapped in a process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// Where its file's offset 0 is mapped.
+    pub base: u64,
+    /// Where its first executable mapping starts.
+    pub start: u64,
+    /// Its file name.
+    pub name: String,
+    /// How far past `base` it reaches (its loadable segments, from its file;
+    /// [`IMAGE_SPAN`] when the file cannot be read): the heap, which may
+    /// begin right after a program's data, is not its image.
+    pub span: u64,
 }
 
 /// How far past its base the image of the binary at `path` reaches: the
@@ -116,8 +124,7 @@ impl Context {
         let Ok(text) = std::fs::read_to_string(t.dir.join(format!("{process}.maps"))) else {
             return Context::default();
         };
-        let mut v: Vec<(u64, u64, String)> = Vec::new();
-        let mut paths: Vec<&str> = Vec::new();
+        let mut v: Vec<Image> = Vec::new();
         for l in text.lines() {
             let f: Vec<&str> = l.split_whitespace().collect();
             let (Some(range), Some(offset), Some(path)) = (f.first(), f.get(2), f.get(5)) else {
@@ -133,27 +140,23 @@ impl Context {
             };
             let name = path.rsplit('/').next().unwrap_or(path).to_string();
             let base = start.saturating_sub(offset);
-            match v.iter_mut().find(|i| i.2 == name) {
+            match v.iter_mut().find(|i| i.name == name) {
                 Some(i) => {
-                    i.0 = i.0.min(base);
-                    i.1 = i.1.min(start);
+                    i.base = i.base.min(base);
+                    i.start = i.start.min(start);
                 }
-                None => {
-                    v.push((base, start, name));
-                    paths.push(path);
-                }
+                None => v.push(Image {
+                    base,
+                    start,
+                    name,
+                    span: spans
+                        .entry(path.to_string())
+                        .or_insert_with(|| image_span(path))
+                        .unwrap_or(IMAGE_SPAN),
+                }),
             }
         }
-        let spans = paths
-            .iter()
-            .map(|p| {
-                spans
-                    .entry((*p).to_string())
-                    .or_insert_with(|| image_span(p))
-                    .unwrap_or(IMAGE_SPAN)
-            })
-            .collect();
-        Context { images: v, spans }
+        Context { images: v }
     }
 
     /// The context of every process of the trace, by process name.
@@ -190,12 +193,9 @@ fn shared_lock(
 fn in_image(cx: &Context, addr: u64) -> Option<(String, u64)> {
     cx.images
         .iter()
-        .enumerate()
-        .filter(|(n, i)| {
-            i.1 <= addr && addr - i.0 < cx.spans.get(*n).copied().unwrap_or(IMAGE_SPAN)
-        })
-        .max_by_key(|(_, i)| i.1)
-        .map(|(_, (base, _, name))| (name.clone(), addr - base))
+        .filter(|i| i.start <= addr && addr - i.base < i.span)
+        .max_by_key(|i| i.start)
+        .map(|i| (i.name.clone(), addr - i.base))
 }
 
 /// Gives the locks in a binary's data (`binary+0xOFFSET`) the name of their

@@ -99,8 +99,8 @@ pub const COLLECTIVE_MIN_WAIT_NS: f64 = 2_000.0;
 #[derive(Debug, Clone, Serialize)]
 pub struct WaitSite {
     /// `late_sender`, `late_receiver`, `fence` (waiting at `MPI_Win_fence`
-    /// for the last rank), `collective` (waiting in `MPI_Allreduce`,
-    /// `MPI_Allgather` or `MPI_Alltoall` for the last rank) or
+    /// for the last rank), `collective` (waiting in an all-to-all collective,
+    /// [`all_to_all_kinds`], for the last rank or PE) or
     /// `synchronization` (time in a one-sided completion or synchronization
     /// call).
     pub pattern: String,
@@ -283,9 +283,8 @@ pub type Fence = (u64, u64, u32);
 type Member = (usize, Vec<Fence>);
 
 /// A fence epoch group: one window's fences on each of its ranks; or the
-/// calls of one all-to-all collective (`MPI_Allreduce`, `MPI_Allgather`,
-/// `MPI_Alltoall`) on each rank that makes them, which no rank leaves before
-/// the last one arrives.
+/// calls of one all-to-all collective ([`all_to_all_kinds`]) on each rank or
+/// PE that makes them, which none leaves before the last one arrives.
 #[derive(Debug)]
 struct FenceGroup {
     members: Vec<Member>,
@@ -396,8 +395,6 @@ pub fn mpi_rank<'a>(streams: impl IntoIterator<Item = &'a Stream>) -> Option<i64
         .last()
 }
 
-/// [`is_one_sided_sync`] by kind number, found once: every interval of
-/// every stream is asked.
 /// A kind's class for [`Part::of`]: one-sided synchronization
 /// ([`is_one_sided_sync`]), a coarray operation, or neither.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,7 +404,8 @@ enum Class {
     Coarray,
 }
 
-/// Every kind's [`Class`], by number.
+/// Every kind's [`Class`], by number, found once: every interval of every
+/// stream is asked.
 fn classes() -> &'static [Class] {
     static KINDS: std::sync::OnceLock<Vec<Class>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
@@ -693,9 +691,7 @@ pub fn merge(parts: &[&Part]) -> Analysis {
             let i = *sync_sites
                 .entry((st.kind, st.site, st.within))
                 .or_insert_with(|| {
-                    let mut site = Site::new("synchronization", st.kind, st.site);
-                    site.within = st.within;
-                    sites.push(site);
+                    sites.push(Site::new("synchronization", st.kind, st.site, st.within));
                     sites.len() - 1
                 });
             sites[i].add_many(si, st);
@@ -853,7 +849,7 @@ impl Analysis {
         let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Call| {
             *at.entry((pattern, call.kind, call.site))
                 .or_insert_with(|| {
-                    sites.push(Site::new(pattern, call.kind, call.site));
+                    sites.push(Site::new(pattern, call.kind, call.site, 0));
                     sites.len() - 1
                 })
         };
@@ -890,16 +886,13 @@ impl Analysis {
         if n < 2 || epochs == 0 || g.members.iter().any(|m| m.1.len() != epochs) {
             return;
         }
-        let (pattern, kind) = match g.what {
+        let (pattern, kind, within) = match g.what {
             Synchronizing::Window(_) => (
                 "fence",
                 kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id),
+                0,
             ),
-            Synchronizing::Collective(k, _) => ("collective", k),
-        };
-        let within = match g.what {
-            Synchronizing::Collective(_, w) => w,
-            Synchronizing::Window(_) => 0,
+            Synchronizing::Collective(k, within) => ("collective", k, within),
         };
         let mut at: HashMap<u32, usize> = HashMap::default();
         for k in 0..epochs {
@@ -908,9 +901,7 @@ impl Analysis {
             for (stream, f) in &g.members {
                 let (from, to, site) = f[k];
                 let i = *at.entry(site).or_insert_with(|| {
-                    let mut s = Site::new(pattern, kind, site);
-                    s.within = within;
-                    self.sites.push(s);
+                    self.sites.push(Site::new(pattern, kind, site, within));
                     self.sites.len() - 1
                 });
                 let w = latest.min(to).saturating_sub(from);
@@ -1197,12 +1188,12 @@ fn complete(
 }
 
 impl Site {
-    fn new(pattern: &'static str, kind: u16, site: u32) -> Site {
+    fn new(pattern: &'static str, kind: u16, site: u32, within: u16) -> Site {
         Site {
             pattern,
             kind,
             site,
-            within: 0,
+            within,
             calls: 0,
             waits: 0,
             wait_ns: 0,

@@ -457,6 +457,39 @@ fn a_lock_held_long_reports_its_hold_time() {
     });
 }
 
+/// Builds the OpenSHMEM program `src` as `name` and runs it on 2 PEs under
+/// gaspard (one program at a time); its trace directory.
+fn run_shmem(name: &str, src: &str) -> PathBuf {
+    let dir = common::tmpdir(&format!("waits-shmem-{name}"));
+    let file = dir.join(format!("{name}.c"));
+    std::fs::write(&file, src).unwrap();
+    let exe = dir.join(name);
+    let out = Command::new("oshcc")
+        .arg("-g")
+        .arg(&file)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let cmd = [
+        "oshrun",
+        "-np",
+        "2",
+        "--oversubscribe",
+        "--mca",
+        "osc",
+        "^rdma",
+        exe.to_str().unwrap(),
+    ];
+    common::gaspard_run(&dir, &cmd).0
+}
+
 const SHMEM_LOCK: &str = r#"
 #include <shmem.h>
 #include <stdio.h>
@@ -489,36 +522,7 @@ int main(void) {
 #[test]
 fn an_openshmem_global_lock_is_one_lock_on_every_pe() {
     retried(|| {
-        let dir = common::tmpdir("waits-shmem-lock");
-        let src = dir.join("shlock.c");
-        std::fs::write(&src, SHMEM_LOCK).unwrap();
-        let exe = dir.join("shlock");
-        let out = Command::new("oshcc")
-            .arg("-g")
-            .arg(&src)
-            .arg("-o")
-            .arg(&exe)
-            .output()
-            .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (trace, _) = {
-            let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-            let cmd = [
-                "oshrun",
-                "-np",
-                "2",
-                "--oversubscribe",
-                "--mca",
-                "osc",
-                "^rdma",
-                exe.to_str().unwrap(),
-            ];
-            common::gaspard_run(&dir, &cmd)
-        };
+        let trace = run_shmem("shlock", SHMEM_LOCK);
         let r = report(&trace);
         let locks = r["locks"].as_array().unwrap();
         assert_eq!(locks.len(), 1, "one lock for both PEs: {}", r["locks"]);
@@ -580,36 +584,7 @@ int main(void) {
 #[test]
 fn openshmem_pes_waiting_in_a_reduction_for_a_late_one() {
     retried(|| {
-        let dir = common::tmpdir("waits-shmem-reduce");
-        let src = dir.join("reduce.c");
-        std::fs::write(&src, SHMEM_REDUCE).unwrap();
-        let exe = dir.join("reduce");
-        let out = Command::new("oshcc")
-            .arg("-g")
-            .arg(&src)
-            .arg("-o")
-            .arg(&exe)
-            .output()
-            .expect("oshcc is needed for the OpenSHMEM tests (Debian: libopenmpi-dev openmpi-bin)");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let (trace, _) = {
-            let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-            let cmd = [
-                "oshrun",
-                "-np",
-                "2",
-                "--oversubscribe",
-                "--mca",
-                "osc",
-                "^rdma",
-                exe.to_str().unwrap(),
-            ];
-            common::gaspard_run(&dir, &cmd)
-        };
+        let trace = run_shmem("reduce", SHMEM_REDUCE);
         let r = report(&trace);
         let line = SHMEM_REDUCE
             .lines()

@@ -156,10 +156,10 @@ macro_rules! kinds {
 
 kinds! {
     // The C events' STARTs (and the ENDs of functions and frees) end with a
-    // `codeptr` (the call's return address)
-    // when gaspard's own hooks and wrappers record them (`gaspard cc
-    // --profile`); a runtime's `gasp_event_notify` gives the specification's
-    // arguments only, and the word is absent.
+    // `codeptr` (the call's return address) when gaspard's own hooks and
+    // wrappers record them (`gaspard cc --profile`); a runtime's
+    // `gasp_event_notify` gives the specification's arguments only, and the
+    // word is absent.
     C_FUNC = 1, "GASP_C_FUNC", Function, &[("funcsig", Str), ("codeptr", Ptr)],
         &[("funcsig", Str), ("codeptr", Ptr)];
     C_MALLOC = 2, "GASP_C_MALLOC", Memory, &[("nbytes", Size), ("codeptr", Ptr)],
