@@ -132,11 +132,23 @@ pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
 pub(crate) fn derived(s: &Stream) -> &Derived {
     s.intervals.get_or_init(|| {
         let (intervals, kinds) = compute(s);
-        let startup_ns = intervals
-            .iter()
-            .filter(|i| crate::findings::is_startup(i.kind))
-            .map(|i| i.end.saturating_sub(i.start))
-            .sum();
+        // Most streams have no start-up or shutdown event: their intervals
+        // are not walked for them.
+        let any_startup = kinds.iter().enumerate().any(|(w, &bits)| {
+            bits != 0
+                && (0..64u16)
+                    .filter(|b| bits & (1 << b) != 0)
+                    .any(|b| crate::findings::is_startup(w as u16 * 64 + b))
+        });
+        let startup_ns = if any_startup {
+            intervals
+                .iter()
+                .filter(|i| crate::findings::is_startup(i.kind))
+                .map(|i| i.end.saturating_sub(i.start))
+                .sum()
+        } else {
+            0
+        };
         Derived {
             intervals,
             startup_ns,

@@ -159,13 +159,18 @@ impl Context {
         Context { images: v }
     }
 
-    /// The context of every process of the trace, by process name.
+    /// The context of every process of the trace that has streams in it, by
+    /// process name (read one process at a time, the trace holds every
+    /// process but the streams of one).
     pub fn all(t: &Trace) -> HashMap<String, Context> {
         let mut out: HashMap<String, Context> = HashMap::default();
         let mut spans = HashMap::default();
-        for p in &t.processes {
-            if !out.contains_key(&p.name) {
-                out.insert(p.name.clone(), Context::of_cached(t, &p.name, &mut spans));
+        for s in &t.streams {
+            if !out.contains_key(&s.process) {
+                out.insert(
+                    s.process.clone(),
+                    Context::of_cached(t, &s.process, &mut spans),
+                );
             }
         }
         out
