@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::{bail, Context, Result};
-use gaspard_analyze::{compare, profile};
+use gaspard_analyze::compare;
 
 /// The long help of `gaspard compare`.
 pub const HELP: &str = "\
@@ -70,25 +70,13 @@ pub fn run(
     let labels = compare::labels(dirs);
     let mut inputs = Vec::with_capacity(dirs.len());
     for (dir, label) in dirs.iter().zip(labels) {
-        // A run too big for the memory available is read one process at a
-        // time, as `gaspard report` reads it (the same report).
-        let r = if crate::too_big(dir) {
-            gaspard_analyze::distributed::report_by_process(
-                dir,
-                gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
-            )
-            .with_context(|| format!("cannot compare {}", dir.display()))?
-        } else {
-            let t =
-                crate::read(dir).with_context(|| format!("cannot compare {}", dir.display()))?;
-            let busy = gaspard_analyze::progress::spinner(
-                &format!("analysing {label} ({} events)", t.events()),
-                t.events(),
-            );
-            let r = profile::report(&t);
-            drop(busy);
-            r
-        };
+        // Each run is read one process at a time, as `gaspard report` reads
+        // it (the same report, in memory that does not grow with the run).
+        let r = gaspard_analyze::distributed::report_by_process(
+            dir,
+            gaspard_analyze::blocks::DEFAULT_BLOCK_SIZE,
+        )
+        .with_context(|| format!("cannot compare {}", dir.display()))?;
         for p in &r.problems {
             eprintln!("gaspard: warning: {label}: {p}");
         }

@@ -145,16 +145,25 @@ enum Command {
         /// report, the same as without --mpi.
         #[arg(long)]
         mpi: bool,
-        /// Read the trace twice, one process at a time, keeping in memory
-        /// only the events of the processes being read and a summary of
-        /// each stream: for a trace bigger than the memory available
-        /// (chosen by itself when the trace looks too big); slower. The
-        /// report is the same. With --mpi, each rank reads its share so.
-        /// With --html, the file's timeline is a quick scan's (without the
+        /// Read the trace one process at a time, keeping in memory only the
+        /// events of the processes being read and a summary of each stream
+        /// (after a first, light reading of every stream file for the
+        /// trace's numbering of callsites and its clocks). This is how the
+        /// report is made without --html: its memory does not grow with the
+        /// trace. With --html, the trace is read whole for its timeline,
+        /// unless it looks too big for the memory available or this is
+        /// given: then the file's timeline is a quick scan's (without the
         /// coarray operations recognised in MPI calls or the source lines
-        /// of code addresses), and says so.
+        /// of code addresses), and says so. With --mpi, each rank reads its
+        /// share so. The report is the same either way.
         #[arg(long)]
         low_memory: bool,
+        /// Read the whole trace into memory before analysing it, as with
+        /// --html (unless it looks too big for the memory available). The
+        /// report is the same as one process at a time; the memory needed
+        /// grows with the trace (about 70 bytes per event).
+        #[arg(long, conflicts_with_all = ["low_memory", "mpi"])]
+        in_memory: bool,
     },
     /// Serve the browser view of a trace on 127.0.0.1 and print its URL.
     ///
@@ -615,8 +624,14 @@ fn main() -> ExitCode {
                 block_size,
                 mpi: false,
                 low_memory,
+                in_memory,
             } => {
-                let low_memory = low_memory || too_big(&dir);
+                // Without the browser view, one process at a time: the
+                // report is the same, in memory that does not grow with the
+                // trace, and in less time than reading it whole, which
+                // spends as long again in the kernel getting fresh memory.
+                let whole = html.is_some() || in_memory;
+                let low_memory = !whole || low_memory || too_big(&dir);
                 let r = if low_memory {
                     if !dir.exists() {
                         bail!("{} does not exist", dir.display());

@@ -176,7 +176,16 @@ fn run(dir: &Path, args: &[&str]) -> Outcome {
 
 /// `dump --json` and `report` on the damaged `dir` (the damage being `what`)
 /// end cleanly; when `expect` is given, the problems (or the error) say it.
+/// The report (one process at a time) is the one of the trace read whole.
 fn check(dir: &Path, what: &str, expect: &[&str]) {
+    let (by_process, whole) = (run(dir, &["report"]), run(dir, &["report", "--in-memory"]));
+    assert_eq!(
+        (by_process.code, &by_process.stdout),
+        (whole.code, &whole.stdout),
+        "{what}: the report read one process at a time and read whole differ: {} / {}",
+        by_process.stderr,
+        whole.stderr
+    );
     for args in [&["dump", "--json"][..], &["report"][..]] {
         let r = run(dir, args);
         assert!(

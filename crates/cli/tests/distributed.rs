@@ -1,7 +1,7 @@
 //! `mpirun -np N gaspard report DIR --mpi`: the ranks share the reading of a
-//! trace and the report is the one `gaspard report DIR` prints; so is the
-//! report of `gaspard report DIR --low-memory`, which reads the trace one
-//! process at a time.
+//! trace and the report is the one `gaspard report DIR` prints, which reads
+//! the trace one process at a time; so is the report of `gaspard report DIR
+//! --in-memory`, which reads it whole.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -166,14 +166,19 @@ fn the_ranks_report_what_one_process_reports() {
             with.push("--mpi");
             let mut low = args.clone();
             low.push("--low-memory");
+            let mut whole = args.clone();
+            whole.push("--in-memory");
             let mut both = with.clone();
             both.push("--low-memory");
-            // The ranks, then one process at a time, alone and by each of 2 ranks.
+            // The ranks, then one process at a time (as without --mpi by
+            // default) and read whole, alone, and one process at a time by
+            // each of 2 ranks.
             let runs = [
                 (Some(1), &with),
                 (Some(2), &with),
                 (Some(3), &with),
                 (None, &low),
+                (None, &whole),
                 (Some(2), &both),
             ];
             for (np, run) in runs {
@@ -279,12 +284,8 @@ fn a_damaged_trace_gives_the_same_problems() {
     assert!(problems.len() >= 2, "{problems:?}");
     let out = report(&dir, Some(2), &[t, "--json", "--mpi"]);
     assert_same(&serial, &out, "the damaged trace at 2 ranks");
-    let out = report(&dir, None, &[t, "--json", "--low-memory"]);
-    assert_same(
-        &serial,
-        &out,
-        "the damaged trace read one process at a time",
-    );
+    let out = report(&dir, None, &[t, "--json", "--in-memory"]);
+    assert_same(&serial, &out, "the damaged trace read whole");
 }
 
 #[test]

@@ -41,15 +41,15 @@ fn build_with(name: &str, cmd: &[&str], src: &str, after: &[&str]) -> (PathBuf, 
 }
 
 /// Runs `cmd` under gaspard: the dump, the program's output, the report
-/// (the same read whole and one process at a time).
+/// (the same one process at a time, as by default, and read whole).
 fn run_report(dir: &Path, cmd: &[&str]) -> (Value, String, Value) {
     let (trace, out) = common::gaspard_run(dir, cmd);
     let r = report(&trace);
-    let low = common::report_with(&trace, &["--low-memory"]);
+    let whole = common::report_with(&trace, &["--in-memory"]);
     assert_eq!(
-        low,
+        whole,
         r,
-        "{}: the report one process at a time",
+        "{}: the report of the trace read whole",
         trace.display()
     );
     (
