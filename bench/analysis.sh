@@ -8,8 +8,8 @@
 #   bash bench/analysis.sh
 #
 # Settings (environment): EVENTS in all (20000000), PROCS (64), THREADS (4),
-# REPEATS (3), LOW_MEMORY (1: `gaspard report --low-memory`, the trace read
-# one process at a time).
+# REPEATS (3), IN_MEMORY (1: `gaspard report --in-memory`, the trace read whole
+# rather than one process at a time).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -18,9 +18,9 @@ EVENTS=${EVENTS:-20000000}
 PROCS=${PROCS:-64}
 THREADS=${THREADS:-4}
 REPEATS=${REPEATS:-3}
-LOW_MEMORY=${LOW_MEMORY:-0}
+IN_MEMORY=${IN_MEMORY:-0}
 LOW=()
-[ "$LOW_MEMORY" = 1 ] && LOW=(--low-memory)
+[ "$IN_MEMORY" = 1 ] && LOW=(--in-memory)
 say() { printf '%s\n' "$*" >&2; }
 for v in $(env | sed -n 's/^\(GASPARD_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
 
@@ -58,7 +58,7 @@ for ((r = 0; r < REPEATS; r++)); do
   "$ROOT/target/release/examples/read_floor" "$WORK/trace" 1 >>"$WORK/floor_times"
 done
 
-python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" "$LOW_MEMORY" "$WORK/floor_times" <<'EOF'
+python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" "$IN_MEMORY" "$WORK/floor_times" <<'EOF'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 n, procs, threads, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -66,13 +66,13 @@ gen = float(sys.argv[7]) - float(sys.argv[6])
 wall = statistics.median(r[0] for r in rows)
 cpu = statistics.median(r[1] + r[2] for r in rows)
 rss = max(r[3] for r in rows) / 1024
-low = sys.argv[10] == "1"
-print("## Analysis speed" + (", one process at a time" if low else ""))
+whole = sys.argv[10] == "1"
+print("## Analysis speed" + (", the trace read whole" if whole else ""))
 print()
-print(f"`{'LOW_MEMORY=1 ' if low else ''}bash bench/analysis.sh` (EVENTS={sys.argv[8]}, PROCS={procs}, THREADS={threads}, REPEATS={len(rows)}): a trace")
+print(f"`{'IN_MEMORY=1 ' if whole else ''}bash bench/analysis.sh` (EVENTS={sys.argv[8]}, PROCS={procs}, THREADS={threads}, REPEATS={len(rows)}): a trace")
 print(f"of {procs} processes x {threads} threads generated through the real recorder by `bench/gen_trace.c`")
 print(f"({n:,} events, {size / n:.2f} bytes/event on disk, recorded in {gen:.1f} s), then")
-print(f"`gaspard report --json{' --low-memory' if low else ''}` on it, the whole report (profiles, every analysis, findings).")
+print(f"`gaspard report --json{' --in-memory' if whole else ''}` on it, the whole report (profiles, every analysis, findings).")
 print()
 print("| events | wall (median) | CPU (median) | events/s (wall) | events/s per CPU second | peak memory |")
 print("|---|---|---|---|---|---|")
@@ -99,7 +99,7 @@ if otf2:
         if l.strip():
             kv = dict(x.split("=") for x in l.split())
             floor.setdefault(kv["pass"], []).append(float(kv["median_s"]))
-    if floor and not low:
+    if floor:
         ns = lambda secs, count: secs * 1e9 / count
         print()
         print("What reading alone costs, run in turn with the OTF2 reader on the same events: gaspard's")
