@@ -1154,6 +1154,46 @@ fn check_manifests(
 }
 
 /// Kinds whose events may carry a return address (`codeptr`), by number.
+/// What the reader does with events of each kind, a bit each
+/// ([`KindClass`]), by kind number: one look-up per event instead of
+/// comparisons with several kinds.
+fn kind_classes() -> &'static [u8] {
+    static CLASSES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    CLASSES.get_or_init(|| {
+        let codeptr = codeptr_kinds();
+        (0..1usize << 16)
+            .map(|k| {
+                let kind = k as u16;
+                let mut c = 0;
+                if codeptr[k] || kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC {
+                    c |= KindClass::LIGHT_KEEP;
+                }
+                if c != 0 || kind == gaspard_format::kinds::C_FUNC {
+                    c |= KindClass::LIGHT_ARGS;
+                }
+                if kind == gaspard_format::kinds::C_FUNC || kind == gaspard_format::kinds::GASPARD_USER {
+                    c |= KindClass::NAMED;
+                }
+                c
+            })
+            .collect()
+    })
+}
+
+/// The bits of [`kind_classes`].
+struct KindClass;
+
+impl KindClass {
+    /// Its arguments are decoded in a light reading (a function's
+    /// signature, a clock measurement, a return address).
+    const LIGHT_ARGS: u8 = 1;
+    /// Its events are kept in a light reading (clock measurements, return
+    /// addresses).
+    const LIGHT_KEEP: u8 = 2;
+    /// Its events name a text or a user event ([`Local::number`]).
+    const NAMED: u8 = 4;
+}
+
 fn codeptr_kinds() -> &'static [bool] {
     static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
@@ -1434,8 +1474,8 @@ struct Convert<'a> {
     /// kept; the others are counted in `seen`.
     light: bool,
     seen: &'a mut u64,
-    /// [`codeptr_kinds`], looked up once per chunk.
-    codeptr: &'static [bool],
+    /// [`kind_classes`], looked up once per chunk.
+    classes: &'static [u8],
 }
 
 impl Local {
@@ -1450,9 +1490,10 @@ impl Local {
         strings: &HashMap<u32, String>,
         users: &HashMap<u64, UserDef>,
         kind: u16,
+        class: u8,
         first: Option<u64>,
     ) -> (u32, u32) {
-        if kind != gaspard_format::kinds::C_FUNC && kind != gaspard_format::kinds::GASPARD_USER {
+        if class & KindClass::NAMED == 0 {
             return (NO_TEXT, NO_USER);
         }
         self.number_named(strings, users, kind, first)
@@ -1506,6 +1547,15 @@ impl Local {
     }
 }
 
+impl Convert<'_> {
+    /// The [`KindClass`] bits of `kind`.
+    #[inline(always)]
+    fn class(&self, kind: u16) -> u8 {
+        // The table has a byte for every u16.
+        self.classes.get(kind as usize).copied().unwrap_or(0)
+    }
+}
+
 impl gaspard_format::codec::Sink for Convert<'_> {
     fn string(&mut self, id: u32, s: String) {
         self.defs.strings.insert(id, s);
@@ -1518,28 +1568,24 @@ impl gaspard_format::codec::Sink for Convert<'_> {
     }
     #[inline(always)]
     fn wants_args(&mut self, kind: u16) -> bool {
-        !self.light
-            || kind == gaspard_format::kinds::C_FUNC
-            || kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
-            || self.codeptr[kind as usize]
+        !self.light || self.class(kind) & KindClass::LIGHT_ARGS != 0
     }
 
     #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
         let site = self.defs.site(e.callsite, self.local);
+        let class = self.class(e.kind);
         if self.light {
             if self.full || *self.seen >= MAX_STREAM_EVENTS as u64 {
                 self.full = true;
                 return;
             }
             *self.seen += 1;
-            let keep = *self.seen == 1
-                || e.kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
-                || self.codeptr[e.kind as usize];
+            let keep = *self.seen == 1 || class & KindClass::LIGHT_KEEP != 0;
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
-                self.local.number(&d.strings, &d.users, e.kind, first);
+                self.local.number(&d.strings, &d.users, e.kind, class, first);
                 return;
             }
         }
@@ -1562,7 +1608,7 @@ impl gaspard_format::codec::Sink for Convert<'_> {
         }
         let first = args.first().copied();
         let local = &mut *self.local;
-        let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, first);
+        let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, class, first);
         let arg_words = &mut *self.arg_words;
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
             Some(last) => {
@@ -1744,7 +1790,7 @@ fn read_stream(
             full: false,
             light,
             seen: &mut seen,
-            codeptr: codeptr_kinds(),
+            classes: kind_classes(),
         };
         let seen_before = *sink.seen;
         let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
