@@ -1171,7 +1171,9 @@ fn kind_classes() -> &'static [u8] {
                 if c != 0 || kind == gaspard_format::kinds::C_FUNC {
                     c |= KindClass::LIGHT_ARGS;
                 }
-                if kind == gaspard_format::kinds::C_FUNC || kind == gaspard_format::kinds::GASPARD_USER {
+                if kind == gaspard_format::kinds::C_FUNC
+                    || kind == gaspard_format::kinds::GASPARD_USER
+                {
                     c |= KindClass::NAMED;
                 }
                 c
@@ -1585,7 +1587,8 @@ impl gaspard_format::codec::Sink for Convert<'_> {
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
-                self.local.number(&d.strings, &d.users, e.kind, class, first);
+                self.local
+                    .number(&d.strings, &d.users, e.kind, class, first);
                 return;
             }
         }

@@ -68,6 +68,18 @@
 //! recorded: a collective whose ranks make different numbers of calls is
 //! left out.
 //!
+//! **Rooted collectives.** The others wait for the root of a one-to-all
+//! collective (`MPI_Bcast`, `MPI_Scatter`, `shmem_broadcast32/64`): each
+//! waits from its arrival to the root's (pattern `late_broadcast`, as
+//! Scalasca names it). The root of an all-to-one collective (`MPI_Reduce`,
+//! `MPI_Gather`) waits for the last of the others to arrive (pattern
+//! `early_reduce`). The k-th call on each rank is one epoch, as for the
+//! all-to-all ones, and an epoch counts only when every rank or PE of the
+//! communicator (active set) made it and one of them is its root. Their
+//! waiting is a `late_sender` finding (the root sends late, or the others
+//! send late to the root) at the same threshold as the two-sided patterns,
+//! when the calls wait [`COLLECTIVE_MIN_WAIT_NS`] on average.
+//!
 //! [`waits`] gives every wait-state source line (pattern, call, location,
 //! calls, waits, wait, longest wait, the threads that waited, their share of
 //! time, partners). A finding's threads are the threads that waited there.
@@ -282,6 +294,41 @@ pub type Fence = (u64, u64, u32);
 /// One rank's fences on a window: its stream, then each fence in order.
 type Member = (usize, Vec<Fence>);
 
+/// One call of a rooted collective: from, to, callsite, whether the calling
+/// rank or PE is its root, and how many ranks or PEs take part.
+pub type RootedCall = (u64, u64, u32, bool, u64);
+
+/// One rank's calls of a rooted collective: its stream, then each call in order.
+type RootedMember = (usize, Vec<RootedCall>);
+
+/// How a rooted collective moves its data ([`rooted_kinds`]).
+const ONE_TO_ALL: u8 = 1;
+const ALL_TO_ONE: u8 = 2;
+
+/// The rooted collectives, by kind number: [`ONE_TO_ALL`] (the root's data
+/// to every rank or PE: `MPI_Bcast`, `MPI_Scatter`, `shmem_broadcast32`,
+/// `shmem_broadcast64`), [`ALL_TO_ONE`] (every rank's data to the root:
+/// `MPI_Reduce`, `MPI_Gather`), else 0.
+fn rooted_kinds() -> &'static [u8] {
+    static KINDS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let mut v = vec![0u8; 1 << 16];
+        for (name, how) in [
+            ("GASP_MPI_BCAST", ONE_TO_ALL),
+            ("GASP_MPI_SCATTER", ONE_TO_ALL),
+            ("GASP_SHMEM_BROADCAST32", ONE_TO_ALL),
+            ("GASP_SHMEM_BROADCAST64", ONE_TO_ALL),
+            ("GASP_MPI_REDUCE", ALL_TO_ONE),
+            ("GASP_MPI_GATHER", ALL_TO_ONE),
+        ] {
+            if let Some(k) = kinds::kind_by_name(name) {
+                v[k.id as usize] = how;
+            }
+        }
+        v
+    })
+}
+
 /// A fence epoch group: one window's fences on each of its ranks; or the
 /// calls of one all-to-all collective ([`all_to_all_kinds`]) on each rank or
 /// PE that makes them, which none leaves before the last one arrives.
@@ -468,6 +515,11 @@ pub struct Part {
     /// called first.
     #[serde(default)]
     pub collectives: Vec<((u16, u16), Vec<Fence>)>,
+    /// Its calls of each rooted collective ([`rooted_kinds`]), by kind and
+    /// the coarray operation they are made in (0: none), the first called
+    /// first.
+    #[serde(default)]
+    pub rooted: Vec<((u16, u16), Vec<RootedCall>)>,
     /// The names of the windows it creates, in the order it creates them.
     pub windows: Vec<String>,
 }
@@ -488,6 +540,7 @@ impl Part {
             recvs,
             fences,
             collectives,
+            rooted,
             windows: window_names,
             ..
         } = &mut part;
@@ -498,9 +551,13 @@ impl Part {
         let mut windows: HashMap<u64, usize> = HashMap::default();
         let class = classes();
         let all_to_all = all_to_all_kinds();
+        let rooted_kind = rooted_kinds();
         // An OpenSHMEM PE's collectives count as an MPI rank's do (whether
         // the stream is a PE's, looked for at its first collective).
         let mut pe: Option<bool> = None;
+        // Its rank or PE and how many there are, looked for at its first
+        // rooted collective.
+        let mut world: Option<Option<crate::matrix::Rank>> = None;
         let mut names = crate::objects::ArgNames::new(s);
         for iv in intervals(s) {
             let c = class[iv.kind as usize];
@@ -547,6 +604,47 @@ impl Part {
                 match collectives.iter_mut().find(|c| c.0 == key) {
                     Some(c) => c.1.push(call),
                     None => collectives.push((key, vec![call])),
+                }
+                continue;
+            }
+            if rooted_kind[iv.kind as usize] != 0 {
+                let shmem = kind_name(iv.kind).starts_with("GASP_SHMEM_");
+                let Some(w) = world
+                    .get_or_insert_with(|| crate::matrix::rank(s))
+                    .filter(|w| (w.model == "SHMEM") == shmem)
+                else {
+                    continue;
+                };
+                let me = w.me as i64;
+                let (sa, _) = names.pair(
+                    s,
+                    &s.events[iv.start_event as usize],
+                    &s.events[iv.end_event as usize],
+                );
+                // An MPI root is numbered in its communicator: only calls on
+                // a communicator of every rank are kept (MPI_COMM_WORLD, or
+                // one as big). An OpenSHMEM root is numbered in the active
+                // set `pe_start`, `log_stride`, `pe_size`.
+                let (root, size) = if shmem {
+                    let (start, stride) = (int(&sa, "pe_start"), int(&sa, "log_stride"));
+                    let root = match (int(&sa, "root"), start, stride) {
+                        (Some(r), Some(p), Some(l)) if (0..63).contains(&l) => {
+                            r.checked_shl(l as u32).and_then(|x| x.checked_add(p))
+                        }
+                        _ => None,
+                    };
+                    (root, int(&sa, "pe_size"))
+                } else {
+                    let size = int(&sa, "comm_size").filter(|&n| n == w.size as i64);
+                    (int(&sa, "root"), size)
+                };
+                if let (Some(root), Some(size)) = (root, size.filter(|&n| n > 0)) {
+                    let call = (iv.start, iv.end, iv.callsite, root == me, size as u64);
+                    let key = (iv.kind, coarray.last().map_or(0, |&(_, k)| k));
+                    match rooted.iter_mut().find(|c| c.0 == key) {
+                        Some(c) => c.1.push(call),
+                        None => rooted.push((key, vec![call])),
+                    }
                 }
                 continue;
             }
@@ -686,6 +784,7 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     let mut window_names: HashMap<usize, String> = HashMap::default();
     // Calls of each all-to-all collective: each stream's, in stream order.
     let mut collectives: HashMap<(u16, u16), Vec<Member>> = HashMap::default();
+    let mut rooted: HashMap<(u16, u16), Vec<RootedMember>> = HashMap::default();
     for (si, p) in parts.iter().enumerate() {
         for st in &p.sync {
             let i = *sync_sites
@@ -731,6 +830,9 @@ pub fn merge(parts: &[&Part]) -> Analysis {
         for (k, c) in &p.collectives {
             collectives.entry(*k).or_default().push((si, c.clone()));
         }
+        for (k, c) in &p.rooted {
+            rooted.entry(*k).or_default().push((si, c.clone()));
+        }
         for (w, name) in p.windows.iter().enumerate() {
             window_names.entry(w).or_insert_with(|| name.clone());
         }
@@ -761,6 +863,11 @@ pub fn merge(parts: &[&Part]) -> Analysis {
             members,
             what: Synchronizing::Collective(k, within),
         });
+    }
+    let mut groups: Vec<((u16, u16), Vec<RootedMember>)> = rooted.into_iter().collect();
+    groups.sort_by_key(|g| g.0);
+    for ((k, within), members) in groups {
+        a.rooted_group(k, within, &members);
     }
     a
 }
@@ -912,6 +1019,67 @@ impl Analysis {
         self.fences.push(g);
     }
 
+    /// A rooted collective's epochs ([`rooted_kinds`]): the k-th call on
+    /// each of its ranks or PEs. An epoch counts when every rank or PE of
+    /// the communicator made it (its size is the group's) and one of them
+    /// is its root; the group is left out when they made different numbers
+    /// of calls.
+    fn rooted_group(&mut self, kind: u16, within: u16, members: &[RootedMember]) {
+        let n = members.len();
+        let epochs = members.first().map_or(0, |m| m.1.len());
+        if n < 2 || epochs == 0 || members.iter().any(|m| m.1.len() != epochs) {
+            return;
+        }
+        let one_to_all = rooted_kinds()[kind as usize] == ONE_TO_ALL;
+        let pattern = if one_to_all {
+            "late_broadcast"
+        } else {
+            "early_reduce"
+        };
+        let mut at: HashMap<u32, usize> = HashMap::default();
+        let mut site_of = |sites: &mut Vec<Site>, site: u32| {
+            *at.entry(site).or_insert_with(|| {
+                sites.push(Site::new(pattern, kind, site, within));
+                sites.len() - 1
+            })
+        };
+        for k in 0..epochs {
+            let mut roots = (0..n).filter(|&m| members[m].1[k].3);
+            let (Some(r), None) = (roots.next(), roots.next()) else {
+                continue;
+            };
+            if members.iter().any(|m| m.1[k].4 != n as u64) {
+                continue;
+            }
+            let (root_stream, (root_from, root_to, root_site, ..)) =
+                (members[r].0, members[r].1[k]);
+            if one_to_all {
+                // Each of the others waits from its arrival to the root's.
+                for (m, (stream, calls)) in members.iter().enumerate() {
+                    if m == r {
+                        continue;
+                    }
+                    let (from, to, site, ..) = calls[k];
+                    let w = root_from.min(to).saturating_sub(from);
+                    let i = site_of(&mut self.sites, site);
+                    self.sites[i].add_call(*stream, w, root_stream, root_site);
+                }
+            } else {
+                // The root waits from its arrival to the last of the others'.
+                let Some(last) = (0..n)
+                    .filter(|&m| m != r)
+                    .max_by_key(|&m| members[m].1[k].0)
+                else {
+                    continue;
+                };
+                let (last_from, _, last_site, ..) = members[last].1[k];
+                let w = last_from.min(root_to).saturating_sub(root_from);
+                let i = site_of(&mut self.sites, root_site);
+                self.sites[i].add_call(root_stream, w, members[last].0, last_site);
+            }
+        }
+    }
+
     fn rank_name(&self, ids: &[Identity], stream: usize) -> String {
         let name = &ids[stream].name;
         match self.ranks.get(stream).copied().flatten() {
@@ -955,11 +1123,20 @@ impl Analysis {
         s: &Site,
         total_time: u64,
     ) -> Option<Finding> {
-        if !matches!(s.pattern, "late_sender" | "late_receiver") {
+        if !matches!(
+            s.pattern,
+            "late_sender" | "late_receiver" | "late_broadcast" | "early_reduce"
+        ) {
             return None;
         }
         let w = self.site(ids, callsites, s);
         if w.share < WAIT_SHARE || w.wait_ns == 0 {
+            return None;
+        }
+        let rooted = matches!(s.pattern, "late_broadcast" | "early_reduce");
+        // As for the all-to-all collectives: a little waiting at each call
+        // is the collective's own latency.
+        if rooted && (w.wait_ns as f64) < COLLECTIVE_MIN_WAIT_NS * w.calls.max(1) as f64 {
             return None;
         }
         let waiting = match s.threads.as_slice() {
@@ -987,23 +1164,66 @@ impl Analysis {
             .map(|l| format!(" at {}:{}", l.file, l.line))
             .unwrap_or_default();
         let call = w.call.trim_start_matches("GASP_");
-        let call = call_name(call);
-        let (what, advice) = if s.pattern == "late_sender" {
+        let shmem = call.starts_with("SHMEM_");
+        let call = if shmem {
+            call.to_lowercase()
+        } else {
+            call_name(call)
+        };
+        let call = match s.within {
+            k if k != 0 && rooted => format!("{call} (within {})", kind_name(k)),
+            _ => call,
+        };
+        // MPI_Bcast -> MPI_Ibcast
+        let nonblocking = format!(
+            "MPI_I{}",
+            kind_name(s.kind)
+                .trim_start_matches("GASP_MPI_")
+                .to_lowercase()
+        );
+        let (what, advice) = if s.pattern == "late_broadcast" {
+            (
+                format!(
+                    "for the root, {partner}, which arrives late{partner_site} (late broadcast)"
+                ),
+                if shmem {
+                    "Balance the work so that the root PE reaches the broadcast sooner, or let each PE \
+                     get the data from the root (shmem_get) when it needs it."
+                        .to_string()
+                } else {
+                    format!(
+                        "Balance the work so that the root reaches the call sooner, or overlap the wait \
+                         with work on the others ({nonblocking}, then MPI_Wait when the data is needed)."
+                    )
+                },
+            )
+        } else if s.pattern == "early_reduce" {
+            (
+                format!("as the root, for the others, {partner} arriving last{partner_site} (early reduce)"),
+                format!(
+                    "Balance the work before the call so that the others reach it sooner, or give the root \
+                     other work meanwhile ({nonblocking}, then MPI_Wait when the result is needed)."
+                ),
+            )
+        } else if s.pattern == "late_sender" {
             (
                 format!("for messages that {partner} sends late{partner_site}"),
                 "Post the receive early (MPI_Irecv) and do other work until it is needed, move the send earlier \
-                 on the sender, or balance the work so that the sender reaches its send sooner.",
+                 on the sender, or balance the work so that the sender reaches its send sooner."
+                    .to_string(),
             )
         } else {
             (
                 format!("until {partner} posts the matching receive{partner_site}"),
                 "Post the receive earlier (MPI_Irecv before the receiver's computation), send without waiting \
                  (MPI_Isend, then MPI_Wait after other work; MPI_Send rather than MPI_Ssend), or balance the \
-                 work so that the receiver gets there sooner.",
+                 work so that the receiver gets there sooner."
+                    .to_string(),
             )
         };
         Some(Finding {
-            kind: s.pattern.to_string(),
+            // The root sends late, or the others send late to the root.
+            kind: if rooted { "late_sender" } else { s.pattern }.to_string(),
             severity: s.wait_ns as f64 / total_time.max(1) as f64,
             threads: w.threads.clone(),
             location: w.location.clone(),
@@ -1376,5 +1596,100 @@ mod tests {
         assert_eq!(findings(&b), findings(&a));
         assert!(findings(&a).contains("late_sender"));
         assert!(findings(&a).contains("barrier_wait"));
+    }
+
+    #[test]
+    fn rooted_collectives_wait_for_the_root_or_at_it() {
+        // Three ranks: rank 0, the root, comes late to two broadcasts and
+        // early to a reduction, where rank 2 comes last; a broadcast on a
+        // communicator of two ranks is left out.
+        let init = |rank| ("GASP_MPI_INIT", 0, 10, 0, [("rank", rank), ("size", 3)]);
+        let bcast = [("root", 0), ("comm_size", 3), ("nbytes", 8)];
+        let reduce = [("root", 0), ("comm_size", 3), ("nbytes", 8), ("op", 1)];
+        let pair = [("root", 0), ("comm_size", 2), ("nbytes", 8)];
+        // Times in units of 100 ns (the calls wait more than the
+        // collectives' latency).
+        let ranks: Vec<Vec<Call>> = [
+            (0, [(1000, 1010), (4000, 4010)], (2000, 2900)),
+            (1, [(100, 1020), (3000, 4020)], (2100, 2110)),
+            (2, [(500, 1030), (3500, 4030)], (2800, 2810)),
+        ]
+        .iter()
+        .map(|&(rank, b, (r0, r1))| {
+            let i = init(rank);
+            let mut v: Vec<Call> = vec![(i.0, i.1, i.2, i.3, &[])];
+            for (from, to) in b {
+                v.push(("GASP_MPI_BCAST", 100 * from, 100 * to, 3, &bcast));
+            }
+            v.push(("GASP_MPI_REDUCE", 100 * r0, 100 * r1, 4, &reduce));
+            if rank < 2 {
+                let from = 100 * (5000 + 100 * rank as u64);
+                v.push(("GASP_MPI_BCAST", from, 600_000, 5, &pair));
+            }
+            v
+        })
+        .collect();
+        let mut t = Trace::default();
+        for (rank, calls) in ranks.iter().enumerate() {
+            let i = init(rank as i64);
+            let mut calls = calls.clone();
+            calls[0] = (i.0, i.1, i.2, i.3, &i.4);
+            t.streams.push(stream(&format!("h-{rank}"), 0, 3, &calls));
+        }
+        t.callsites = (0..6)
+            .map(|line| Callsite {
+                file: Some("r.c".into()),
+                line,
+                col: 0,
+            })
+            .collect();
+        let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
+        let a = Analysis::run(&t);
+        let waits = wait_sites(&a, &ids, &t.callsites);
+        let got: Vec<(&str, u32, u64, u64, u64)> = waits
+            .iter()
+            .map(|w| {
+                (
+                    w.pattern.as_str(),
+                    w.location.as_ref().unwrap().line,
+                    w.calls,
+                    w.waits,
+                    w.wait_ns,
+                )
+            })
+            .collect();
+        // Broadcasts: rank 1 waits 900 then 1000, rank 2 500 then 500;
+        // the reduction: the root waits from 2000 to rank 2's 2800.
+        assert_eq!(
+            got,
+            [
+                ("late_broadcast", 3, 4, 4, 290_000),
+                ("early_reduce", 4, 1, 1, 80_000)
+            ]
+        );
+        assert_eq!(waits[0].partners, ["rank 0 (h-0 stream 0)"]);
+        assert_eq!(waits[1].partners, ["rank 2 (h-2 stream 0)"]);
+        assert_eq!(waits[1].threads, ["rank 0 (h-0 stream 0)"]);
+        let found = wait_findings(&a, &ids, &t.callsites, 1_000_000);
+        assert_eq!(found.len(), 2, "{found:?}");
+        assert!(found.iter().all(|f| f.kind == "late_sender"));
+        let at = |line: u32| {
+            found
+                .iter()
+                .find(|f| f.location.as_ref().unwrap().line == line)
+                .unwrap()
+        };
+        let m = &at(3).message;
+        assert!(
+            m.contains("MPI_Bcast")
+                && m.contains("for the root, rank 0")
+                && m.contains("MPI_Ibcast"),
+            "{m}"
+        );
+        let m = &at(4).message;
+        assert!(
+            m.contains("MPI_Reduce") && m.contains("rank 2 (h-2 stream 0) arriving last"),
+            "{m}"
+        );
     }
 }

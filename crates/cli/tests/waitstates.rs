@@ -1,8 +1,9 @@
 //! Wait states of real programs under `mpirun -np 2`: a late sender, a late
 //! receiver, a balanced exchange, a late sender seen through MPI_Irecv and
 //! MPI_Wait, MPI_Waitall and MPI_Sendrecv, ranks waiting at MPI_Win_fence and
-//! in MPI_Allreduce for a late one; and a lock held long by each OpenMP thread, and by each of two
-//! OpenSHMEM PEs.
+//! in MPI_Allreduce for a late one, for a late root in MPI_Bcast, and a root
+//! waiting in MPI_Reduce; and a lock held long by each OpenMP thread, and by
+//! each of two OpenSHMEM PEs.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -108,6 +109,13 @@ int main(int argc, char **argv) {
       double sum;
       if (me == 0) compute(delay);
       MPI_Allreduce(buf, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD); /* ALLREDUCE */
+    } else if (!strcmp(mode, "bcast")) {
+      if (me == 0) compute(delay);
+      MPI_Bcast(buf, 16, MPI_DOUBLE, 0, MPI_COMM_WORLD); /* BCAST */
+    } else if (!strcmp(mode, "reduce")) {
+      double sum;
+      if (me == 1) compute(delay);
+      MPI_Reduce(buf, &sum, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD); /* REDUCE */
     }
   }
   MPI_Finalize();
@@ -378,6 +386,51 @@ fn ranks_waiting_in_an_allreduce_for_a_late_one() {
     });
 }
 
+#[test]
+fn ranks_waiting_for_a_late_root_and_a_root_waiting_for_the_others() {
+    // MPI_Bcast: rank 1 waits for rank 0, the root, which computes first
+    // (late broadcast). MPI_Reduce: rank 0, the root, waits for rank 1,
+    // which computes first (early reduce).
+    for (mode, pattern, marker, waiter, call) in [
+        ("bcast", "late_broadcast", "/* BCAST */", 1, "MPI_Bcast"),
+        ("reduce", "early_reduce", "/* REDUCE */", 0, "MPI_Reduce"),
+    ] {
+        retried(|| {
+            let (v, r) = run(mode, DELAY_MS);
+            let found = findings_of(&r, "late_sender");
+            assert_eq!(found.len(), 1, "{mode}: {}", r["findings"]);
+            let f = found[0];
+            assert_eq!(f["location"]["line"], line_of(marker), "{f}");
+            assert_eq!(f["threads"], serde_json::json!([rank_thread(&v, waiter)]));
+            let message = f["message"].as_str().unwrap();
+            assert!(
+                message.contains(call)
+                    && message.contains(&rank_thread(&v, 1 - waiter))
+                    && message.contains(if mode == "bcast" {
+                        "late broadcast"
+                    } else {
+                        "early reduce"
+                    }),
+                "{message}"
+            );
+            let w = wait_at(&r, pattern, line_of(marker));
+            assert_eq!(w["call"], format!("GASP_{}", call.to_uppercase()));
+            // One waiting rank, at each of the calls.
+            assert_eq!(w["calls"], ITERATIONS, "{w}");
+            assert_eq!(
+                w["partners"][0].as_str().unwrap(),
+                rank_thread(&v, 1 - waiter)
+            );
+            let injected = (ITERATIONS * DELAY_MS * 1_000_000) as f64;
+            let waited = w["wait_ns"].as_f64().unwrap();
+            assert!(
+                waited > 0.5 * injected && waited < 1.5 * injected,
+                "{mode}: waited {waited} ns for {injected} ns injected: {w}"
+            );
+        });
+    }
+}
+
 const LOCKS: &str = r#"
 #include <omp.h>
 #include <stdio.h>
@@ -610,6 +663,73 @@ fn openshmem_pes_waiting_in_a_reduction_for_a_late_one() {
         let w = wait_at(&r, "collective", line);
         assert_eq!(w["call"], "GASP_SHMEM_LONG_SUM_TO_ALL");
         assert_eq!(w["calls"], 8, "{w}");
+        let injected = 4.0 * 80e6;
+        let waited = w["wait_ns"].as_f64().unwrap();
+        assert!(
+            waited > 0.5 * injected && waited < 1.5 * injected,
+            "waited {waited} ns for {injected} ns injected: {w}"
+        );
+    });
+}
+
+const SHMEM_BROADCAST: &str = r#"
+#include <shmem.h>
+#include <stdio.h>
+#include <time.h>
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static long src, dst;
+static long psync[2][SHMEM_BCAST_SYNC_SIZE];
+
+int main(void) {
+  shmem_init();
+  for (int i = 0; i < SHMEM_BCAST_SYNC_SIZE; i++) psync[0][i] = psync[1][i] = SHMEM_SYNC_VALUE;
+  volatile double x = 0;
+  shmem_barrier_all();
+  for (int it = 0; it < 4; it++) {
+    if (shmem_my_pe() == 0) {
+      double end = now() + 0.080;  /* 80 ms of work on PE 0, the root, alone */
+      while (now() < end) x += 1;
+    }
+    src = it;
+    shmem_broadcast64(&dst, &src, 1, 0, 0, 0, shmem_n_pes(), psync[it % 2]); /* BCAST */
+  }
+  shmem_barrier_all();
+  shmem_finalize();
+  return 0;
+}
+"#;
+
+#[test]
+fn openshmem_pes_waiting_in_a_broadcast_for_a_late_root() {
+    retried(|| {
+        let trace = run_shmem("broadcast", SHMEM_BROADCAST);
+        let r = report(&trace);
+        let line = SHMEM_BROADCAST
+            .lines()
+            .position(|l| l.contains("/* BCAST */"))
+            .unwrap() as u64
+            + 1;
+        let found = findings_of(&r, "late_sender");
+        assert_eq!(found.len(), 1, "{}", r["findings"]);
+        let f = found[0];
+        assert_eq!(f["location"]["line"], line, "{f}");
+        assert_eq!(f["threads"].as_array().unwrap().len(), 1, "{f}");
+        let message = f["message"].as_str().unwrap();
+        assert!(
+            message.contains("shmem_broadcast64")
+                && message.contains("for the root, PE 0 (")
+                && message.contains("(late broadcast)"),
+            "{message}"
+        );
+        let w = wait_at(&r, "late_broadcast", line);
+        assert_eq!(w["call"], "GASP_SHMEM_BROADCAST64");
+        assert_eq!(w["calls"], 4, "{w}");
         let injected = 4.0 * 80e6;
         let waited = w["wait_ns"].as_f64().unwrap();
         assert!(
