@@ -1153,7 +1153,6 @@ fn check_manifests(
     }
 }
 
-/// Kinds whose events may carry a return address (`codeptr`), by number.
 /// What the reader does with events of each kind, a bit each
 /// ([`KindClass`]), by kind number: one look-up per event instead of
 /// comparisons with several kinds.
@@ -1196,6 +1195,7 @@ impl KindClass {
     const NAMED: u8 = 4;
 }
 
+/// Kinds whose events may carry a return address (`codeptr`), by number.
 fn codeptr_kinds() -> &'static [bool] {
     static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {

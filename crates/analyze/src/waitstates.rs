@@ -1609,31 +1609,23 @@ mod tests {
         let pair = [("root", 0), ("comm_size", 2), ("nbytes", 8)];
         // Times in units of 100 ns (the calls wait more than the
         // collectives' latency).
-        let ranks: Vec<Vec<Call>> = [
+        let inits = [init(0), init(1), init(2)];
+        let mut t = Trace::default();
+        for (rank, b, (r0, r1)) in [
             (0, [(1000, 1010), (4000, 4010)], (2000, 2900)),
             (1, [(100, 1020), (3000, 4020)], (2100, 2110)),
             (2, [(500, 1030), (3500, 4030)], (2800, 2810)),
-        ]
-        .iter()
-        .map(|&(rank, b, (r0, r1))| {
-            let i = init(rank);
-            let mut v: Vec<Call> = vec![(i.0, i.1, i.2, i.3, &[])];
+        ] {
+            let i = &inits[rank];
+            let mut calls: Vec<Call> = vec![(i.0, i.1, i.2, i.3, &i.4)];
             for (from, to) in b {
-                v.push(("GASP_MPI_BCAST", 100 * from, 100 * to, 3, &bcast));
+                calls.push(("GASP_MPI_BCAST", 100 * from, 100 * to, 3, &bcast));
             }
-            v.push(("GASP_MPI_REDUCE", 100 * r0, 100 * r1, 4, &reduce));
+            calls.push(("GASP_MPI_REDUCE", 100 * r0, 100 * r1, 4, &reduce));
             if rank < 2 {
                 let from = 100 * (5000 + 100 * rank as u64);
-                v.push(("GASP_MPI_BCAST", from, 600_000, 5, &pair));
+                calls.push(("GASP_MPI_BCAST", from, 600_000, 5, &pair));
             }
-            v
-        })
-        .collect();
-        let mut t = Trace::default();
-        for (rank, calls) in ranks.iter().enumerate() {
-            let i = init(rank as i64);
-            let mut calls = calls.clone();
-            calls[0] = (i.0, i.1, i.2, i.3, &i.4);
             t.streams.push(stream(&format!("h-{rank}"), 0, 3, &calls));
         }
         t.callsites = (0..6)

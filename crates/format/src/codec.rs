@@ -282,9 +282,10 @@ impl PrevArgs {
 /// took 7 % of a report's time.
 #[inline]
 pub fn push_words(v: &mut Vec<u64>, words: &[u64]) {
-    // One capacity check for all, then a plain copy loop (a few words:
-    // `extend_from_slice` calls `memcpy`).
-    v.extend(words.iter().copied());
+    v.reserve(words.len());
+    for &w in words {
+        v.push(w);
+    }
 }
 
 /// Whether two argument lists are the same, compared word by word (a few
