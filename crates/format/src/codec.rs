@@ -277,15 +277,14 @@ impl PrevArgs {
     }
 }
 
-/// Appends `words` to `v` word by word. An event's arguments are a few
-/// words: `extend_from_slice` calls `memmove` for each list, and that call
-/// took 7 % of a report's time.
+/// Appends `words` to `v`. An event's arguments are a few words:
+/// `extend_from_slice` once took 7 % of a report's time in `memmove`. The
+/// copied iterator checks the capacity once and copies with `memcpy`: 1.5 %
+/// fewer instructions in a report than pushing word by word, and the same
+/// time (8 interleaved runs of a 20 M-event report).
 #[inline]
 pub fn push_words(v: &mut Vec<u64>, words: &[u64]) {
-    v.reserve(words.len());
-    for &w in words {
-        v.push(w);
-    }
+    v.extend(words.iter().copied());
 }
 
 /// Whether two argument lists are the same, compared word by word (a few
