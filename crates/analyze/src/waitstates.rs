@@ -1525,14 +1525,19 @@ mod tests {
             ],
             ..Trace::default()
         };
-        t.callsites = (0..7)
+        t.callsites = callsites("a.c", 7);
+        t
+    }
+
+    /// Callsites at lines 0 to `n - 1` of `file`.
+    fn callsites(file: &str, n: u32) -> Vec<Callsite> {
+        (0..n)
             .map(|line| Callsite {
-                file: Some("a.c".into()),
+                file: Some(file.into()),
                 line,
                 col: 0,
             })
-            .collect();
-        t
+            .collect()
     }
 
     #[test]
@@ -1628,13 +1633,7 @@ mod tests {
             }
             t.streams.push(stream(&format!("h-{rank}"), 0, 3, &calls));
         }
-        t.callsites = (0..6)
-            .map(|line| Callsite {
-                file: Some("r.c".into()),
-                line,
-                col: 0,
-            })
-            .collect();
+        t.callsites = callsites("r.c", 6);
         let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
         let a = Analysis::run(&t);
         let waits = wait_sites(&a, &ids, &t.callsites);

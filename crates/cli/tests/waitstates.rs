@@ -172,7 +172,21 @@ fn run(mode: &str, delay_ms: u64) -> (Value, Value) {
 
 /// The source line holding `marker`.
 fn line_of(marker: &str) -> u64 {
-    PROGRAM.lines().position(|l| l.contains(marker)).unwrap() as u64 + 1
+    marker_line(PROGRAM, marker)
+}
+
+/// The line of `src` holding `marker`.
+fn marker_line(src: &str, marker: &str) -> u64 {
+    src.lines().position(|l| l.contains(marker)).unwrap() as u64 + 1
+}
+
+/// Checks that the wait `w` is the work injected, within 50 %.
+fn assert_waited(w: &Value, injected_ns: f64) {
+    let waited = w["wait_ns"].as_f64().unwrap();
+    assert!(
+        waited > 0.5 * injected_ns && waited < 1.5 * injected_ns,
+        "waited {waited} ns for {injected_ns} ns injected: {w}"
+    );
 }
 
 /// The thread name (`host-pid stream N`) of MPI rank `rank` in a dump.
@@ -377,12 +391,7 @@ fn ranks_waiting_in_an_allreduce_for_a_late_one() {
         let w = wait_at(&r, "collective", line_of("/* ALLREDUCE */"));
         assert_eq!(w["call"], "GASP_MPI_ALLREDUCE");
         assert_eq!(w["calls"], 2 * ITERATIONS, "{w}");
-        let injected = (ITERATIONS * DELAY_MS * 1_000_000) as f64;
-        let waited = w["wait_ns"].as_f64().unwrap();
-        assert!(
-            waited > 0.5 * injected && waited < 1.5 * injected,
-            "waited {waited} ns for {injected} ns injected: {w}"
-        );
+        assert_waited(w, (ITERATIONS * DELAY_MS * 1_000_000) as f64);
     });
 }
 
@@ -421,12 +430,7 @@ fn ranks_waiting_for_a_late_root_and_a_root_waiting_for_the_others() {
                 w["partners"][0].as_str().unwrap(),
                 rank_thread(&v, 1 - waiter)
             );
-            let injected = (ITERATIONS * DELAY_MS * 1_000_000) as f64;
-            let waited = w["wait_ns"].as_f64().unwrap();
-            assert!(
-                waited > 0.5 * injected && waited < 1.5 * injected,
-                "{mode}: waited {waited} ns for {injected} ns injected: {w}"
-            );
+            assert_waited(w, (ITERATIONS * DELAY_MS * 1_000_000) as f64);
         });
     }
 }
@@ -639,11 +643,7 @@ fn openshmem_pes_waiting_in_a_reduction_for_a_late_one() {
     retried(|| {
         let trace = run_shmem("reduce", SHMEM_REDUCE);
         let r = report(&trace);
-        let line = SHMEM_REDUCE
-            .lines()
-            .position(|l| l.contains("/* SUM */"))
-            .unwrap() as u64
-            + 1;
+        let line = marker_line(SHMEM_REDUCE, "/* SUM */");
         let found: Vec<&Value> = findings_of(&r, "barrier_wait")
             .into_iter()
             .filter(|f| {
@@ -663,12 +663,7 @@ fn openshmem_pes_waiting_in_a_reduction_for_a_late_one() {
         let w = wait_at(&r, "collective", line);
         assert_eq!(w["call"], "GASP_SHMEM_LONG_SUM_TO_ALL");
         assert_eq!(w["calls"], 8, "{w}");
-        let injected = 4.0 * 80e6;
-        let waited = w["wait_ns"].as_f64().unwrap();
-        assert!(
-            waited > 0.5 * injected && waited < 1.5 * injected,
-            "waited {waited} ns for {injected} ns injected: {w}"
-        );
+        assert_waited(w, 4.0 * 80e6);
     });
 }
 
@@ -710,11 +705,7 @@ fn openshmem_pes_waiting_in_a_broadcast_for_a_late_root() {
     retried(|| {
         let trace = run_shmem("broadcast", SHMEM_BROADCAST);
         let r = report(&trace);
-        let line = SHMEM_BROADCAST
-            .lines()
-            .position(|l| l.contains("/* BCAST */"))
-            .unwrap() as u64
-            + 1;
+        let line = marker_line(SHMEM_BROADCAST, "/* BCAST */");
         let found = findings_of(&r, "late_sender");
         assert_eq!(found.len(), 1, "{}", r["findings"]);
         let f = found[0];
@@ -730,11 +721,6 @@ fn openshmem_pes_waiting_in_a_broadcast_for_a_late_root() {
         let w = wait_at(&r, "late_broadcast", line);
         assert_eq!(w["call"], "GASP_SHMEM_BROADCAST64");
         assert_eq!(w["calls"], 4, "{w}");
-        let injected = 4.0 * 80e6;
-        let waited = w["wait_ns"].as_f64().unwrap();
-        assert!(
-            waited > 0.5 * injected && waited < 1.5 * injected,
-            "waited {waited} ns for {injected} ns injected: {w}"
-        );
+        assert_waited(w, 4.0 * 80e6);
     });
 }
