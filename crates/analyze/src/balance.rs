@@ -232,6 +232,12 @@ pub struct NamedRegion {
 }
 
 impl NamedRegion {
+    /// Its key in the trace's numbers ([`crate::summary::Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
+        let (kind, user, text, site) = self.key;
+        self.key = (kind, user.map(|u| r.user(u)), r.text(text), r.site(site));
+    }
+
     /// Its name.
     pub(crate) fn name(&self) -> &str {
         &self.name

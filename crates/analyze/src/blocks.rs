@@ -251,6 +251,13 @@ fn accesses() -> &'static [Option<KindAccess>] {
 }
 
 impl Part {
+    /// The part in the trace's numbers ([`crate::summary::Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
+        for a in &mut self.accesses {
+            a.callsite = r.site(a.callsite);
+        }
+    }
+
     /// The part of `s`, whose process's shared objects are in `objects`.
     pub fn of(s: &Stream, objects: &Objects) -> Part {
         // Whether it holds coarray events, from the kinds it has (not a

@@ -25,6 +25,11 @@
 //!    stream need;
 //! 4. rank 0 merges the summaries into the report.
 //!
+//! Reading one process at a time (`low_memory`), a rank does steps 2 and 3
+//! with the process's own numbering and times as it reads each process,
+//! before step 1, and after step 2 renumbers and shifts each summary to the
+//! trace's numbers and start ([`Provisional`]).
+//!
 //! The report is the same as one process computes from the whole trace
 //! (the same code makes the parts and merges them, in the same order). The
 //! transport is given by the caller ([`Transport`]): the `gaspard` command
@@ -163,6 +168,137 @@ fn summarize(
     t.streams = Vec::new();
     t.objects = Default::default();
     placed.into_iter().zip(summaries).collect()
+}
+
+/// A process's streams read once and summarized on their own, before the
+/// trace's numbering and start are known: the summaries hold the process's
+/// own numbers of callsites, user events and texts, and its times relative
+/// to its own first event rather than to the trace's start
+/// ([`Provisional::rebase`] makes them the whole trace's).
+struct Provisional {
+    /// The process's clock corrections and its streams' first events.
+    clocks: Clocks,
+    /// Its streams' summaries, with where they were read from (none when
+    /// its events span more than [`trace::MAX_T_NS`]: they cannot all lie
+    /// within that of the trace's start).
+    summaries: Vec<(Placed, StreamSummary)>,
+    /// Per stream read (in file order), the process's number of each of
+    /// its file's callsites, user events and texts.
+    ids: Vec<StreamIds>,
+    /// The process's callsite for events without one of their file's.
+    nowhere: u32,
+    /// How many callsites, user events and texts the process numbers.
+    lens: (usize, usize, usize),
+    /// Its earliest and latest event times (corrected, absolute ns).
+    span: Option<(u64, u64)>,
+}
+
+/// Reads nothing: renumbers, corrects and summarizes the streams of one
+/// process (`bodies`, read from `files`, whose heads are `heads`), in the
+/// process's own numbering and times. `tables`: the trace's directory and
+/// processes.
+fn summarize_alone(
+    dir: &Path,
+    tables: &Trace,
+    files: &[usize],
+    heads: &[Head],
+    bodies: Vec<trace::Body>,
+) -> Provisional {
+    let read_files = read_of(files, heads);
+    let mut tp = tables_of(tables);
+    let read: Vec<&StreamHead> = heads.iter().filter_map(|h| h.stream.as_ref()).collect();
+    let numbering = trace::number(&mut tp, &read);
+    let lens = (tp.callsites.len(), tp.user_events.len(), tp.texts.len());
+    let mut streams = trace::finish_bodies(dir, bodies, &numbering, true);
+    let corrections = crate::clocksync::apply(&mut streams);
+    let firsts = streams
+        .iter()
+        .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns)))
+        .collect();
+    let span = streams
+        .iter()
+        .flat_map(|s| s.events.iter().map(|e| e.t_ns))
+        .fold(None, |span: Option<(u64, u64)>, t| match span {
+            Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
+            None => Some((t, t)),
+        });
+    // Summarized with times from the process's earliest event: as the
+    // trace's start would make them, but for where they start.
+    let summaries = match span {
+        Some((lo, hi)) if hi - lo > trace::MAX_T_NS => Vec::new(),
+        _ => {
+            let lo = span.map_or(0, |(lo, _)| lo);
+            let late = trace::shift(&mut streams, i128::from(lo));
+            summarize(&mut tp, streams, &read_files, &late)
+        }
+    };
+    Provisional {
+        clocks: (corrections, firsts),
+        summaries,
+        ids: numbering.ids,
+        nowhere: numbering.nowhere,
+        lens,
+        span,
+    }
+}
+
+impl Provisional {
+    /// The summaries as the whole trace makes them, given the trace's start
+    /// `base` and the trace's numbers of the process's files (`global`: per
+    /// stream read, in file order; `nowhere`: the trace's callsite for
+    /// events without one); `None` when some event of the process lies
+    /// before the start or too far after it (its time is then clamped, not
+    /// shifted, and the process must be read again).
+    fn rebase(
+        self,
+        base: i128,
+        global: &[StreamIds],
+        nowhere: u32,
+    ) -> Option<Vec<(Placed, StreamSummary)>> {
+        // How much later than the trace's start the process's first event
+        // is: its summaries' times are from that event.
+        let mut after = 0;
+        if let Some((lo, hi)) = self.span {
+            let (lo, hi) = (i128::from(lo), i128::from(hi));
+            if lo < base || hi - base > i128::from(trace::MAX_T_NS) {
+                return None;
+            }
+            after = (lo - base) as u64;
+        }
+        let (sites, users, texts) = self.lens;
+        let mut r = crate::summary::Rebase {
+            after,
+            sites: vec![nowhere; sites],
+            users: vec![trace::NO_USER; users],
+            texts: vec![trace::NO_TEXT; texts],
+            nowhere,
+        };
+        if let Some(n) = r.sites.get_mut(self.nowhere as usize) {
+            *n = nowhere;
+        }
+        for (mine, theirs) in self.ids.iter().zip(global) {
+            let pairs = [
+                (&mine.0, &theirs.0, &mut r.sites),
+                (&mine.1, &theirs.1, &mut r.users),
+                (&mine.2, &theirs.2, &mut r.texts),
+            ];
+            for (mine, theirs, to) in pairs {
+                for (&m, &g) in mine.iter().zip(theirs) {
+                    if let Some(slot) = to.get_mut(m as usize) {
+                        *slot = g;
+                    }
+                }
+            }
+        }
+        let mut out = self.summaries;
+        for (p, s) in &mut out {
+            if let Some(last) = &mut p.last {
+                last.0 = r.t(last.0);
+            }
+            s.rebase(&r);
+        }
+        Some(out)
+    }
 }
 
 /// The streams of a first, light reading with their times in ns, their
@@ -343,8 +479,8 @@ fn from_ranks<T: for<'a> Deserialize<'a>>(
 /// [`trace::read`]'s trace; `None` on the other ranks once their share is
 /// sent.
 ///
-/// With `low_memory`, each rank reads its stream files twice, one process
-/// at a time ([`report_by_process`]), rather than holding all its events.
+/// With `low_memory`, each rank reads its stream files one process at a
+/// time ([`report_by_process`]), rather than holding all its events.
 pub fn report(
     dir: &Path,
     block_size: u64,
@@ -372,26 +508,27 @@ pub fn report(
     } else {
         vec![mine.clone()]
     };
-    // One bar for every reading of this rank's files.
-    let progress = trace::progress_bar(&my_paths, if low_memory { 2 } else { 1 });
+    // One bar for the reading of this rank's files.
+    let progress = trace::progress_bar(&my_paths, 1);
     let read = |files: &[usize], reading: trace::Reading| {
         let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
         let parts = trace::read_streams_shown(&paths, &listing.refs, progress.as_ref(), reading);
         trace::split_parts(dir, parts)
     };
-    // The first reading: the heads of this rank's files (in `mine`'s
-    // order), and, one process at a time, each process's clock correction
-    // and first events (its events then dropped); else the streams read.
+    // The reading: the heads of this rank's files (in `mine`'s order), and,
+    // one process at a time, each process's streams summarized in its own
+    // numbering and times (its events then dropped); else the streams read.
     let mut heads_of: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
-    let mut early: Vec<Clocks> = Vec::new();
+    let mut early: Vec<Provisional> = Vec::new();
     let mut bodies = Vec::new();
+    let processes = tables_of(&listing.trace);
     if low_memory {
         let first: Vec<_> = groups
             .par_iter()
             .map(|files| {
-                // Only what the trace as a whole needs is kept of the events.
-                let (heads, bodies) = read(files, trace::Reading::Light);
-                (heads, light_clocks(bodies).1)
+                let (heads, bodies) = read(files, trace::Reading::Whole);
+                let alone = summarize_alone(dir, &processes, files, &heads, bodies);
+                (heads, alone)
             })
             .collect();
         for (files, (heads, e)) in groups.iter().zip(first) {
@@ -499,9 +636,9 @@ pub fn report(
     let mut streams = Vec::new();
     let (corrections, firsts) = if low_memory {
         let (mut c, mut f) = (Vec::new(), Vec::new());
-        for (ci, fi) in early {
-            c.extend(ci);
-            f.extend(fi);
+        for p in &mut early {
+            c.append(&mut p.clocks.0);
+            f.append(&mut p.clocks.1);
         }
         (c, f)
     } else {
@@ -537,23 +674,28 @@ pub fn report(
         decode(&tr.recv_from(0).map_err(parts)?, "trace start", 0).map_err(parts)?
     };
 
-    // 3. Every stream summarized, where it was read: read again one
-    // process at a time, or as read.
+    // 3. Every stream summarized, where it was read: one process at a time,
+    // its summaries made the whole trace's, or, for a process with events
+    // too early or too late for that, read again; or as read.
     let mine: Vec<(Placed, StreamSummary)> = if low_memory {
         // Each stream file's numbers, when it was read.
         let mut ids: HashMap<usize, StreamIds> =
             read_files.iter().copied().zip(numbering.ids).collect();
         let tables = tables_of(&t);
-        let groups: Vec<(Vec<usize>, Vec<StreamIds>)> = groups
+        let groups: Vec<(Vec<usize>, Vec<StreamIds>, Provisional)> = groups
             .into_iter()
-            .map(|files| {
+            .zip(early)
+            .map(|(files, early)| {
                 let ids = files.iter().filter_map(|i| ids.remove(i)).collect();
-                (files, ids)
+                (files, ids, early)
             })
             .collect();
         groups
             .into_par_iter()
-            .map(|(files, ids)| {
+            .map(|(files, ids, early)| {
+                if let Some(done) = early.rebase(base, &ids, numbering.nowhere) {
+                    return done;
+                }
                 let (heads, bodies) = read(&files, trace::Reading::Whole);
                 let read_files = read_of(&files, &heads);
                 let numbering = Numbering {
@@ -611,10 +753,13 @@ fn merged(mut t: Trace, block_size: u64, mut all: Vec<(Placed, StreamSummary)>) 
 
 /// The report on the trace in `dir` with only a few processes' events in
 /// memory at a time (as many as there are threads at work): the stream
-/// files are read twice, process by process, the first time for what the
-/// trace as a whole needs (each file's callsites, user events and texts,
-/// each process's clock correction and first events), the second to
-/// summarize every stream once the trace's numbering and start are known.
+/// files are read once, process by process, each stream summarized in its
+/// process's own numbering of callsites, user events and texts and in its
+/// own times; once the trace's numbering and start are known (from what
+/// every process gave: each file's callsites, user events and texts, each
+/// process's clock correction and first events), the summaries are
+/// renumbered and shifted to them ([`Provisional::rebase`]), or, for a
+/// process whose events the start would clamp, the process is read again.
 /// The report is the same as [`crate::profile::report_with`] on
 /// [`trace::read`]'s trace; memory holds the summaries (a stream's profile
 /// and its part of every analysis), not the events.

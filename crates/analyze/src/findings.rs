@@ -226,6 +226,23 @@ pub struct Part {
 }
 
 impl Part {
+    /// The part in the trace's times and numbers ([`crate::summary::Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
+        for b in &mut self.barriers {
+            (b.start, b.end) = r.span((b.start, b.end));
+            b.callsite = r.site(b.callsite);
+        }
+        for t in &mut self.region_starts {
+            *t = r.t(*t);
+        }
+        for x in &mut self.transfers {
+            x.site = r.site(x.site);
+        }
+        for g in &mut self.regions {
+            g.rebase(r);
+        }
+    }
+
     /// The part of `s`, one of the streams of `t` (whose user events and
     /// texts name its regions).
     pub fn of(t: &Trace, s: &Stream) -> Part {

@@ -415,6 +415,18 @@ impl Met {
 }
 
 impl Part {
+    /// The part in the trace's times and numbers ([`crate::summary::Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
+        for l in &mut self.locks {
+            if let Some((_, site)) = &mut l.first {
+                *site = r.site(*site);
+            }
+            for a in l.acquires.iter_mut().chain(&mut l.holds) {
+                *a = r.span(*a);
+            }
+        }
+    }
+
     /// The part of `s`, whose process's shared objects are among `objects`
     /// and whose process's context is `cx`.
     pub fn of(s: &Stream, objects: &Objects, cx: &Context) -> Part {

@@ -167,3 +167,81 @@ impl StreamSummary {
         }
     }
 }
+
+/// What turns the summary of a stream made from its process alone (its
+/// events numbered by the process, their times relative to the process's
+/// first event) into the one made in the whole trace: where that event is
+/// from the trace's start, and the trace's number of each of the process's
+/// callsites, user events and texts.
+///
+/// The parts of a stream are the same either way when every event of the
+/// process lies within [`crate::trace::MAX_T_NS`] after the trace's start:
+/// the analyses compare and subtract times, and look callsites, user events
+/// and texts up by number, so that shifting every time by the same amount
+/// and renumbering commute with them.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Rebase {
+    /// How much later than the trace's start the process's first event is
+    /// (the process's times are from that event).
+    pub(crate) after: u64,
+    /// The trace's number of each of the process's callsites.
+    pub(crate) sites: Vec<u32>,
+    /// ... of each of its user events.
+    pub(crate) users: Vec<u32>,
+    /// ... of each of its texts.
+    pub(crate) texts: Vec<u32>,
+    /// The trace's callsite for a number the process does not have.
+    pub(crate) nowhere: u32,
+}
+
+impl Rebase {
+    /// A time of the process, made relative to the trace's start.
+    #[inline]
+    pub(crate) fn t(&self, t: u64) -> u64 {
+        t.saturating_add(self.after)
+    }
+
+    /// The trace's number of the process's callsite `site`.
+    #[inline]
+    pub(crate) fn site(&self, site: u32) -> u32 {
+        self.sites
+            .get(site as usize)
+            .copied()
+            .unwrap_or(self.nowhere)
+    }
+
+    /// The trace's number of the process's user event `user`.
+    pub(crate) fn user(&self, user: u32) -> u32 {
+        self.users
+            .get(user as usize)
+            .copied()
+            .unwrap_or(crate::trace::NO_USER)
+    }
+
+    /// The trace's number of the process's text `text`.
+    pub(crate) fn text(&self, text: u32) -> u32 {
+        self.texts
+            .get(text as usize)
+            .copied()
+            .unwrap_or(crate::trace::NO_TEXT)
+    }
+
+    /// Shifts both times of an interval.
+    pub(crate) fn span(&self, (from, to): (u64, u64)) -> (u64, u64) {
+        (self.t(from), self.t(to))
+    }
+}
+
+impl StreamSummary {
+    /// The summary as the whole trace makes it, from the one its process
+    /// alone made ([`Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &Rebase) {
+        self.findings.rebase(r);
+        self.waits.rebase(r);
+        self.locks.rebase(r);
+        self.blocks.rebase(r);
+        for ((_, site), _) in &mut self.profile.1 {
+            *site = r.site(*site);
+        }
+    }
+}

@@ -815,18 +815,23 @@ pub(crate) fn place(
         read.push(s);
     }
     check_manifests(t, streams, &skipped, profiles, &read);
+    number(t, &read)
+}
+
+/// Numbers the callsites, user events and texts of the streams `read` (in
+/// that order) in `t`: each file's own callsites first, every file's, then
+/// those found from return addresses, file by file.
+pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
     let mut sites: HashMap<Callsite, u32> = HashMap::default();
     let mut users: HashMap<(String, u64), u32> = HashMap::default();
     let mut texts: HashMap<String, u32> = HashMap::default();
     let mut sym: Option<crate::symbolize::Symbolizer> = None;
     let mut numbering = Numbering::default();
-    // A file's own callsites first, every file's; then those found from
-    // return addresses, file by file.
     let mut number = |c: &Callsite| {
         let n = sites.len() as u32;
         *sites.entry(c.clone()).or_insert(n)
     };
-    for h in &read {
+    for h in read {
         let site_ids: Vec<u32> = h.sites.iter().map(&mut number).collect();
         let user_ids: Vec<u32> = h
             .users

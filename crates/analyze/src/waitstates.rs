@@ -525,6 +525,37 @@ pub struct Part {
 }
 
 impl Part {
+    /// The part in the trace's times and numbers ([`crate::summary::Rebase`]).
+    pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
+        for s in &mut self.sync {
+            s.site = r.site(s.site);
+        }
+        for c in &mut self.calls {
+            (c.from, c.to) = r.span((c.from, c.to));
+            c.site = r.site(c.site);
+        }
+        for m in &mut self.msgs {
+            m.start = r.t(m.start);
+            m.site = r.site(m.site);
+        }
+        for p in &mut self.recvs {
+            p.post = r.t(p.post);
+            p.site = r.site(p.site);
+        }
+        let fences = self.fences.iter_mut().map(|(_, f)| f);
+        for f in fences
+            .chain(self.collectives.iter_mut().map(|(_, f)| f))
+            .flatten()
+        {
+            (f.0, f.1) = r.span((f.0, f.1));
+            f.2 = r.site(f.2);
+        }
+        for c in self.rooted.iter_mut().flat_map(|(_, c)| c) {
+            (c.0, c.1) = r.span((c.0, c.1));
+            c.2 = r.site(c.2);
+        }
+    }
+
     /// The part of `s`, whose process is in `ctx` and whose windows are in
     /// `objects`.
     pub fn of(s: &Stream, ctx: &Context, objects: &Objects) -> Part {

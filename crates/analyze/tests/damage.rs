@@ -368,6 +368,14 @@ fn nonsense_with_right_checksums_never_panics() {
         gaspard_analyze::dump::to_text(&t, &mut std::io::sink()).unwrap();
         let r = gaspard_analyze::profile::report_with(&t, 4096);
         gaspard_analyze::profile::to_text(&r, &mut std::io::sink()).unwrap();
+        // Read one process at a time, its summaries renumbered and shifted
+        // (or, with events the trace's start clamps, read again): the same.
+        let by_process = gaspard_analyze::distributed::report_by_process(&d, 4096).unwrap();
+        assert_eq!(
+            serde_json::to_string(&by_process).unwrap(),
+            serde_json::to_string(&r).unwrap(),
+            "seed {seed}"
+        );
         let b = gaspard_analyze::blocks::analyse(&t, 64);
         let _ = gaspard_analyze::blocks::to_json(&b);
         gaspard_analyze::blocks::epochs_to_text(&b, &mut std::io::sink()).unwrap();

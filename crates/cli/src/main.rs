@@ -147,8 +147,8 @@ enum Command {
         mpi: bool,
         /// Read the trace one process at a time, keeping in memory only the
         /// events of the processes being read and a summary of each stream
-        /// (after a first, light reading of every stream file for the
-        /// trace's numbering of callsites and its clocks). This is how the
+        /// (renumbered and shifted to the trace's callsites and start once
+        /// every process is read). This is how the
         /// report is made without --html: its memory does not grow with the
         /// trace. With --html, the trace is read whole for its timeline,
         /// unless it looks too big for the memory available or this is
