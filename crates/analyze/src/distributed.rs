@@ -521,8 +521,8 @@ pub fn report(
     let mut heads_of: Vec<Option<Head>> = (0..listing.streams.len()).map(|_| None).collect();
     let mut early: Vec<Provisional> = Vec::new();
     let mut bodies = Vec::new();
-    let processes = tables_of(&listing.trace);
     if low_memory {
+        let processes = tables_of(&listing.trace);
         let first: Vec<_> = groups
             .par_iter()
             .map(|files| {
