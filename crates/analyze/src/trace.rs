@@ -827,12 +827,12 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
     let mut texts: HashMap<String, u32> = HashMap::default();
     let mut sym: Option<crate::symbolize::Symbolizer> = None;
     let mut numbering = Numbering::default();
-    let mut number = |c: &Callsite| {
+    let mut site = |c: &Callsite| {
         let n = sites.len() as u32;
         *sites.entry(c.clone()).or_insert(n)
     };
     for h in read {
-        let site_ids: Vec<u32> = h.sites.iter().map(&mut number).collect();
+        let site_ids: Vec<u32> = h.sites.iter().map(&mut site).collect();
         let user_ids: Vec<u32> = h
             .users
             .iter()
@@ -867,9 +867,9 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
         numbering.ids.push((site_ids, user_ids, text_ids));
     }
     for (h, ids) in read.iter().zip(&mut numbering.ids) {
-        ids.0.extend(h.found.iter().map(&mut number));
+        ids.0.extend(h.found.iter().map(&mut site));
     }
-    numbering.nowhere = number(&Callsite::default());
+    numbering.nowhere = site(&Callsite::default());
     let mut site_list = vec![Callsite::default(); sites.len()];
     for (c, i) in sites {
         site_list[i as usize] = c;
