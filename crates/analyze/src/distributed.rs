@@ -185,8 +185,6 @@ struct Provisional {
     /// Per stream read (in file order), the process's number of each of
     /// its file's callsites, user events and texts.
     ids: Vec<StreamIds>,
-    /// The process's callsite for events without one of their file's.
-    nowhere: u32,
     /// How many callsites, user events and texts the process numbers.
     lens: (usize, usize, usize),
     /// Its earliest and latest event times (corrected, absolute ns).
@@ -236,7 +234,6 @@ fn summarize_alone(
         clocks: (corrections, firsts),
         summaries,
         ids: numbering.ids,
-        nowhere: numbering.nowhere,
         lens,
         span,
     }
@@ -266,6 +263,8 @@ impl Provisional {
             after = (lo - base) as u64;
         }
         let (sites, users, texts) = self.lens;
+        // A callsite no file of the process gives (its own `nowhere`) is
+        // the trace's `nowhere`.
         let mut r = crate::summary::Rebase {
             after,
             sites: vec![nowhere; sites],
@@ -273,9 +272,6 @@ impl Provisional {
             texts: vec![trace::NO_TEXT; texts],
             nowhere,
         };
-        if let Some(n) = r.sites.get_mut(self.nowhere as usize) {
-            *n = nowhere;
-        }
         for (mine, theirs) in self.ids.iter().zip(global) {
             let pairs = [
                 (&mine.0, &theirs.0, &mut r.sites),

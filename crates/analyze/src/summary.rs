@@ -179,7 +179,7 @@ impl StreamSummary {
 /// the analyses compare and subtract times, and look callsites, user events
 /// and texts up by number, so that shifting every time by the same amount
 /// and renumbering commute with them.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug)]
 pub(crate) struct Rebase {
     /// How much later than the trace's start the process's first event is
     /// (the process's times are from that event).
