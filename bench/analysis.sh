@@ -104,16 +104,17 @@ if otf2:
         print()
         print("What reading alone costs, run in turn with the OTF2 reader on the same events: gaspard's")
         print("decoder (`crates/format/examples/read_floor.rs`, one thread, the files read into memory")
-        print("first) walking every event with nothing kept (the arguments skipped), then with the least")
-        print("profile on top (starts and ends matched on a stack, a count and a sum of durations per kind,")
-        print("user event and callsite). The targets, as time per event on one core: issue 6's 5x the OTF2")
+        print("first) walking every event with nothing kept (the arguments skipped, then decoded too),")
+        print("then with the least profile on top (arguments skipped; starts and ends matched on a stack, a")
+        print("count and a sum of durations per kind, user event and callsite). The targets, as time per")
+        print("event on one core: issue 6's 5x the OTF2")
         print("reader, issue 4's 50 M events per second.")
         print()
         print("| pass | ns/event (median) | events/s per CPU second | / OTF2 |")
         print("|---|---:|---:|---:|")
         otf2_ns = ns(secs, ev)
         print(f"| OTF2 reader, Enter/Leave callbacks | {otf2_ns:.1f} | {1e3 / otf2_ns:.1f} M | 1.00x |")
-        for name, label in (("decode", "gaspard decoder, nothing kept"), ("decode+least_profile", "gaspard decoder + the least profile")):
+        for name, label in (("decode", "gaspard decoder, nothing kept"), ("decode+args", "gaspard decoder with the arguments, nothing kept"), ("decode+least_profile", "gaspard decoder + the least profile")):
             if name in floor:
                 v = ns(statistics.median(floor[name]), n)
                 print(f"| {label} | {v:.1f} | {1e3 / v:.1f} M | {otf2_ns / v:.2f}x |")

@@ -178,6 +178,11 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     // a pass to count the STARTs (a stream's events are megabytes to read).
     let mut slots: Vec<Interval> = Vec::with_capacity(s.events.len() / 2 + 1);
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
+    // STARTs not yet closed, and whether the STARTs came in time order so
+    // far: most streams need neither the pass dropping unclosed intervals
+    // nor the one checking their order.
+    let mut open = 0usize;
+    let (mut in_order, mut last_start) = (true, 0u64);
     for (i, e) in s.events.iter().enumerate() {
         kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
         if e.phase > 1 {
@@ -195,6 +200,9 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
             user => open_other.entry((e.kind, user)).or_default(),
         };
         if e.phase == 0 {
+            open += 1;
+            in_order &= e.t_ns >= last_start;
+            last_start = e.t_ns;
             stack.push(slots.len());
             slots.push(Interval {
                 kind: e.kind,
@@ -205,6 +213,7 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
                 end_event: u32::MAX,
             });
         } else if let Some(slot) = stack.pop() {
+            open -= 1;
             let iv = &mut slots[slot];
             // An END stamped before its START (a clock that went
             // backwards) closes an empty interval: `end >= start` always.
@@ -213,9 +222,12 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         }
     }
     let mut out = slots;
-    out.retain(|iv| iv.end_event != u32::MAX);
-    // Time that went backwards (another core's clock) can break START order.
-    if !out.is_sorted_by_key(|i| i.start) {
+    if open > 0 {
+        out.retain(|iv| iv.end_event != u32::MAX);
+    }
+    // Time that went backwards (another core's clock) can break START order
+    // (of the intervals kept: checked again when the STARTs were not in order).
+    if !in_order && !out.is_sorted_by_key(|i| i.start) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
     }
     (out, kinds)

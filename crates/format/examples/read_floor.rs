@@ -1,14 +1,15 @@
 //! The least a reader of gaspard's traces can do per event, on one thread:
 //! how fast the format's own decoder walks every event of a trace directory
-//! with nothing kept, and with the least profile on top (per stream, a stack
-//! of starts and per kind, user event and callsite a count and a sum of
-//! durations). What `gaspard report` costs per event beyond these is the
-//! analyses' share. Used by `bench/read_floor.sh`.
+//! with nothing kept (with and without decoding the events' argument words),
+//! and with the least profile on top (per stream, a stack of starts and per
+//! kind, user event and callsite a count and a sum of durations). What
+//! `gaspard report` costs per event beyond these is the analyses' share.
+//! Used by `bench/analysis.sh`.
 //!
 //!   cargo run --release -p gaspard-format --example read_floor -- DIR [REPEATS [PASS]]
 //!
-//! PASS (`decode` or `decode+least_profile`) runs that pass alone (for
-//! `valgrind --tool=callgrind`).
+//! PASS (`decode`, `decode+args` or `decode+least_profile`) runs that pass
+//! alone (for `valgrind --tool=callgrind`).
 //! Prints one line per pass: `pass=NAME events=N median_s=S ns_per_event=X`.
 
 use gaspard_format::codec::{self, Callsite, Event, Sink, UserDef};
@@ -17,25 +18,31 @@ use rustc_hash::FxHashMap;
 use std::time::Instant;
 
 /// Counts events and sums their timestamps (so that nothing is optimized
-/// away), keeping nothing.
+/// away), keeping nothing; with `ARGS`, has every event's argument words
+/// decoded too, and sums them.
 #[derive(Default)]
-struct Nothing {
+struct Nothing<const ARGS: bool> {
     events: u64,
     ts_sum: u64,
 }
 
-impl Sink for Nothing {
+impl<const ARGS: bool> Sink for Nothing<ARGS> {
     fn string(&mut self, _: u32, _: String) {}
     fn callsite(&mut self, _: u32, _: Callsite) {}
     fn user(&mut self, _: UserDef) {}
     #[inline(always)]
-    fn event(&mut self, e: Event, _: Option<u64>, _: &[u64]) {
+    fn event(&mut self, e: Event, _: Option<u64>, words: &[u64]) {
         self.events += 1;
         self.ts_sum = self.ts_sum.wrapping_add(e.ts);
+        if ARGS {
+            for w in words {
+                self.ts_sum = self.ts_sum.wrapping_add(*w);
+            }
+        }
     }
     #[inline(always)]
     fn wants_args(&mut self, _: u16) -> bool {
-        false
+        ARGS
     }
 }
 
@@ -117,8 +124,15 @@ fn main() {
     }
     files.sort();
     type Run<'a> = (&'a str, Box<dyn Fn() -> u64 + 'a>);
-    let runs: [Run; 2] = [
-        ("decode", Box::new(|| pass::<Nothing>(&files, |s| s.events))),
+    let runs: [Run; 3] = [
+        (
+            "decode",
+            Box::new(|| pass::<Nothing<false>>(&files, |s| s.events)),
+        ),
+        (
+            "decode+args",
+            Box::new(|| pass::<Nothing<true>>(&files, |s| s.events)),
+        ),
         (
             "decode+least_profile",
             Box::new(|| pass::<LeastProfile>(&files, |s| s.events)),
