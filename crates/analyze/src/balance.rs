@@ -10,9 +10,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::dump::event_name;
 use crate::findings::{barrier_groups_of, location_in, BarrierSpan, Location, Part};
-use crate::intervals::{with_events, Which};
+use crate::intervals::Interval;
 use crate::summary::Identity;
-use crate::trace::{Callsite, Stream, Trace};
+use crate::trace::{Callsite, Event, Stream, Trace};
 
 /// One barrier epoch: the barrier that ends it.
 #[derive(Debug, Clone, Serialize)]
@@ -168,12 +168,18 @@ pub(crate) struct RegionTime {
 
 /// A thread's time in work-sharing constructs (OpenMP loops, sections, ...,
 /// UPC forall) and user regions, per name and callsite in the order first
-/// met; no name is made per interval. Computed once per stream.
+/// met; no name is made per interval. Computed once per stream, in the walk
+/// over its intervals of [`crate::findings::walked`].
 pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
-    // The kinds kept (user events are of kind GASPARD_USER), by number:
-    // the other intervals are passed over without reading their events.
+    &crate::findings::walked(s).regions
+}
+
+/// The kinds of [`regions_of`], by number (user events are of kind
+/// `GASPARD_USER`): the other intervals are passed over without reading
+/// their events.
+pub(crate) fn region_kinds() -> &'static [bool] {
     static CANDIDATE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
-    let candidate = CANDIDATE.get_or_init(|| {
+    CANDIDATE.get_or_init(|| {
         let skip = [
             "GASP_OMP_PARALLEL",
             "GASP_OMP_IMPLICIT_TASK",
@@ -187,37 +193,53 @@ pub(crate) fn regions_of(s: &Stream) -> &[RegionTime] {
             }
         }
         v
-    });
-    crate::intervals::derived(s).regions.get_or_init(|| {
-        const NEAR: usize = 8;
-        let mut at: HashMap<RegionKey, usize> = HashMap::default();
-        let mut v: Vec<RegionTime> = Vec::new();
-        for (iv, e) in with_events(s, Which::Start, false) {
-            // A user event's interval without the user event's number
-            // (damaged) is left out.
-            if !candidate[iv.kind as usize]
-                || (iv.kind == kinds::GASPARD_USER && e.user().is_none())
-            {
-                continue;
-            }
-            let key = (e.kind, e.user(), e.text, iv.callsite);
-            // A stream has a few regions, mostly: looked for among the first
-            // ones, then in the map (which has every key).
-            let near = v[..v.len().min(NEAR)].iter().position(|r| r.key == key);
-            let i = near.unwrap_or_else(|| {
-                *at.entry(key).or_insert_with(|| {
-                    v.push(RegionTime {
-                        key,
-                        start_event: iv.start_event,
-                        total: 0,
-                    });
-                    v.len() - 1
-                })
-            });
-            v[i].total = v[i].total.saturating_add(iv.end.saturating_sub(iv.start));
-        }
-        v
     })
+}
+
+/// [`regions_of`], made as a stream's intervals come in order.
+#[derive(Default)]
+pub(crate) struct Regions {
+    /// Where each key is in `v`.
+    at: HashMap<RegionKey, usize>,
+    v: Vec<RegionTime>,
+}
+
+impl Regions {
+    /// A stream has a few regions, mostly: looked for among the first ones,
+    /// then in the map (which has every key).
+    const NEAR: usize = 8;
+
+    /// Adds `iv`, an interval of one of the [`region_kinds`] whose START is
+    /// `e`.
+    #[inline]
+    pub(crate) fn add(&mut self, iv: &Interval, e: &Event) {
+        // A user event's interval without the user event's number
+        // (damaged) is left out.
+        if iv.kind == kinds::GASPARD_USER && e.user().is_none() {
+            return;
+        }
+        let key = (e.kind, e.user(), e.text, iv.callsite);
+        let v = &mut self.v;
+        let near = v[..v.len().min(Self::NEAR)]
+            .iter()
+            .position(|r| r.key == key);
+        let i = near.unwrap_or_else(|| {
+            *self.at.entry(key).or_insert_with(|| {
+                v.push(RegionTime {
+                    key,
+                    start_event: iv.start_event,
+                    total: 0,
+                });
+                v.len() - 1
+            })
+        });
+        v[i].total = v[i].total.saturating_add(iv.end.saturating_sub(iv.start));
+    }
+
+    /// The regions, in the order first met.
+    pub(crate) fn done(self) -> Vec<RegionTime> {
+        self.v
+    }
 }
 
 /// A thread's time in one construct or region, named.

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use gaspard_format::kinds::{self, Class};
 use serde::{Deserialize, Serialize};
 
-use crate::intervals::{intervals, with_events, Interval, Which};
+use crate::intervals::{intervals, Interval};
 use crate::summary::Identity;
 use crate::trace::{Callsite, Stream, Trace};
 
@@ -162,23 +162,8 @@ pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
 /// One thread's time ([`breakdown`]).
 pub fn breakdown_of(s: &Stream) -> Breakdown {
     let span = active_span(s);
-    let (mut sync, mut comm) = (0u64, 0u64);
-    let mut covered_until = 0u64;
-    for i in intervals(s) {
-        let Some(class) = class_of(i.kind) else {
-            continue;
-        };
-        if !matches!(class, Class::Sync | Class::Comm) || i.start < covered_until {
-            continue;
-        }
-        let d = i.end.saturating_sub(i.start);
-        if class == Class::Sync {
-            sync += d;
-        } else {
-            comm += d;
-        }
-        covered_until = i.end;
-    }
+    let w = walked(s);
+    let (sync, comm) = (w.sync_ns, w.comm_ns);
     let parallel = if s.model == 5 {
         parallel_time(s).min(span)
     } else {
@@ -309,33 +294,159 @@ pub fn thread_name(s: &Stream) -> String {
 }
 
 /// A thread's barriers in order: a CAF image's `sync all`, not the MPI
-/// barrier below it. Found once per stream (several analyses ask).
+/// barrier below it. Found once per stream (several analyses ask), in the
+/// walk of [`walked`].
 pub fn barriers(s: &Stream) -> &[Interval] {
-    crate::intervals::derived(s)
-        .barriers
-        .get_or_init(|| find_barriers(s))
+    &walked(s).barriers
 }
 
-fn find_barriers(s: &Stream) -> Vec<Interval> {
-    // Whether a kind is a barrier, by number.
-    static BARRIER: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
-    let barrier = BARRIER.get_or_init(|| {
+/// Whether a kind is a barrier, by number.
+fn barrier_kinds() -> &'static [bool] {
+    static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
         let mut v = vec![false; 1 << 16];
         for k in BARRIERS.iter().filter_map(|n| kinds::kind_by_name(n)) {
             v[k.id as usize] = true;
         }
         v
-    });
+    })
+}
+
+/// What the time split, the barriers, the epochs' work, the small transfers
+/// and the regions need of a stream's intervals, found in one walk over them
+/// ([`walked`]) rather than one each.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Walked {
+    /// The outermost synchronization intervals' time ([`breakdown_of`])...
+    sync_ns: u64,
+    /// ... and the communication intervals'.
+    comm_ns: u64,
+    /// The synchronization and communication intervals, merged ([`epoch_work`]).
+    busy: Busy,
+    /// [`barriers`].
+    barriers: Vec<Interval>,
+    /// [`transfers`].
+    transfers: Vec<Transfers>,
+    /// [`crate::balance::regions_of`].
+    pub(crate) regions: Vec<crate::balance::RegionTime>,
+}
+
+/// What the walk over a stream's intervals does with those of a kind, a bit
+/// each ([`roles`]).
+const SYNC: u8 = 1;
+const COMM: u8 = 2;
+const BARRIER: u8 = 4;
+const REGION: u8 = 8;
+
+/// Each kind's roles in [`walk`], by number.
+fn roles() -> &'static [u8] {
+    static ROLES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    ROLES.get_or_init(|| {
+        let (barrier, region) = (barrier_kinds(), crate::balance::region_kinds());
+        (0..=u16::MAX)
+            .map(|k| {
+                let class = match class_of(k) {
+                    Some(Class::Sync) => SYNC,
+                    Some(Class::Comm) => COMM,
+                    _ => 0,
+                };
+                let b = if barrier[k as usize] { BARRIER } else { 0 };
+                let r = if region[k as usize] { REGION } else { 0 };
+                class | b | r
+            })
+            .collect()
+    })
+}
+
+/// [`Walked`] of `s`, computed when first asked for.
+pub(crate) fn walked(s: &Stream) -> &Walked {
+    crate::intervals::derived(s).walked.get_or_init(|| walk(s))
+}
+
+fn walk(s: &Stream) -> Walked {
+    let roles = roles();
     let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
-    let all = intervals(s);
-    // Intervals looked at only where the stream has events of the kind.
-    let has_caf = caf_sync
-        .is_some_and(|k| crate::intervals::has_kind(s, k) && all.iter().any(|iv| iv.kind == k));
-    all.iter()
-        .filter(|iv| barrier[iv.kind as usize] && !(has_caf && Some(iv.kind) == mpi_barrier))
-        .copied()
-        .collect()
+    let ivs = intervals(s);
+    let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
+    let mut spans: Vec<(u64, u64)> = Vec::new();
+    let mut barriers: Vec<Interval> = Vec::new();
+    let mut has_caf = false;
+    let mut transfers = TransferTally::new(s);
+    let mut regions = crate::balance::Regions::default();
+    for (j, iv) in ivs.iter().enumerate() {
+        // The events read for intervals ahead, asked for now (as
+        // `crate::intervals::with_events` does): a region's START, a
+        // transfer's END and its argument words.
+        if let Some(a) = ivs.get(j + crate::intervals::AHEAD) {
+            let r = roles[a.kind as usize];
+            if r & REGION != 0 {
+                if let Some(e) = s.events.get(a.start_event as usize) {
+                    crate::intervals::prefetch(e);
+                }
+            }
+            if r & COMM != 0 {
+                if let Some(e) = s.events.get(a.end_event as usize) {
+                    crate::intervals::prefetch(e);
+                }
+            }
+        }
+        if let Some(a) = ivs.get(j + crate::intervals::ARGS_AHEAD) {
+            if roles[a.kind as usize] & COMM != 0 {
+                if let Some(w) = s
+                    .events
+                    .get(a.end_event as usize)
+                    .and_then(|e| s.args(e).first())
+                {
+                    crate::intervals::prefetch(w);
+                }
+            }
+        }
+        let r = roles[iv.kind as usize];
+        if r == 0 {
+            continue;
+        }
+        if r & (SYNC | COMM) != 0 {
+            // The time split counts the outermost intervals; the epochs'
+            // work subtracts their union.
+            if iv.start >= covered_until {
+                let d = iv.end.saturating_sub(iv.start);
+                if r & SYNC != 0 {
+                    sync_ns += d;
+                } else {
+                    comm_ns += d;
+                }
+                covered_until = iv.end;
+            }
+            match spans.last_mut() {
+                Some(last) if iv.start < last.1 => last.1 = last.1.max(iv.end),
+                _ => spans.push((iv.start, iv.end)),
+            }
+        }
+        if r & BARRIER != 0 {
+            has_caf |= Some(iv.kind) == caf_sync;
+            barriers.push(*iv);
+        }
+        if r & COMM != 0 {
+            transfers.add(s, iv, &s.events[iv.end_event as usize]);
+        }
+        if r & REGION != 0 {
+            regions.add(iv, &s.events[iv.start_event as usize]);
+        }
+    }
+    // A CAF image's barriers are its `sync all`s, not the MPI barriers the
+    // runtime makes them of.
+    if has_caf {
+        barriers.retain(|iv| Some(iv.kind) != mpi_barrier);
+    }
+    Walked {
+        sync_ns,
+        comm_ns,
+        busy: Busy::of(spans),
+        barriers,
+        transfers: transfers.v,
+        regions: regions.done(),
+    }
 }
 
 /// A thread's computation between each two consecutive barriers of its own
@@ -349,7 +460,7 @@ pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
         if v.len() < 2 {
             return Vec::new();
         }
-        let busy = Busy::new(s);
+        let busy = &walked(s).busy;
         let mut hint = (0, 0);
         (1..v.len())
             .map(|k| {
@@ -361,8 +472,9 @@ pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
     })
 }
 
-/// A thread's outermost synchronization and communication intervals, to
-/// tell how much of a window it spent in them.
+/// A thread's synchronization and communication intervals, merged where
+/// they overlap, to tell how much of a window it spent in them.
+#[derive(Debug, Clone, Default)]
 struct Busy {
     spans: Vec<(u64, u64)>,
     /// `prefix[i]`: total length of `spans[..i]`.
@@ -370,17 +482,8 @@ struct Busy {
 }
 
 impl Busy {
-    fn new(s: &Stream) -> Busy {
-        let mut spans: Vec<(u64, u64)> = Vec::new();
-        for i in intervals(s) {
-            if !matches!(class_of(i.kind), Some(Class::Sync | Class::Comm)) {
-                continue;
-            }
-            match spans.last_mut() {
-                Some(last) if i.start < last.1 => last.1 = last.1.max(i.end),
-                _ => spans.push((i.start, i.end)),
-            }
-        }
+    /// Of `spans`, in time order and not overlapping.
+    fn of(spans: Vec<(u64, u64)>) -> Busy {
         let mut prefix = Vec::with_capacity(spans.len() + 1);
         prefix.push(0);
         for &(a, b) in &spans {
@@ -752,47 +855,64 @@ pub struct Transfers {
 }
 
 /// A thread's transfers (communication intervals with a size), per kind
-/// and callsite in the order first met. Computed once per stream.
+/// and callsite in the order first met. Computed once per stream, in the
+/// walk of [`walked`].
 pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
-    crate::intervals::derived(s).transfers.get_or_init(|| {
-        let mut v: Vec<Transfers> = Vec::new();
-        // A stream has a few callsites of transfers, mostly: looked for among
-        // the first ones, then in a map.
-        const NEAR: usize = 8;
-        let mut far: HashMap<(u32, u16), usize> = HashMap::default();
-        let mut nbytes = crate::objects::ArgOf::new(s, "nbytes");
-        let mut n = crate::objects::ArgOf::new(s, "n");
-        for (iv, end) in with_events(s, Which::End, true) {
-            if class_of(iv.kind) != Some(Class::Comm) {
-                continue;
-            }
-            let Some(bytes) = nbytes.get(s, end).or_else(|| n.get(s, end)) else {
-                continue;
-            };
-            let key = (iv.callsite, iv.kind);
-            let near = v[..v.len().min(NEAR)]
-                .iter()
-                .position(|x| (x.site, x.kind) == key);
-            // Every key is in the map, the first ones too.
-            let i = near.unwrap_or_else(|| {
-                *far.entry(key).or_insert_with(|| {
-                    v.push(Transfers {
-                        site: key.0,
-                        kind: key.1,
-                        count: 0,
-                        bytes: 0,
-                        time: 0,
-                    });
-                    v.len() - 1
-                })
-            });
-            let x = &mut v[i];
-            x.count += 1;
-            x.bytes = x.bytes.saturating_add(bytes);
-            x.time = x.time.saturating_add(iv.end.saturating_sub(iv.start));
+    &walked(s).transfers
+}
+
+/// [`transfers`], made as a stream's intervals come in order.
+struct TransferTally {
+    v: Vec<Transfers>,
+    /// Where each (callsite, kind) is in `v`.
+    far: HashMap<(u32, u16), usize>,
+    nbytes: crate::objects::ArgOf,
+    n: crate::objects::ArgOf,
+}
+
+impl TransferTally {
+    /// A stream has a few callsites of transfers, mostly: looked for among
+    /// the first ones, then in a map.
+    const NEAR: usize = 8;
+
+    fn new(s: &Stream) -> TransferTally {
+        TransferTally {
+            v: Vec::new(),
+            far: HashMap::default(),
+            nbytes: crate::objects::ArgOf::new(s, "nbytes"),
+            n: crate::objects::ArgOf::new(s, "n"),
         }
-        v
-    })
+    }
+
+    /// Adds `iv`, a communication interval of `s` whose END is `end`.
+    #[inline]
+    fn add(&mut self, s: &Stream, iv: &Interval, end: &crate::trace::Event) {
+        let Some(bytes) = self.nbytes.get(s, end).or_else(|| self.n.get(s, end)) else {
+            return;
+        };
+        let key = (iv.callsite, iv.kind);
+        let v = &mut self.v;
+        let near = v[..v.len().min(Self::NEAR)]
+            .iter()
+            .position(|x| (x.site, x.kind) == key);
+        // Every key is in the map, the first ones too.
+        let i = near.unwrap_or_else(|| {
+            *self.far.entry(key).or_insert_with(|| {
+                v.push(Transfers {
+                    site: key.0,
+                    kind: key.1,
+                    count: 0,
+                    bytes: 0,
+                    time: 0,
+                });
+                v.len() - 1
+            })
+        });
+        let x = &mut v[i];
+        x.count += 1;
+        x.bytes = x.bytes.saturating_add(bytes);
+        x.time = x.time.saturating_add(iv.end.saturating_sub(iv.start));
+    }
 }
 
 /// `small_messages`: one callsite sending many small transfers.

@@ -44,10 +44,10 @@ pub enum Which {
 /// How many intervals ahead of its use [`with_events`] asks for an event
 /// (48 and 16 were the fastest of 16/8, 32/8, 48/16 and 64/24 on this
 /// machine)...
-const AHEAD: usize = 48;
+pub(crate) const AHEAD: usize = 48;
 /// ... and for its argument words: the event is read then, and should have
 /// arrived.
-const ARGS_AHEAD: usize = 16;
+pub(crate) const ARGS_AHEAD: usize = 16;
 
 /// The thread's intervals ([`intervals`]), each with its START or END event,
 /// as `which` says. An interval's event is a cache miss away (a stream's
@@ -84,7 +84,7 @@ pub fn with_events(
 
 /// Asks the processor to bring `x`'s cache line in, without waiting for it.
 #[inline(always)]
-fn prefetch<T>(x: &T) {
+pub(crate) fn prefetch<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch is a hint: it reads nothing the program sees, cannot
     // fault, and its address comes from a live reference anyway.
@@ -107,14 +107,11 @@ pub(crate) struct Derived {
     pub(crate) startup_ns: u64,
     /// The kinds of its events, a bit each.
     kinds: Vec<u64>,
-    /// Its barriers ([`crate::findings::barriers`]), found when first asked for.
-    pub(crate) barriers: std::sync::OnceLock<Vec<Interval>>,
+    /// Its time split, barriers, transfers and regions
+    /// ([`crate::findings::walked`]), found when first asked for.
+    pub(crate) walked: std::sync::OnceLock<crate::findings::Walked>,
     /// Its work between consecutive barriers ([`crate::findings::epoch_work`]).
     pub(crate) epoch_work: std::sync::OnceLock<Vec<f64>>,
-    /// Its small transfers per callsite ([`crate::findings::transfers`]).
-    pub(crate) transfers: std::sync::OnceLock<Vec<crate::findings::Transfers>>,
-    /// Its time in constructs and regions ([`crate::balance::regions_of`]).
-    pub(crate) regions: std::sync::OnceLock<Vec<crate::balance::RegionTime>>,
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
@@ -153,10 +150,8 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
             intervals,
             startup_ns,
             kinds,
-            barriers: std::sync::OnceLock::new(),
+            walked: std::sync::OnceLock::new(),
             epoch_work: std::sync::OnceLock::new(),
-            transfers: std::sync::OnceLock::new(),
-            regions: std::sync::OnceLock::new(),
         }
     })
 }
