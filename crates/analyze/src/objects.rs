@@ -368,10 +368,19 @@ impl Objects {
             v
         });
         // Where those events are, stream by stream in parallel (the events
-        // are read once, the objects then made in stream order).
+        // are read once, the objects then made in stream order), looked for
+        // only in a stream that has events of such kinds (the kinds of its
+        // events are known with its intervals, which every analysis needs).
         let hits: Vec<Vec<u32>> = streams
             .par_iter()
             .map(|s| {
+                let bits = crate::intervals::kind_bits(s);
+                let any = bits.iter().enumerate().any(|(w, &b)| {
+                    b != 0 && (0..64).any(|i| b & (1 << i) != 0 && wanted[w * 64 + i])
+                });
+                if !any {
+                    return Vec::new();
+                }
                 (0u32..)
                     .zip(&s.events)
                     .filter(|(_, e)| wanted[e.kind as usize])
