@@ -426,6 +426,7 @@ struct BytesOf {
 impl BytesOf {
     const UNKNOWN: u16 = u16::MAX;
     const NONE: u16 = u16::MAX - 1;
+    const SLOW: u16 = u16::MAX - 2;
 
     fn new(s: &Stream) -> BytesOf {
         BytesOf {
@@ -434,12 +435,15 @@ impl BytesOf {
         }
     }
 
-    fn get(&mut self, s: &Stream, e: &Event) -> u64 {
+    /// Where the size argument of events like `e` is: a word of their
+    /// arguments, [`BytesOf::NONE`] (they move none), or [`BytesOf::SLOW`]
+    /// (to be found by [`bytes_of`] for each).
+    fn word(&mut self, e: &Event) -> u16 {
         if e.user().is_some() {
-            return 0;
+            return Self::NONE;
         }
         if (e.kind as usize) >= DENSE_KINDS || e.phase > 3 || e.flags > 3 {
-            return bytes_of(s, e);
+            return Self::SLOW;
         }
         if self.at.is_empty() {
             self.at = vec![Self::UNKNOWN; DENSE_KINDS << 4];
@@ -448,13 +452,55 @@ impl BytesOf {
         if self.at[i] == Self::UNKNOWN {
             self.at[i] = gaspard_format::codec::bytes_arg(e.kind, e.phase, self.pts_words, e.flags)
                 .and_then(|w| u16::try_from(w).ok())
-                .filter(|&w| w < Self::NONE)
+                .filter(|&w| w < Self::SLOW)
                 .unwrap_or(Self::NONE);
         }
-        match self.at[i] {
-            Self::NONE => 0,
-            w => s.args(e).get(w as usize).copied().unwrap_or(0),
+        self.at[i]
+    }
+}
+
+/// Each event's (key, callsite) slot and where its size argument is, found
+/// once per shape of events (kind, phase, flags, callsite, user event and
+/// function: a stream has few) and kept in a direct-mapped table, rather
+/// than asked of [`Slots`] and [`BytesOf`] for every event.
+struct Shapes {
+    /// The shape held by each entry ([`Shapes::shape`]).
+    keys: Vec<Option<(u64, u64)>>,
+    /// Its (key, callsite) slot ([`Shapes::TOOL`] for the tool's own
+    /// events, left out of the profile) and its [`BytesOf::word`].
+    vals: Vec<(u32, u16)>,
+}
+
+impl Shapes {
+    /// Entries: a power of two.
+    const SIZE: usize = 1024;
+    /// The slot of the tool's own events.
+    const TOOL: u32 = u32::MAX;
+
+    fn new() -> Shapes {
+        Shapes {
+            keys: vec![None; Self::SIZE],
+            vals: vec![(0, 0); Self::SIZE],
         }
+    }
+
+    /// What tells events apart for the profile, in two words.
+    #[inline(always)]
+    fn shape(e: &Event) -> (u64, u64) {
+        (
+            u64::from(e.kind)
+                | u64::from(e.phase) << 16
+                | u64::from(e.flags) << 24
+                | u64::from(e.callsite) << 32,
+            u64::from(e.user) | u64::from(e.text) << 32,
+        )
+    }
+
+    /// `e`'s entry.
+    #[inline(always)]
+    fn at((a, b): (u64, u64)) -> usize {
+        let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        (h >> (64 - Self::SIZE.trailing_zeros())) as usize
     }
 }
 
@@ -470,26 +516,43 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         )
     };
     let mut slots = Slots::default();
-    let mut bytes_of = BytesOf::new(s);
+    let mut words = BytesOf::new(s);
+    let mut shapes = Shapes::new();
     // Each event's (key, callsite) slot, for its interval to find again.
     let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
     for e in &s.events {
-        if tool_kind(e.kind) {
-            site_of_event.push(u32::MAX);
+        let shape = Shapes::shape(e);
+        let at = Shapes::at(shape);
+        let (site, word) = if shapes.keys[at] == Some(shape) {
+            shapes.vals[at]
+        } else {
+            // Slots are made as their shapes are first met, in the same
+            // order as without the table.
+            let val = if tool_kind(e.kind) {
+                (Shapes::TOOL, BytesOf::NONE)
+            } else {
+                let key = slots.key_slot(e);
+                (slots.site_slot(key, e.callsite) as u32, words.word(e))
+            };
+            shapes.keys[at] = Some(shape);
+            shapes.vals[at] = val;
+            val
+        };
+        site_of_event.push(site);
+        if site == Shapes::TOOL {
             continue;
         }
-        let bytes = bytes_of.get(s, e);
-        let touch = |st: &mut Stats| {
-            if e.phase != 1 {
-                st.count += 1;
-            }
-            // Saturating: a damaged size argument may be anything.
-            st.bytes = st.bytes.saturating_add(bytes);
+        let bytes = match word {
+            BytesOf::NONE => 0,
+            BytesOf::SLOW => bytes_of(s, e),
+            w => s.args(e).get(w as usize).copied().unwrap_or(0),
         };
-        let key = slots.key_slot(e);
-        let site = slots.site_slot(key, e.callsite);
-        touch(&mut slots.sites[site].1);
-        site_of_event.push(site as u32);
+        let st = &mut slots.sites[site as usize].1;
+        if e.phase != 1 {
+            st.count += 1;
+        }
+        // Saturating: a damaged size argument may be anything.
+        st.bytes = st.bytes.saturating_add(bytes);
     }
     // The end of the time covered so far by each key's intervals: they come
     // by start time, so that the part of one past that end is new (all of
@@ -988,4 +1051,42 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
         )?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// More shapes of events than [`Shapes`] has entries, met in turn so
+    /// that they keep pushing each other out: every callsite still gets its
+    /// own counts, bytes and intervals, and the tool's own events none.
+    #[test]
+    fn many_shapes_keep_their_own_statistics() {
+        let put = kinds::UPC_MEMPUT;
+        let sites = 3 * Shapes::SIZE as u32;
+        let mut s = Stream::empty("h-1", 0, 0, 16);
+        let mut t = 0;
+        for round in 0..3u64 {
+            for site in 0..sites {
+                let n = u64::from(site) + round;
+                s.push_named(t, put, 0, site, &[("n", n)]);
+                s.push_named(t + u64::from(site % 7) + 1, put, 1, site, &[("n", n)]);
+                s.push(t + 10, kinds::GASPARD_INIT, 2, site, &[0]);
+                t += 20;
+            }
+        }
+        let (thread, by_site) = stream_profile(&Trace::default(), &s);
+        let name = "GASP_UPC_MEMPUT".to_string();
+        for site in 0..sites {
+            let st = &by_site[&(name.clone(), site)];
+            let d = u64::from(site % 7) + 1;
+            assert_eq!(st.count, 3, "site {site}");
+            assert_eq!(st.bytes, 3 * u64::from(site) + 3, "site {site}");
+            assert_eq!((st.intervals, st.sum_ns, st.total_ns), (3, 3 * d, 3 * d));
+            assert_eq!((st.min_ns, st.max_ns), (d, d), "site {site}");
+        }
+        assert_eq!(by_site.len(), sites as usize, "no row for GASPARD_INIT");
+        assert_eq!(thread.by_event.len(), 1);
+        assert_eq!(thread.by_event[0].count, 3 * u64::from(sites));
+    }
 }
