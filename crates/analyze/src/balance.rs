@@ -197,26 +197,57 @@ pub(crate) fn region_kinds() -> &'static [bool] {
 }
 
 /// [`regions_of`], made as a stream's intervals come in order.
-#[derive(Default)]
 pub(crate) struct Regions {
     /// Where each key is in `v`.
     at: HashMap<RegionKey, usize>,
     v: Vec<RegionTime>,
+    /// Per shape of START, its entry of `v` ([`Regions::LEFT_OUT`] for a
+    /// region left out).
+    shapes: crate::shape::Table<u32>,
 }
 
 impl Regions {
     /// A stream has a few regions, mostly: looked for among the first ones,
     /// then in the map (which has every key).
     const NEAR: usize = 8;
+    const LEFT_OUT: u32 = u32::MAX;
+
+    /// For a stream of `events` events.
+    pub(crate) fn new(events: usize) -> Regions {
+        Regions {
+            at: HashMap::default(),
+            v: Vec::new(),
+            shapes: crate::shape::Table::new(events),
+        }
+    }
 
     /// Adds `iv`, an interval of one of the [`region_kinds`] whose START is
     /// `e`.
     #[inline]
     pub(crate) fn add(&mut self, iv: &Interval, e: &Event) {
+        // An interval's callsite is its START's.
+        let shape = crate::shape::of(e);
+        let i = match self.shapes.get(shape) {
+            Some(i) => i,
+            None => {
+                let i = self.entry(iv, e);
+                self.shapes.set(shape, i);
+                i
+            }
+        };
+        if i == Self::LEFT_OUT {
+            return;
+        }
+        let r = &mut self.v[i as usize];
+        r.total = r.total.saturating_add(iv.end.saturating_sub(iv.start));
+    }
+
+    /// The entry of `v` of `iv`, whose START is `e`, made when first met.
+    fn entry(&mut self, iv: &Interval, e: &Event) -> u32 {
         // A user event's interval without the user event's number
         // (damaged) is left out.
         if iv.kind == kinds::GASPARD_USER && e.user().is_none() {
-            return;
+            return Self::LEFT_OUT;
         }
         let key = (e.kind, e.user(), e.text, iv.callsite);
         let v = &mut self.v;
@@ -233,7 +264,7 @@ impl Regions {
                 v.len() - 1
             })
         });
-        v[i].total = v[i].total.saturating_add(iv.end.saturating_sub(iv.start));
+        i as u32
     }
 
     /// The regions, in the order first met.

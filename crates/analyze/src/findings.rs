@@ -373,7 +373,7 @@ fn walk(s: &Stream) -> Walked {
     let mut barriers: Vec<Interval> = Vec::new();
     let mut has_caf = false;
     let mut transfers = TransferTally::new(s);
-    let mut regions = crate::balance::Regions::default();
+    let mut regions = crate::balance::Regions::new(s.events.len());
     for (j, iv) in ivs.iter().enumerate() {
         // The events read for intervals ahead, asked for now (as
         // `crate::intervals::with_events` does): a region's START, a
@@ -868,6 +868,10 @@ struct TransferTally {
     far: HashMap<(u32, u16), usize>,
     nbytes: crate::objects::ArgOf,
     n: crate::objects::ArgOf,
+    /// Per shape of END (at its interval's callsite): the words of its
+    /// `nbytes` and `n` arguments ([`crate::objects::ArgOf::word`]), and
+    /// its entry of `v` once made ([`TransferTally::NO_ENTRY`] before).
+    shapes: crate::shape::Table<(u16, u16, u32)>,
 }
 
 impl TransferTally {
@@ -875,21 +879,46 @@ impl TransferTally {
     /// the first ones, then in a map.
     const NEAR: usize = 8;
 
+    const NO_ENTRY: u32 = u32::MAX;
+
     fn new(s: &Stream) -> TransferTally {
         TransferTally {
             v: Vec::new(),
             far: HashMap::default(),
             nbytes: crate::objects::ArgOf::new(s, "nbytes"),
             n: crate::objects::ArgOf::new(s, "n"),
+            shapes: crate::shape::Table::new(s.events.len()),
         }
     }
 
     /// Adds `iv`, a communication interval of `s` whose END is `end`.
     #[inline]
     fn add(&mut self, s: &Stream, iv: &Interval, end: &crate::trace::Event) {
-        let Some(bytes) = self.nbytes.get(s, end).or_else(|| self.n.get(s, end)) else {
+        use crate::objects::word_of;
+        let shape = crate::shape::at_site(end, iv.callsite);
+        let (nbytes, n, entry) = match self.shapes.get(shape) {
+            Some(x) => x,
+            None => {
+                let x = (self.nbytes.word(end), self.n.word(end), Self::NO_ENTRY);
+                self.shapes.set(shape, x);
+                x
+            }
+        };
+        let words = s.args(end);
+        let Some(bytes) = word_of(words, nbytes).or_else(|| word_of(words, n)) else {
             return;
         };
+        if entry != Self::NO_ENTRY {
+            self.count(entry as usize, bytes, iv);
+            return;
+        }
+        let i = self.entry(iv);
+        self.shapes.set(shape, (nbytes, n, i as u32));
+        self.count(i, bytes, iv);
+    }
+
+    /// The entry of `v` of `iv`'s callsite and kind, made when first met.
+    fn entry(&mut self, iv: &Interval) -> usize {
         let key = (iv.callsite, iv.kind);
         let v = &mut self.v;
         let near = v[..v.len().min(Self::NEAR)]
@@ -908,7 +937,13 @@ impl TransferTally {
                 v.len() - 1
             })
         });
-        let x = &mut v[i];
+        i
+    }
+
+    /// Counts `iv`, moving `bytes`, in entry `i`.
+    #[inline(always)]
+    fn count(&mut self, i: usize, bytes: u64, iv: &Interval) {
+        let x = &mut self.v[i];
         x.count += 1;
         x.bytes = x.bytes.saturating_add(bytes);
         x.time = x.time.saturating_add(iv.end.saturating_sub(iv.start));

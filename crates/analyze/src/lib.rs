@@ -21,6 +21,7 @@ pub mod objects;
 pub mod profile;
 pub mod progress;
 pub mod scan;
+mod shape;
 pub mod summary;
 pub mod symbolize;
 pub mod trace;

@@ -268,6 +268,18 @@ pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
     None
 }
 
+/// No word ([`ArgOf::word`] of an argument events do not have).
+pub(crate) const NO_WORD: u16 = u16::MAX;
+
+/// Word `w` ([`ArgOf::word`]) of `words`, if there.
+#[inline(always)]
+pub(crate) fn word_of(words: &[u64], w: u16) -> Option<u64> {
+    if w == NO_WORD {
+        return None;
+    }
+    words.get(w as usize).copied()
+}
+
 /// One argument of events, by name, as [`arg`] gives it, with where it is
 /// among the words found once per kind, phase and flags (one stream's).
 pub(crate) struct ArgOf {
@@ -295,14 +307,17 @@ impl ArgOf {
         }
     }
 
-    /// `e`'s argument, one of the stream's events.
-    pub(crate) fn get(&mut self, s: &Stream, e: &Event) -> Option<u64> {
+    /// Where the argument is among the words of events like `e` (of its
+    /// kind, phase and flags), as a [`word_of`] index.
+    pub(crate) fn word(&mut self, e: &Event) -> u16 {
         let key = (e.kind, e.phase, e.flags);
         let at = match self.seen.iter().find(|(k, _)| *k == key) {
             Some(&(_, at)) => at,
             None => self.locate(key),
         };
-        s.args(e).get(at?).copied()
+        at.and_then(|w| u16::try_from(w).ok())
+            .filter(|&w| w != NO_WORD)
+            .unwrap_or(NO_WORD)
     }
 
     /// Where the argument is in events of `key`'s kind, phase and flags

@@ -459,50 +459,8 @@ impl BytesOf {
     }
 }
 
-/// Each event's (key, callsite) slot and where its size argument is, found
-/// once per shape of events (kind, phase, flags, callsite, user event and
-/// function: a stream has few) and kept in a direct-mapped table, rather
-/// than asked of [`Slots`] and [`BytesOf`] for every event.
-struct Shapes {
-    /// The shape held by each entry ([`Shapes::shape`]).
-    keys: Vec<Option<(u64, u64)>>,
-    /// Its (key, callsite) slot ([`Shapes::TOOL`] for the tool's own
-    /// events, left out of the profile) and its [`BytesOf::word`].
-    vals: Vec<(u32, u16)>,
-}
-
-impl Shapes {
-    /// Entries: a power of two.
-    const SIZE: usize = 1024;
-    /// The slot of the tool's own events.
-    const TOOL: u32 = u32::MAX;
-
-    fn new() -> Shapes {
-        Shapes {
-            keys: vec![None; Self::SIZE],
-            vals: vec![(0, 0); Self::SIZE],
-        }
-    }
-
-    /// What tells events apart for the profile, in two words.
-    #[inline(always)]
-    fn shape(e: &Event) -> (u64, u64) {
-        (
-            u64::from(e.kind)
-                | u64::from(e.phase) << 16
-                | u64::from(e.flags) << 24
-                | u64::from(e.callsite) << 32,
-            u64::from(e.user) | u64::from(e.text) << 32,
-        )
-    }
-
-    /// `e`'s entry.
-    #[inline(always)]
-    fn at((a, b): (u64, u64)) -> usize {
-        let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> (64 - Self::SIZE.trailing_zeros())) as usize
-    }
-}
+/// The slot of the tool's own events, left out of the profile.
+const TOOL: u32 = u32::MAX;
 
 /// One stream's profile, and its statistics per (name, callsite).
 fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
@@ -517,29 +475,31 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
     };
     let mut slots = Slots::default();
     let mut words = BytesOf::new(s);
-    let mut shapes = Shapes::new();
+    // Each shape's (key, callsite) slot and where its size argument is,
+    // found once per shape rather than asked of `slots` and `words` for
+    // every event.
+    let mut shapes: crate::shape::Table<(u32, u16)> = crate::shape::Table::new(s.events.len());
     // Each event's (key, callsite) slot, for its interval to find again.
     let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
     for e in &s.events {
-        let shape = Shapes::shape(e);
-        let at = Shapes::at(shape);
-        let (site, word) = if shapes.keys[at] == Some(shape) {
-            shapes.vals[at]
-        } else {
-            // Slots are made as their shapes are first met, in the same
-            // order as without the table.
-            let val = if tool_kind(e.kind) {
-                (Shapes::TOOL, BytesOf::NONE)
-            } else {
-                let key = slots.key_slot(e);
-                (slots.site_slot(key, e.callsite) as u32, words.word(e))
-            };
-            shapes.keys[at] = Some(shape);
-            shapes.vals[at] = val;
-            val
+        let shape = crate::shape::of(e);
+        let (site, word) = match shapes.get(shape) {
+            Some(v) => v,
+            None => {
+                // Slots are made as their shapes are first met, in the same
+                // order as without the table.
+                let v = if tool_kind(e.kind) {
+                    (TOOL, BytesOf::NONE)
+                } else {
+                    let key = slots.key_slot(e);
+                    (slots.site_slot(key, e.callsite) as u32, words.word(e))
+                };
+                shapes.set(shape, v);
+                v
+            }
         };
         site_of_event.push(site);
-        if site == Shapes::TOOL {
+        if site == TOOL {
             continue;
         }
         let bytes = match word {
@@ -1057,13 +1017,13 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
 mod tests {
     use super::*;
 
-    /// More shapes of events than [`Shapes`] has entries, met in turn so
+    /// More shapes of events than a shape table has entries, met in turn so
     /// that they keep pushing each other out: every callsite still gets its
     /// own counts, bytes and intervals, and the tool's own events none.
     #[test]
     fn many_shapes_keep_their_own_statistics() {
         let put = kinds::UPC_MEMPUT;
-        let sites = 3 * Shapes::SIZE as u32;
+        let sites = 3 * crate::shape::Table::<()>::MOST as u32;
         let mut s = Stream::empty("h-1", 0, 0, 16);
         let mut t = 0;
         for round in 0..3u64 {
