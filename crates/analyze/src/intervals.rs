@@ -158,17 +158,17 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
 
 /// The stream's intervals, and the kinds of its events ([`Derived`]).
 fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
-    // Open STARTs per kind (kinds below KINDS directly, user events and
-    // larger kinds in a map); each START takes its place in `out` at once,
-    // so that `out` is in START order, and is filled in by its END.
+    // Each START takes its place in `slots` at once, so that they are in
+    // START order, and is filled in by its END. The open STARTs of a kind
+    // (and user event) make a stack, a list through their slots: the top's
+    // slot (plus one; 0: none) per kind below KINDS, per user event below
+    // USERS, and for the other kinds in a map; an open slot's `end_event`
+    // holds the slot under it (plus one).
     const KINDS: usize = 2048;
-    let mut open_kind: Vec<Vec<usize>> = vec![Vec::new(); KINDS];
-    // User events' (by user event below USERS) and the other kinds' (in a map).
     const USERS: usize = 4096;
-    let mut open_user: Vec<Vec<usize>> = Vec::new();
-    let mut open_other: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
-    // An interval whose END is not met keeps `end_event` at `u32::MAX` (no
-    // event's index) and is dropped at the end.
+    let mut top_kind: Vec<u32> = vec![0; KINDS];
+    let mut top_user: Vec<u32> = Vec::new();
+    let mut top_other: HashMap<(u16, Option<u32>), u32> = HashMap::default();
     // At most one interval per two events, mostly: reserved at once without
     // a pass to count the STARTs (a stream's events are megabytes to read).
     let mut slots: Vec<Interval> = Vec::with_capacity(s.events.len() / 2 + 1);
@@ -183,33 +183,36 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         if e.phase > 1 {
             continue;
         }
-        let stack = match e.user() {
-            None if (e.kind as usize) < KINDS => &mut open_kind[e.kind as usize],
+        let top = match e.user() {
+            None if (e.kind as usize) < KINDS => &mut top_kind[e.kind as usize],
             Some(u) if (u as usize) < USERS && e.kind == gaspard_format::kinds::GASPARD_USER => {
                 let u = u as usize;
-                if u >= open_user.len() {
-                    open_user.resize(u + 1, Vec::new());
+                if u >= top_user.len() {
+                    top_user.resize(u + 1, 0);
                 }
-                &mut open_user[u]
+                &mut top_user[u]
             }
-            user => open_other.entry((e.kind, user)).or_default(),
+            user => top_other.entry((e.kind, user)).or_default(),
         };
         if e.phase == 0 {
             open += 1;
             in_order &= e.t_ns >= last_start;
             last_start = e.t_ns;
-            stack.push(slots.len());
             slots.push(Interval {
                 kind: e.kind,
                 start: e.t_ns,
                 end: u64::MAX,
                 callsite: e.callsite,
                 start_event: i as u32,
-                end_event: u32::MAX,
+                end_event: *top,
             });
-        } else if let Some(slot) = stack.pop() {
+            // Streams hold at most u32::MAX events: a slot number plus one
+            // holds in u32.
+            *top = slots.len() as u32;
+        } else if *top > 0 {
             open -= 1;
-            let iv = &mut slots[slot];
+            let iv = &mut slots[*top as usize - 1];
+            *top = iv.end_event;
             // An END stamped before its START (a clock that went
             // backwards) closes an empty interval: `end >= start` always.
             iv.end = e.t_ns.max(iv.start);
@@ -218,6 +221,16 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
     }
     let mut out = slots;
     if open > 0 {
+        // The STARTs left open: no END.
+        let tops = top_kind.iter().chain(&top_user).chain(top_other.values());
+        for &top in tops {
+            let mut at = top;
+            while at > 0 {
+                let iv = &mut out[at as usize - 1];
+                at = iv.end_event;
+                iv.end_event = u32::MAX;
+            }
+        }
         out.retain(|iv| iv.end_event != u32::MAX);
     }
     // Time that went backwards (another core's clock) can break START order
@@ -226,4 +239,95 @@ fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
         out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
     }
     (out, kinds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Stream;
+
+    /// The intervals as matching STARTs and ENDs on a stack per kind and
+    /// user event gives them, the plain way, in START order.
+    fn plain(s: &Stream) -> Vec<(u16, u64, u64, u32, u32, u32)> {
+        let mut open: HashMap<(u16, Option<u32>), Vec<usize>> = HashMap::default();
+        type Iv = (u16, u64, u64, u32, u32, u32);
+        let mut out: Vec<Option<Iv>> = Vec::new();
+        for (i, e) in s.events.iter().enumerate() {
+            let stack = open.entry((e.kind, e.user())).or_default();
+            match e.phase {
+                0 => {
+                    stack.push(out.len());
+                    out.push(None);
+                    let at = out.len() - 1;
+                    out[at] = Some((e.kind, e.t_ns, u64::MAX, e.callsite, i as u32, u32::MAX));
+                }
+                1 => {
+                    if let Some(at) = stack.pop() {
+                        let iv = out[at].as_mut().unwrap();
+                        iv.2 = e.t_ns.max(iv.1);
+                        iv.5 = i as u32;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut v: Vec<_> = out
+            .into_iter()
+            .flatten()
+            .filter(|iv| iv.5 != u32::MAX)
+            .collect();
+        if !v.is_sorted_by_key(|iv| iv.1) {
+            v.sort_by_key(|iv| (iv.1, std::cmp::Reverse(iv.2)));
+        }
+        v
+    }
+
+    /// Nested and interleaved kinds, user events, kinds past the table,
+    /// STARTs never closed (under closed ones too) and ENDs without a START:
+    /// the same intervals as the plain matching, seed after seed.
+    #[test]
+    fn matching_on_linked_stacks_is_plain_matching() {
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move |n: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % n
+        };
+        for seed in 0..200 {
+            let mut s = Stream::empty("h-1", 0, 0, 16);
+            let mut t = 0u64;
+            for _ in 0..(50 + seed * 3) {
+                let kind =
+                    [3u16, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER][next(5) as usize];
+                let phase = [0u8, 0, 1, 1, 2][next(5) as usize];
+                // Now and then, a clock that goes backwards.
+                t = if next(20) == 0 {
+                    t.saturating_sub(5)
+                } else {
+                    t + next(3)
+                };
+                s.push(t, kind, phase, next(4) as u32, &[]);
+                if kind == gaspard_format::kinds::GASPARD_USER {
+                    let e = s.events.last_mut().unwrap();
+                    e.user = next(3) as u32;
+                }
+            }
+            let got: Vec<_> = compute(&s)
+                .0
+                .iter()
+                .map(|iv| {
+                    (
+                        iv.kind,
+                        iv.start,
+                        iv.end,
+                        iv.callsite,
+                        iv.start_event,
+                        iv.end_event,
+                    )
+                })
+                .collect();
+            assert_eq!(got, plain(&s), "seed {seed}");
+        }
+    }
 }
