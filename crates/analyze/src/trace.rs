@@ -1466,8 +1466,10 @@ pub(crate) fn chunk_callsite(
 /// to its `arg_words`) as the chunk is decoded, with their times in ticks
 /// (`t_ns` is in ns once the stream's clock is known), and callsite and user
 /// event numbers of the stream's own (renumbered by the reader in stream
-/// order).
-struct Convert<'a> {
+/// order). `LIGHT`: for [`Reading::Light`]; `CHECK`: whether the chunk could
+/// pass [`MAX_STREAM_EVENTS`] events or argument words (each event is
+/// checked then; most chunks cannot).
+struct Convert<'a, const LIGHT: bool, const CHECK: bool> {
     events: &'a mut Vec<Event>,
     arg_words: &'a mut Vec<u64>,
     local: &'a mut Local,
@@ -1475,11 +1477,10 @@ struct Convert<'a> {
     /// Set when an event would pass [`MAX_STREAM_EVENTS`] events or
     /// argument words: it and the chunk's later events are not kept.
     full: bool,
-    /// For what the trace as a whole needs of a stream ([`Reading::Light`]):
-    /// every event numbers callsites, texts and user events, and only the
-    /// first event, clock measurements and events with a code address are
-    /// kept; the others are counted in `seen`.
-    light: bool,
+    /// Light (`LIGHT`), for what the trace as a whole needs of a stream
+    /// ([`Reading::Light`]): every event numbers callsites, texts and user
+    /// events, and only the first event, clock measurements and events with
+    /// a code address are kept; the others are counted in `seen`.
     seen: &'a mut u64,
     /// [`kind_classes`], looked up once per chunk.
     classes: &'static [u8],
@@ -1554,7 +1555,7 @@ impl Local {
     }
 }
 
-impl Convert<'_> {
+impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
     /// The [`KindClass`] bits of `kind`.
     #[inline(always)]
     fn class(&self, kind: u16) -> u8 {
@@ -1563,7 +1564,9 @@ impl Convert<'_> {
     }
 }
 
-impl gaspard_format::codec::Sink for Convert<'_> {
+impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
+    for Convert<'_, LIGHT, CHECK>
+{
     fn string(&mut self, id: u32, s: String) {
         self.defs.strings.insert(id, s);
     }
@@ -1575,14 +1578,14 @@ impl gaspard_format::codec::Sink for Convert<'_> {
     }
     #[inline(always)]
     fn wants_args(&mut self, kind: u16) -> bool {
-        !self.light || self.class(kind) & KindClass::LIGHT_ARGS != 0
+        !LIGHT || self.class(kind) & KindClass::LIGHT_ARGS != 0
     }
 
     #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
         let site = self.defs.site(e.callsite, self.local);
         let class = self.class(e.kind);
-        if self.light {
+        if LIGHT {
             if self.full || *self.seen >= MAX_STREAM_EVENTS as u64 {
                 self.full = true;
                 return;
@@ -1607,9 +1610,10 @@ impl gaspard_format::codec::Sink for Convert<'_> {
             }
             None => words,
         };
-        if self.full
-            || self.events.len() >= MAX_STREAM_EVENTS
-            || self.arg_words.len() + args.len() > MAX_STREAM_EVENTS
+        if CHECK
+            && (self.full
+                || self.events.len() >= MAX_STREAM_EVENTS
+                || self.arg_words.len() + args.len() > MAX_STREAM_EVENTS)
         {
             self.full = true;
             return;
@@ -1790,21 +1794,37 @@ fn read_stream(
             local.last_args = vec![(0, 0); SHARED_ARG_KINDS];
         }
         let before = (events.len(), arg_words.len(), local.lens());
-        let mut sink = Convert {
-            events: &mut events,
-            arg_words: &mut arg_words,
-            local: &mut local,
-            defs,
-            full: false,
-            light,
-            seen: &mut seen,
-            classes: kind_classes(),
+        let seen_before = seen;
+        // An event takes two bytes at least (its record and its time), and
+        // has at most 256 argument words (a user event's id, and 255 words).
+        let roomy = events.len().saturating_add(payload.len()) <= MAX_STREAM_EVENTS
+            && arg_words
+                .len()
+                .saturating_add(payload.len().saturating_mul(256))
+                <= MAX_STREAM_EVENTS;
+        macro_rules! convert {
+            ($light:literal, $check:literal) => {{
+                let mut sink = Convert::<$light, $check> {
+                    events: &mut events,
+                    arg_words: &mut arg_words,
+                    local: &mut local,
+                    defs: &mut *defs,
+                    full: false,
+                    seen: &mut seen,
+                    classes: kind_classes(),
+                };
+                let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
+                (decoded, sink.full)
+            }};
+        }
+        let (decoded, full) = match (light, roomy) {
+            (true, _) => convert!(true, true),
+            (false, true) => convert!(false, false),
+            (false, false) => convert!(false, true),
         };
-        let seen_before = *sink.seen;
-        let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
-        if sink.full {
+        if full {
             // The chunk is left out whole, and every chunk after it.
-            *sink.seen = seen_before;
+            seen = seen_before;
             events.truncate(before.0);
             arg_words.truncate(before.1);
             local.truncate(before.2);
