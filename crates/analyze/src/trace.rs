@@ -1582,6 +1582,33 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
     }
 
     #[inline]
+    fn event_same_args(&mut self, e: gaspard_format::codec::Event, words: &[u64]) {
+        // The previous event of the kind in the chunk was kept with the same
+        // words, and `last_args` holds where (every kind below
+        // SHARED_ARG_KINDS): they are shared without comparing them. The
+        // light reading does not keep every event; a function's first word
+        // names it (numbered by `event`).
+        let named = self.class(e.kind) & KindClass::NAMED != 0;
+        match self.local.last_args.get(e.kind as usize) {
+            Some(&(at, n)) if !LIGHT && !CHECK && !named && n as usize == words.len() => {
+                let site = self.defs.site(e.callsite, self.local);
+                self.events.push(Event {
+                    t_ns: e.ts,
+                    kind: e.kind,
+                    phase: e.phase,
+                    flags: e.flags,
+                    callsite: site,
+                    args_at: at,
+                    nargs: n,
+                    text: NO_TEXT,
+                    user: NO_USER,
+                });
+            }
+            _ => self.event(e, None, words),
+        }
+    }
+
+    #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
         let site = self.defs.site(e.callsite, self.local);
         let class = self.class(e.kind);

@@ -646,6 +646,13 @@ pub trait Sink {
     /// An event: `e.args_start` and `e.nargs` are not set; its user event id
     /// (for `GASPARD_USER`) and its argument words come apart.
     fn event(&mut self, e: Event, user: Option<u64>, args: &[u64]);
+    /// An event of a system kind whose argument words are those of the
+    /// previous event of its kind in the chunk (as the chunk says, without
+    /// comparing them): by default, [`Sink::event`].
+    #[inline(always)]
+    fn event_same_args(&mut self, e: Event, args: &[u64]) {
+        self.event(e, None, args)
+    }
     /// Whether the argument words of events of the system kind `kind` are
     /// wanted: when not, they are skipped (not decoded) and [`Sink::event`]
     /// gets none. The answer must be the same for a kind all along a chunk
@@ -844,7 +851,11 @@ pub fn decode_into<S: Sink>(
         } else {
             &scratch
         };
-        out.event(e, key.1, args);
+        if same && wanted && key.1.is_none() {
+            out.event_same_args(e, args);
+        } else {
+            out.event(e, key.1, args);
+        }
         last = Some(key);
         last_site = site;
         last_ts = ts;
