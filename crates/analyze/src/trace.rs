@@ -1404,7 +1404,7 @@ impl ChunkDefs {
     }
 
     /// The stream's number of callsite `id` of the chunk.
-    #[inline]
+    #[inline(always)]
     fn site(&mut self, id: u32, local: &mut Local) -> u32 {
         let at = id as usize;
         if at < DENSE_SITES {
