@@ -369,7 +369,10 @@ fn walk(s: &Stream) -> Walked {
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let ivs = intervals(s);
     let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
-    let mut spans: Vec<(u64, u64)> = Vec::new();
+    // Reserved for every interval: no copies as it grows (most intervals are
+    // synchronization or communication, mostly; the memory of those that
+    // are not is never touched, and given back at the end).
+    let mut spans: Vec<(u64, u64)> = Vec::with_capacity(ivs.len());
     let mut barriers: Vec<Interval> = Vec::new();
     let mut has_caf = false;
     let mut transfers = TransferTally::new(s);
@@ -482,8 +485,13 @@ struct Busy {
 }
 
 impl Busy {
-    /// Of `spans`, in time order and not overlapping.
-    fn of(spans: Vec<(u64, u64)>) -> Busy {
+    /// Of `spans`, in time order and not overlapping (made to their size
+    /// when they hold less than half what was reserved).
+    #[inline(never)]
+    fn of(mut spans: Vec<(u64, u64)>) -> Busy {
+        if spans.len() < spans.capacity() / 2 {
+            spans.shrink_to_fit();
+        }
         let mut prefix = Vec::with_capacity(spans.len() + 1);
         prefix.push(0);
         for &(a, b) in &spans {
