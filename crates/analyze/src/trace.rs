@@ -907,6 +907,33 @@ pub(crate) fn finish_bodies(
         .into_par_iter()
         .zip(numbering.ids.par_iter())
         .map(|((mut s, clock), (site_ids, user_ids, text_ids))| {
+            // Most streams number as their process does (streams of one
+            // program meet its callsites in the same order): their events
+            // keep their numbers, and only their times are made ns. A
+            // callsite past the stream's own is the trace's `nowhere`.
+            let same = |ids: &[u32]| ids.iter().enumerate().all(|(i, &n)| n == i as u32);
+            let (sites, users, texts) = (
+                site_ids.len() as u32,
+                user_ids.len() as u32,
+                text_ids.len() as u32,
+            );
+            if same(site_ids) && same(user_ids) && same(text_ids) {
+                for e in &mut s.events {
+                    if let Some(c) = &clock {
+                        e.t_ns = c.ns_u64(e.t_ns);
+                    }
+                    if e.callsite >= sites {
+                        e.callsite = numbering.nowhere;
+                    }
+                    if e.user != NO_USER && e.user >= users {
+                        e.user = NO_USER;
+                    }
+                    if e.text != NO_TEXT && e.text >= texts {
+                        e.text = NO_TEXT;
+                    }
+                }
+                return s;
+            }
             for e in &mut s.events {
                 if let Some(c) = &clock {
                     e.t_ns = c.ns_u64(e.t_ns);
