@@ -9,7 +9,9 @@
 #
 # Settings (environment): EVENTS in all (20000000), PROCS (64), THREADS (4),
 # REPEATS (3), IN_MEMORY (1: `gaspard report --in-memory`, the trace read whole
-# rather than one process at a time).
+# rather than one process at a time), BEFORE (the path of another gaspard
+# binary, say an earlier build: run in turn with this one on the same trace,
+# its report checked to be the same, and its times given beside).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -19,6 +21,7 @@ PROCS=${PROCS:-64}
 THREADS=${THREADS:-4}
 REPEATS=${REPEATS:-3}
 IN_MEMORY=${IN_MEMORY:-0}
+BEFORE=${BEFORE:-}
 LOW=()
 [ "$IN_MEMORY" = 1 ] && LOW=(--in-memory)
 say() { printf '%s\n' "$*" >&2; }
@@ -34,11 +37,20 @@ generate_trace "$WORK/trace" "$EVENTS" "$PROCS" "$THREADS"
 T1=$(date +%s.%N)
 BYTES=$(du -sb "$WORK/trace" | cut -f1)
 
-say "== gaspard report, $REPEATS runs"
+say "== gaspard report, $REPEATS runs${BEFORE:+, in turn with $BEFORE}"
 : >"$WORK/times"
+: >"$WORK/before_times"
 for ((r = 0; r < REPEATS; r++)); do
   /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$ROOT/target/release/gaspard" report "$WORK/trace" --json "${LOW[@]}" >"$WORK/report.json"
   cat "$WORK/t" >>"$WORK/times"
+  if [ -n "$BEFORE" ]; then
+    /usr/bin/time -f "%e %U %S %M" -o "$WORK/t" "$BEFORE" report "$WORK/trace" --json "${LOW[@]}" >"$WORK/before.json"
+    cat "$WORK/t" >>"$WORK/before_times"
+    if ! cmp -s "$WORK/report.json" "$WORK/before.json"; then
+      say "analysis.sh: the report of $BEFORE differs from this build's"
+      exit 1
+    fi
+  fi
 done
 N=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["events"])' "$WORK/report.json")
 
@@ -58,7 +70,7 @@ for ((r = 0; r < REPEATS; r++)); do
   "$ROOT/target/release/examples/read_floor" "$WORK/trace" 1 >>"$WORK/floor_times"
 done
 
-python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" "$IN_MEMORY" "$WORK/floor_times" <<'EOF'
+python3 - "$WORK/times" "$N" "$PROCS" "$THREADS" "$BYTES" "$T0" "$T1" "$EVENTS" "$WORK/otf2_times" "$IN_MEMORY" "$WORK/floor_times" "$WORK/before_times" "$BEFORE" <<'EOF'
 import statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
 n, procs, threads, size = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -77,6 +89,12 @@ print()
 print("| events | wall (median) | CPU (median) | events/s (wall) | events/s per CPU second | peak memory |")
 print("|---|---|---|---|---|---|")
 print(f"| {n:,} | {wall:.2f} s | {cpu:.2f} s | {n / wall / 1e6:.2f} M | {n / cpu / 1e6:.2f} M | {rss:.0f} MiB ({rss * 1048576 / n:.0f} bytes/event) |")
+before = [list(map(float, l.split())) for l in open(sys.argv[12]) if l.strip()]
+if before:
+    bw = statistics.median(r[0] for r in before)
+    bc = statistics.median(r[1] + r[2] for r in before)
+    br = max(r[3] for r in before) / 1024
+    print(f"| before (`{sys.argv[13]}`, run in turn, the same report) | {bw:.2f} s | {bc:.2f} s | {n / bw / 1e6:.2f} M | {n / bc / 1e6:.2f} M | {br:.0f} MiB |")
 otf2 = [dict(kv.split("=") for kv in l.split()) for l in open(sys.argv[9]) if l.strip()]
 if otf2:
     ev = int(otf2[0]["events"])

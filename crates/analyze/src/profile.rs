@@ -462,28 +462,42 @@ impl BytesOf {
 /// The slot of the tool's own events, left out of the profile.
 const TOOL: u32 = u32::MAX;
 
-/// One stream's profile, and its statistics per (name, callsite).
-fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
-    let tool_kind = |k: u16| {
-        matches!(
-            k,
-            kinds::GASPARD_INIT
-                | kinds::GASPARD_MEASUREMENT
-                | kinds::GASPARD_LOST
-                | kinds::GASPARD_CLOCK_SYNC
-        )
-    };
-    let mut slots = Slots::default();
-    let mut words = BytesOf::new(s);
-    // Each shape's (key, callsite) slot and where its size argument is,
-    // found once per shape rather than asked of `slots` and `words` for
-    // every event.
-    let mut shapes: crate::shape::Table<(u32, u16)> = crate::shape::Table::new(s.events.len());
-    // Each event's (key, callsite) slot, for its interval to find again.
-    let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
-    for e in &s.events {
+/// Whether a kind is the tool's own, left out of the profile.
+fn tool_kind(k: u16) -> bool {
+    matches!(
+        k,
+        kinds::GASPARD_INIT
+            | kinds::GASPARD_MEASUREMENT
+            | kinds::GASPARD_LOST
+            | kinds::GASPARD_CLOCK_SYNC
+    )
+}
+
+/// The counting of a stream's events in the slots of their (key, callsite).
+struct Scan {
+    slots: Slots,
+    words: BytesOf,
+    /// Each shape's (key, callsite) slot and where its size argument is,
+    /// found once per shape rather than asked of `slots` and `words` for
+    /// every event.
+    shapes: crate::shape::Table<(u32, u16)>,
+}
+
+impl Scan {
+    /// For the events of `s`.
+    fn new(s: &Stream) -> Scan {
+        Scan {
+            slots: Slots::default(),
+            words: BytesOf::new(s),
+            shapes: crate::shape::Table::new(s.events.len()),
+        }
+    }
+
+    /// The slot of `e` and where its size argument is; counted in the slot.
+    #[inline(always)]
+    fn count(&mut self, s: &Stream, e: &Event) -> u32 {
         let shape = crate::shape::of(e);
-        let (site, word) = match shapes.get(shape) {
+        let (site, word) = match self.shapes.get(shape) {
             Some(v) => v,
             None => {
                 // Slots are made as their shapes are first met, in the same
@@ -491,29 +505,41 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
                 let v = if tool_kind(e.kind) {
                     (TOOL, BytesOf::NONE)
                 } else {
-                    let key = slots.key_slot(e);
-                    (slots.site_slot(key, e.callsite) as u32, words.word(e))
+                    let key = self.slots.key_slot(e);
+                    (
+                        self.slots.site_slot(key, e.callsite) as u32,
+                        self.words.word(e),
+                    )
                 };
-                shapes.set(shape, v);
+                self.shapes.set(shape, v);
                 v
             }
         };
-        site_of_event.push(site);
         if site == TOOL {
-            continue;
+            return site;
         }
         let bytes = match word {
             BytesOf::NONE => 0,
             BytesOf::SLOW => bytes_of(s, e),
             w => s.args(e).get(w as usize).copied().unwrap_or(0),
         };
-        let st = &mut slots.sites[site as usize].1;
+        let st = &mut self.slots.sites[site as usize].1;
         if e.phase != 1 {
             st.count += 1;
         }
         // Saturating: a damaged size argument may be anything.
         st.bytes = st.bytes.saturating_add(bytes);
+        site
     }
+}
+
+/// The statistics of the slots of `s`: each event counted in the slot of
+/// its (key, callsite), then each interval in its START's slot.
+fn scan(s: &Stream) -> Slots {
+    let mut scan = Scan::new(s);
+    // Each event's (key, callsite) slot, for its interval to find again.
+    let site_of_event: Vec<u32> = s.events.iter().map(|e| scan.count(s, e)).collect();
+    let mut slots = scan.slots;
     // The end of the time covered so far by each key's intervals: they come
     // by start time, so that the part of one past that end is new (all of
     // it, but for a call within another of the same function: recursion),
@@ -535,6 +561,12 @@ fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
         *c = (*c).max(iv.end);
         slots.sites[site].1.add_interval(d, new);
     }
+    slots
+}
+
+/// One stream's profile, and its statistics per (name, callsite).
+fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
+    let mut slots = scan(s);
     // Each key's statistics from those of its callsites (saturating sums
     // of non-negative numbers do not depend on their order).
     for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
