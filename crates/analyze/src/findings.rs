@@ -369,9 +369,9 @@ fn walk(s: &Stream) -> Walked {
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let ivs = intervals(s);
     let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
-    // Reserved for every interval: no copies as it grows (most intervals are
-    // synchronization or communication, mostly; the memory of those that
-    // are not is never touched, and given back at the end).
+    // Reserved for every interval: no copies as it grows (in most programs,
+    // most intervals are synchronization or communication; the memory left
+    // for the others is never touched, and is given back at the end).
     let mut spans: Vec<(u64, u64)> = Vec::with_capacity(ivs.len());
     let mut barriers: Vec<Interval> = Vec::new();
     let mut has_caf = false;
