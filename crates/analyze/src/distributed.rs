@@ -207,6 +207,30 @@ fn summarize_alone(
     let read: Vec<&StreamHead> = heads.iter().filter_map(|h| h.stream.as_ref()).collect();
     let numbering = trace::number(&mut tp, &read);
     let lens = (tp.callsites.len(), tp.user_events.len(), tp.texts.len());
+    // Without clock measurements (and with clocks that keep the order of
+    // times), the span of the process's events is known from what the
+    // reading saw, and their times are made ns from the earliest as they are
+    // converted: no pass of its own for the span, the clock measurements
+    // or the shift.
+    let read_span = trace::span_read(&bodies)
+        .filter(|span| span.is_none_or(|(lo, hi)| hi - lo <= trace::MAX_T_NS));
+    if let Some(span) = read_span {
+        let base = span.map_or(0, |(lo, _)| lo);
+        let streams = trace::finish_bodies_from(dir, bodies, &numbering, true, base);
+        let firsts = streams
+            .iter()
+            .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns + base)))
+            .collect();
+        let late = vec![0; streams.len()];
+        let summaries = summarize(&mut tp, streams, &read_files, &late);
+        return Provisional {
+            clocks: (Vec::new(), firsts),
+            summaries,
+            ids: numbering.ids,
+            lens,
+            span,
+        };
+    }
     let mut streams = trace::finish_bodies(dir, bodies, &numbering, true);
     let corrections = crate::clocksync::apply(&mut streams);
     let firsts = streams

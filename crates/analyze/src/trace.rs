@@ -322,6 +322,12 @@ impl Clock {
             },
         }
     }
+    /// Whether a later time in ticks is never an earlier one in ns
+    /// ([`Clock::ns_u64`] of a clock that does not go backwards).
+    pub(crate) fn keeps_order(&self) -> bool {
+        self.slope > 0.0 && self.slope.is_finite()
+    }
+
     /// [`Clock::ns`], kept within `u64` (times before the clock's start
     /// are 0).
     #[inline]
@@ -658,7 +664,7 @@ pub(crate) struct StreamHead {
 
 /// A stream read, its events numbered by its file, with its process's clock
 /// while their times are still in ticks.
-pub(crate) type Body = (Stream, Option<Clock>);
+pub(crate) type Body = (Stream, Option<Clock>, Seen);
 
 /// The streams' heads (one per stream file, in order) and bodies (one per
 /// stream read, in order), their events given the source positions of
@@ -668,7 +674,8 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
     // Streams with events that have a return address and no source position
     // (looked for only in a stream with a callsite without a file).
     let unplaced = |s: &Stream, local: &Local| {
-        local.sites.iter().any(|c| c.file.is_none())
+        local.seen.codeptr()
+            && local.sites.iter().any(|c| c.file.is_none())
             && s.events.iter().any(|e| {
                 codeptr[e.kind as usize]
                     && local
@@ -695,6 +702,7 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
             continue;
         };
         let mut found = Vec::new();
+        let seen = local.seen;
         if let Some(sym) = sym.as_mut().filter(|_| unplaced(&s, &local)) {
             found = find_sources(sym, &mut s, &local.sites);
         }
@@ -711,7 +719,7 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
                 texts: local.texts,
             }),
         });
-        bodies.push((s, part.clock));
+        bodies.push((s, part.clock, seen));
     }
     (heads, bodies)
 }
@@ -903,10 +911,22 @@ pub(crate) fn finish_bodies(
     numbering: &Numbering,
     caf: bool,
 ) -> Vec<Stream> {
+    finish_bodies_from(dir, bodies, numbering, caf, 0)
+}
+
+/// [`finish_bodies`], with the streams' times in ns from `base` (no event
+/// earlier than `base`: see [`span_read`]).
+pub(crate) fn finish_bodies_from(
+    dir: &Path,
+    bodies: Vec<Body>,
+    numbering: &Numbering,
+    caf: bool,
+    base: u64,
+) -> Vec<Stream> {
     let mut streams: Vec<Stream> = bodies
         .into_par_iter()
         .zip(numbering.ids.par_iter())
-        .map(|((mut s, clock), (site_ids, user_ids, text_ids))| {
+        .map(|((mut s, clock, _), (site_ids, user_ids, text_ids))| {
             // Most streams number as their process does (streams of one
             // program meet its callsites in the same order): their events
             // keep their numbers, and only their times are made ns. A
@@ -919,9 +939,11 @@ pub(crate) fn finish_bodies(
             );
             if same(site_ids) && same(user_ids) && same(text_ids) {
                 for e in &mut s.events {
-                    if let Some(c) = &clock {
-                        e.t_ns = c.ns_u64(e.t_ns);
+                    e.t_ns = match &clock {
+                        Some(c) => c.ns_u64(e.t_ns),
+                        None => e.t_ns,
                     }
+                    .saturating_sub(base);
                     if e.callsite >= sites {
                         e.callsite = numbering.nowhere;
                     }
@@ -935,9 +957,11 @@ pub(crate) fn finish_bodies(
                 return s;
             }
             for e in &mut s.events {
-                if let Some(c) = &clock {
-                    e.t_ns = c.ns_u64(e.t_ns);
+                e.t_ns = match &clock {
+                    Some(c) => c.ns_u64(e.t_ns),
+                    None => e.t_ns,
                 }
+                .saturating_sub(base);
                 e.callsite = site_ids
                     .get(e.callsite as usize)
                     .copied()
@@ -960,12 +984,37 @@ pub(crate) fn finish_bodies(
     streams
 }
 
+/// The earliest and latest times, in ns on their clocks, of the events of
+/// `bodies` (none without events), from what the reading saw: the times of
+/// the earliest and latest ticks, each stream's clock keeping the order of
+/// times. `None` when that cannot tell: a clock that does not (a damaged
+/// one), or a clock measurement (the process's times are then corrected,
+/// which is known only once its events are in ns).
+pub(crate) fn span_read(bodies: &[Body]) -> Option<Option<(u64, u64)>> {
+    let mut span: Option<(u64, u64)> = None;
+    for (_, clock, seen) in bodies {
+        if seen.clock_sync() || clock.as_ref().is_some_and(|c| !c.keeps_order()) {
+            return None;
+        }
+        let Some((lo, hi)) = seen.ticks else {
+            continue;
+        };
+        let ns = |t: u64| clock.as_ref().map_or(t, |c| c.ns_u64(t));
+        let (lo, hi) = (ns(lo), ns(hi));
+        span = Some(match span {
+            Some((a, b)) => (a.min(lo), b.max(hi)),
+            None => (lo, hi),
+        });
+    }
+    Some(span)
+}
+
 /// The streams read with their times in ns, their events still numbered
 /// by their files (enough for the clock corrections).
 pub(crate) fn in_ns(bodies: Vec<Body>) -> Vec<Stream> {
     bodies
         .into_par_iter()
-        .map(|(mut s, clock)| {
+        .map(|(mut s, clock, _)| {
             if let Some(c) = clock {
                 for e in &mut s.events {
                     e.t_ns = c.ns_u64(e.t_ns);
@@ -1207,6 +1256,12 @@ fn kind_classes() -> &'static [u8] {
                 {
                     c |= KindClass::NAMED;
                 }
+                if kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC {
+                    c |= KindClass::CLOCK_SYNC;
+                }
+                if codeptr[k] {
+                    c |= KindClass::CODEPTR;
+                }
                 c
             })
             .collect()
@@ -1225,6 +1280,10 @@ impl KindClass {
     const LIGHT_KEEP: u8 = 2;
     /// Its events name a text or a user event ([`Local::number`]).
     const NAMED: u8 = 4;
+    /// A clock measurement (`GASPARD_CLOCK_SYNC`).
+    const CLOCK_SYNC: u8 = 8;
+    /// Its events may carry a return address (`codeptr`).
+    const CODEPTR: u8 = 16;
 }
 
 /// Kinds whose events may carry a return address (`codeptr`), by number.
@@ -1393,6 +1452,39 @@ pub(crate) struct Local {
     /// before `user_ids`: a user event's START is mostly followed by its
     /// END or by the same event again.
     last_user: Option<(u64, u32)>,
+    /// What the reading saw of the events kept.
+    pub(crate) seen: Seen,
+}
+
+/// What the reading saw of a stream's events: the earliest and latest of
+/// their times, in ticks, and the [`KindClass`] bits of their kinds, or'ed.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Seen {
+    ticks: Option<(u64, u64)>,
+    classes: u8,
+}
+
+impl Seen {
+    /// Adds what a chunk's conversion saw (`lo > hi`: no event).
+    fn add(&mut self, lo: u64, hi: u64, classes: u8) {
+        if lo <= hi {
+            self.ticks = Some(match self.ticks {
+                Some((a, b)) => (a.min(lo), b.max(hi)),
+                None => (lo, hi),
+            });
+        }
+        self.classes |= classes;
+    }
+
+    /// Whether some event is a clock measurement.
+    pub(crate) fn clock_sync(&self) -> bool {
+        self.classes & KindClass::CLOCK_SYNC != 0
+    }
+
+    /// Whether some event may carry a return address.
+    fn codeptr(&self) -> bool {
+        self.classes & KindClass::CODEPTR != 0
+    }
 }
 
 /// Kinds whose events may share their argument words with the previous
@@ -1511,6 +1603,11 @@ struct Convert<'a, const LIGHT: bool, const CHECK: bool> {
     seen: &'a mut u64,
     /// [`kind_classes`], looked up once per chunk.
     classes: &'static [u8],
+    /// The earliest and latest times of the events kept, in ticks, and
+    /// their kinds' classes, or'ed ([`Seen`]).
+    lo: u64,
+    hi: u64,
+    kept_classes: u8,
 }
 
 impl Local {
@@ -1589,6 +1686,14 @@ impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
         // The table has a byte for every u16.
         self.classes.get(kind as usize).copied().unwrap_or(0)
     }
+
+    /// Notes an event kept, at `ts` ticks, of a kind of class `class`.
+    #[inline(always)]
+    fn saw(&mut self, ts: u64, class: u8) {
+        self.lo = self.lo.min(ts);
+        self.hi = self.hi.max(ts);
+        self.kept_classes |= class;
+    }
 }
 
 impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
@@ -1615,10 +1720,12 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
         // SHARED_ARG_KINDS): they are shared without comparing them. The
         // light reading does not keep every event; a function's first word
         // names it (numbered by `event`).
-        let named = self.class(e.kind) & KindClass::NAMED != 0;
+        let class = self.class(e.kind);
+        let named = class & KindClass::NAMED != 0;
         match self.local.last_args.get(e.kind as usize) {
             Some(&(at, n)) if !LIGHT && !CHECK && !named && n as usize == words.len() => {
                 let site = self.defs.site(e.callsite, self.local);
+                self.saw(e.ts, class);
                 self.events.push(Event {
                     t_ns: e.ts,
                     kind: e.kind,
@@ -1672,6 +1779,10 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
             self.full = true;
             return;
         }
+        // (As `saw` does, field by field: `args` may be `defs`' words.)
+        self.lo = self.lo.min(e.ts);
+        self.hi = self.hi.max(e.ts);
+        self.kept_classes |= class;
         let first = args.first().copied();
         let local = &mut *self.local;
         let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, class, first);
@@ -1866,16 +1977,22 @@ fn read_stream(
                     full: false,
                     seen: &mut seen,
                     classes: kind_classes(),
+                    lo: u64::MAX,
+                    hi: 0,
+                    kept_classes: 0,
                 };
                 let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
-                (decoded, sink.full)
+                (decoded, sink.full, (sink.lo, sink.hi, sink.kept_classes))
             }};
         }
-        let (decoded, full) = match (light, roomy) {
+        let (decoded, full, (lo, hi, classes)) = match (light, roomy) {
             (true, _) => convert!(true, true),
             (false, true) => convert!(false, false),
             (false, false) => convert!(false, true),
         };
+        if !full {
+            local.seen.add(lo, hi, classes);
+        }
         if full {
             // The chunk is left out whole, and every chunk after it.
             seen = seen_before;
