@@ -210,6 +210,7 @@ impl Regions {
     /// A stream has a few regions, mostly: looked for among the first ones,
     /// then in the map (which has every key).
     const NEAR: usize = 8;
+    /// The entry of a shape whose intervals are left out.
     const LEFT_OUT: u32 = u32::MAX;
 
     /// For a stream of `events` events.

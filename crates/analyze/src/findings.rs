@@ -887,6 +887,7 @@ impl TransferTally {
     /// the first ones, then in a map.
     const NEAR: usize = 8;
 
+    /// A shape's entry of `v` before it is made.
     const NO_ENTRY: u32 = u32::MAX;
 
     fn new(s: &Stream) -> TransferTally {

@@ -536,10 +536,10 @@ impl Scan {
 /// The statistics of the slots of `s`: each event counted in the slot of
 /// its (key, callsite), then each interval in its START's slot.
 fn scan(s: &Stream) -> Slots {
-    let mut scan = Scan::new(s);
+    let mut counting = Scan::new(s);
     // Each event's (key, callsite) slot, for its interval to find again.
-    let site_of_event: Vec<u32> = s.events.iter().map(|e| scan.count(s, e)).collect();
-    let mut slots = scan.slots;
+    let site_of_event: Vec<u32> = s.events.iter().map(|e| counting.count(s, e)).collect();
+    let mut slots = counting.slots;
     // The end of the time covered so far by each key's intervals: they come
     // by start time, so that the part of one past that end is new (all of
     // it, but for a call within another of the same function: recursion),
