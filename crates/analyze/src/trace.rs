@@ -1477,7 +1477,7 @@ impl Seen {
     }
 
     /// Whether some event is a clock measurement.
-    pub(crate) fn clock_sync(&self) -> bool {
+    fn clock_sync(&self) -> bool {
         self.classes & KindClass::CLOCK_SYNC != 0
     }
 
@@ -1687,12 +1687,32 @@ impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
         self.classes.get(kind as usize).copied().unwrap_or(0)
     }
 
-    /// Notes an event kept, at `ts` ticks, of a kind of class `class`.
+    /// Keeps `e`, of a kind of class `class`, in the stream's numbers
+    /// (`site`, its text and user event `names`), its argument words at
+    /// `args` (where, how many), and notes its time and class ([`Seen`]).
     #[inline(always)]
-    fn saw(&mut self, ts: u64, class: u8) {
-        self.lo = self.lo.min(ts);
-        self.hi = self.hi.max(ts);
+    fn keep(
+        &mut self,
+        e: gaspard_format::codec::Event,
+        class: u8,
+        site: u32,
+        (args_at, nargs): (u32, u32),
+        (text, user): (u32, u32),
+    ) {
+        self.lo = self.lo.min(e.ts);
+        self.hi = self.hi.max(e.ts);
         self.kept_classes |= class;
+        self.events.push(Event {
+            t_ns: e.ts,
+            kind: e.kind,
+            phase: e.phase,
+            flags: e.flags,
+            callsite: site,
+            args_at,
+            nargs,
+            text,
+            user,
+        });
     }
 }
 
@@ -1725,18 +1745,7 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
         match self.local.last_args.get(e.kind as usize) {
             Some(&(at, n)) if !LIGHT && !CHECK && !named && n as usize == words.len() => {
                 let site = self.defs.site(e.callsite, self.local);
-                self.saw(e.ts, class);
-                self.events.push(Event {
-                    t_ns: e.ts,
-                    kind: e.kind,
-                    phase: e.phase,
-                    flags: e.flags,
-                    callsite: site,
-                    args_at: at,
-                    nargs: n,
-                    text: NO_TEXT,
-                    user: NO_USER,
-                });
+                self.keep(e, class, site, (at, n), (NO_TEXT, NO_USER));
             }
             _ => self.event(e, None, words),
         }
@@ -1779,10 +1788,6 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
             self.full = true;
             return;
         }
-        // (As `saw` does, field by field: `args` may be `defs`' words.)
-        self.lo = self.lo.min(e.ts);
-        self.hi = self.hi.max(e.ts);
-        self.kept_classes |= class;
         let first = args.first().copied();
         let local = &mut *self.local;
         let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, class, first);
@@ -1798,17 +1803,7 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
             }
             None => keep_args(arg_words, args),
         };
-        self.events.push(Event {
-            t_ns: e.ts,
-            kind: e.kind,
-            phase: e.phase,
-            flags: e.flags,
-            callsite: site,
-            args_at,
-            nargs,
-            text,
-            user,
-        });
+        self.keep(e, class, site, (args_at, nargs), (text, user));
     }
 }
 
