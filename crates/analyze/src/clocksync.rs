@@ -174,6 +174,7 @@ pub fn apply(streams: &mut [Stream]) -> Vec<Correction> {
                 for e in &mut st.events {
                     e.t_ns = c.correct(e.t_ns);
                 }
+                st.events_changed();
             }
         }
         out.push(c);

@@ -128,7 +128,7 @@ fn my_share(paths: &[PathBuf], tr: &dyn Transport) -> (Vec<usize>, Vec<usize>, V
 /// after the trace's start).
 fn summarize(
     t: &mut Trace,
-    mut streams: Vec<Stream>,
+    streams: Vec<Stream>,
     files: &[usize],
     late: &[u64],
 ) -> Vec<(Placed, StreamSummary)> {
@@ -153,9 +153,6 @@ fn summarize(
                 manifest: None,
             });
         }
-    }
-    for s in &mut streams {
-        s.events_changed();
     }
     t.streams = streams;
     t.objects = crate::objects::Objects::build(&t.streams, &t.callsites);
@@ -216,7 +213,7 @@ fn summarize_alone(
         .filter(|span| span.is_none_or(|(lo, hi)| hi - lo <= trace::MAX_T_NS));
     if let Some(span) = read_span {
         let base = span.map_or(0, |(lo, _)| lo);
-        let streams = trace::finish_bodies_from(dir, bodies, &numbering, true, base);
+        let streams = trace::finish_bodies_from(dir, bodies, &numbering, true, base, true);
         let firsts = streams
             .iter()
             .filter_map(|s| Some((s.process.clone(), s.events.first()?.t_ns + base)))

@@ -128,7 +128,115 @@ pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
 
 pub(crate) fn derived(s: &Stream) -> &Derived {
     s.intervals.get_or_init(|| {
-        let (intervals, kinds) = compute(s);
+        let mut m = Matcher::new(s.events.len());
+        for (i, e) in s.events.iter().enumerate() {
+            m.event(i, e);
+        }
+        m.done()
+    })
+}
+
+/// Sets what is derived from the events of `s` to what `m`, fed every one
+/// of them in order with their final times, found: the pass of
+/// [`derived`] is then not made. For a reading that makes a pass over the
+/// events anyway (to make their times ns), and matches them in it.
+pub(crate) fn set_derived(s: &mut Stream, m: Matcher) {
+    s.intervals = std::sync::OnceLock::from(m.done());
+}
+
+/// Matches STARTs and ENDs as a stream's events are given in order
+/// ([`Matcher::event`]), into its intervals and the other things
+/// [`Derived`] holds ([`Matcher::done`]).
+pub(crate) struct Matcher {
+    // Each START takes its place in `slots` at once, so that they are in
+    // START order, and is filled in by its END. The open STARTs of a kind
+    // (and user event) make a stack, a list through their slots: the top's
+    // slot (plus one; 0: none) per kind below KINDS, per user event below
+    // USERS, and for the other kinds in a map; an open slot's `end_event`
+    // holds the slot under it (plus one).
+    top_kind: Vec<u32>,
+    top_user: Vec<u32>,
+    top_other: HashMap<(u16, Option<u32>), u32>,
+    slots: Vec<Interval>,
+    kinds: Vec<u64>,
+    // STARTs not yet closed, and whether the STARTs came in time order so
+    // far: most streams need neither the pass dropping unclosed intervals
+    // nor the one checking their order.
+    open: usize,
+    in_order: bool,
+    last_start: u64,
+}
+
+impl Matcher {
+    const KINDS: usize = 2048;
+    const USERS: usize = 4096;
+
+    /// For a stream of `events` events.
+    pub(crate) fn new(events: usize) -> Matcher {
+        Matcher {
+            top_kind: vec![0; Self::KINDS],
+            top_user: Vec::new(),
+            top_other: HashMap::default(),
+            // At most one interval per two events, mostly: reserved at once
+            // without a pass to count the STARTs (a stream's events are
+            // megabytes to read).
+            slots: Vec::with_capacity(events / 2 + 1),
+            kinds: vec![0u64; (u16::MAX as usize + 1) / 64],
+            open: 0,
+            in_order: true,
+            last_start: 0,
+        }
+    }
+
+    /// Event `e`, the `i`-th of its stream (with its final time).
+    #[inline(always)]
+    pub(crate) fn event(&mut self, i: usize, e: &Event) {
+        self.kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
+        if e.phase > 1 {
+            return;
+        }
+        let top = match e.user() {
+            None if (e.kind as usize) < Self::KINDS => &mut self.top_kind[e.kind as usize],
+            Some(u)
+                if (u as usize) < Self::USERS && e.kind == gaspard_format::kinds::GASPARD_USER =>
+            {
+                let u = u as usize;
+                if u >= self.top_user.len() {
+                    self.top_user.resize(u + 1, 0);
+                }
+                &mut self.top_user[u]
+            }
+            user => self.top_other.entry((e.kind, user)).or_default(),
+        };
+        if e.phase == 0 {
+            self.open += 1;
+            self.in_order &= e.t_ns >= self.last_start;
+            self.last_start = e.t_ns;
+            self.slots.push(Interval {
+                kind: e.kind,
+                start: e.t_ns,
+                end: u64::MAX,
+                callsite: e.callsite,
+                start_event: i as u32,
+                end_event: *top,
+            });
+            // Streams hold at most u32::MAX events: a slot number plus one
+            // holds in u32.
+            *top = self.slots.len() as u32;
+        } else if *top > 0 {
+            self.open -= 1;
+            let iv = &mut self.slots[*top as usize - 1];
+            *top = iv.end_event;
+            // An END stamped before its START (a clock that went
+            // backwards) closes an empty interval: `end >= start` always.
+            iv.end = e.t_ns.max(iv.start);
+            iv.end_event = i as u32;
+        }
+    }
+
+    /// What was derived from the events given.
+    pub(crate) fn done(self) -> Derived {
+        let (intervals, kinds) = self.intervals();
         // Most streams have no start-up or shutdown event: their intervals
         // are not walked for them.
         let any_startup = kinds.iter().enumerate().any(|(w, &bits)| {
@@ -153,92 +261,36 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
             walked: std::sync::OnceLock::new(),
             epoch_work: std::sync::OnceLock::new(),
         }
-    })
-}
+    }
 
-/// The stream's intervals, and the kinds of its events ([`Derived`]).
-fn compute(s: &Stream) -> (Vec<Interval>, Vec<u64>) {
-    // Each START takes its place in `slots` at once, so that they are in
-    // START order, and is filled in by its END. The open STARTs of a kind
-    // (and user event) make a stack, a list through their slots: the top's
-    // slot (plus one; 0: none) per kind below KINDS, per user event below
-    // USERS, and for the other kinds in a map; an open slot's `end_event`
-    // holds the slot under it (plus one).
-    const KINDS: usize = 2048;
-    const USERS: usize = 4096;
-    let mut top_kind: Vec<u32> = vec![0; KINDS];
-    let mut top_user: Vec<u32> = Vec::new();
-    let mut top_other: HashMap<(u16, Option<u32>), u32> = HashMap::default();
-    // At most one interval per two events, mostly: reserved at once without
-    // a pass to count the STARTs (a stream's events are megabytes to read).
-    let mut slots: Vec<Interval> = Vec::with_capacity(s.events.len() / 2 + 1);
-    let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
-    // STARTs not yet closed, and whether the STARTs came in time order so
-    // far: most streams need neither the pass dropping unclosed intervals
-    // nor the one checking their order.
-    let mut open = 0usize;
-    let (mut in_order, mut last_start) = (true, 0u64);
-    for (i, e) in s.events.iter().enumerate() {
-        kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
-        if e.phase > 1 {
-            continue;
-        }
-        let top = match e.user() {
-            None if (e.kind as usize) < KINDS => &mut top_kind[e.kind as usize],
-            Some(u) if (u as usize) < USERS && e.kind == gaspard_format::kinds::GASPARD_USER => {
-                let u = u as usize;
-                if u >= top_user.len() {
-                    top_user.resize(u + 1, 0);
+    /// The intervals closed, in START order, and the kinds of the events.
+    fn intervals(self) -> (Vec<Interval>, Vec<u64>) {
+        let mut out = self.slots;
+        if self.open > 0 {
+            // The STARTs left open: no END.
+            let tops = self
+                .top_kind
+                .iter()
+                .chain(&self.top_user)
+                .chain(self.top_other.values());
+            for &top in tops {
+                let mut at = top;
+                while at > 0 {
+                    let iv = &mut out[at as usize - 1];
+                    at = iv.end_event;
+                    iv.end_event = u32::MAX;
                 }
-                &mut top_user[u]
             }
-            user => top_other.entry((e.kind, user)).or_default(),
-        };
-        if e.phase == 0 {
-            open += 1;
-            in_order &= e.t_ns >= last_start;
-            last_start = e.t_ns;
-            slots.push(Interval {
-                kind: e.kind,
-                start: e.t_ns,
-                end: u64::MAX,
-                callsite: e.callsite,
-                start_event: i as u32,
-                end_event: *top,
-            });
-            // Streams hold at most u32::MAX events: a slot number plus one
-            // holds in u32.
-            *top = slots.len() as u32;
-        } else if *top > 0 {
-            open -= 1;
-            let iv = &mut slots[*top as usize - 1];
-            *top = iv.end_event;
-            // An END stamped before its START (a clock that went
-            // backwards) closes an empty interval: `end >= start` always.
-            iv.end = e.t_ns.max(iv.start);
-            iv.end_event = i as u32;
+            out.retain(|iv| iv.end_event != u32::MAX);
         }
-    }
-    let mut out = slots;
-    if open > 0 {
-        // The STARTs left open: no END.
-        let tops = top_kind.iter().chain(&top_user).chain(top_other.values());
-        for &top in tops {
-            let mut at = top;
-            while at > 0 {
-                let iv = &mut out[at as usize - 1];
-                at = iv.end_event;
-                iv.end_event = u32::MAX;
-            }
+        // Time that went backwards (another core's clock) can break START
+        // order (of the intervals kept: checked again when the STARTs were
+        // not in order).
+        if !self.in_order && !out.is_sorted_by_key(|i| i.start) {
+            out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
         }
-        out.retain(|iv| iv.end_event != u32::MAX);
+        (out, self.kinds)
     }
-    // Time that went backwards (another core's clock) can break START order
-    // (of the intervals kept: checked again when the STARTs were not in order).
-    if !in_order && !out.is_sorted_by_key(|i| i.start) {
-        out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
-    }
-    (out, kinds)
 }
 
 #[cfg(test)]
@@ -313,8 +365,7 @@ mod tests {
                     e.user = next(3) as u32;
                 }
             }
-            let got: Vec<_> = compute(&s)
-                .0
+            let got: Vec<_> = intervals(&s)
                 .iter()
                 .map(|iv| {
                     (

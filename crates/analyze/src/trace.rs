@@ -911,22 +911,27 @@ pub(crate) fn finish_bodies(
     numbering: &Numbering,
     caf: bool,
 ) -> Vec<Stream> {
-    finish_bodies_from(dir, bodies, numbering, caf, 0)
+    finish_bodies_from(dir, bodies, numbering, caf, 0, false)
 }
 
 /// [`finish_bodies`], with the streams' times in ns from `base` (no event
-/// earlier than `base`: see [`span_read`]).
+/// earlier than `base`: see [`span_read`]). With `final_times` (when
+/// nothing changes the times made here), each stream's STARTs and ENDs are
+/// matched in the same pass ([`crate::intervals::set_derived`]): the
+/// analyses do not make a pass of their own for it.
 pub(crate) fn finish_bodies_from(
     dir: &Path,
     bodies: Vec<Body>,
     numbering: &Numbering,
     caf: bool,
     base: u64,
+    final_times: bool,
 ) -> Vec<Stream> {
     let mut streams: Vec<Stream> = bodies
         .into_par_iter()
         .zip(numbering.ids.par_iter())
         .map(|((mut s, clock, _), (site_ids, user_ids, text_ids))| {
+            let mut matcher = final_times.then(|| crate::intervals::Matcher::new(s.events.len()));
             // Most streams number as their process does (streams of one
             // program meet its callsites in the same order): their events
             // keep their numbers, and only their times are made ns. A
@@ -938,7 +943,7 @@ pub(crate) fn finish_bodies_from(
                 text_ids.len() as u32,
             );
             if same(site_ids) && same(user_ids) && same(text_ids) {
-                for e in &mut s.events {
+                for (i, e) in s.events.iter_mut().enumerate() {
                     e.t_ns = match &clock {
                         Some(c) => c.ns_u64(e.t_ns),
                         None => e.t_ns,
@@ -953,10 +958,16 @@ pub(crate) fn finish_bodies_from(
                     if e.text != NO_TEXT && e.text >= texts {
                         e.text = NO_TEXT;
                     }
+                    if let Some(m) = matcher.as_mut() {
+                        m.event(i, e);
+                    }
+                }
+                if let Some(m) = matcher {
+                    crate::intervals::set_derived(&mut s, m);
                 }
                 return s;
             }
-            for e in &mut s.events {
+            for (i, e) in s.events.iter_mut().enumerate() {
                 e.t_ns = match &clock {
                     Some(c) => c.ns_u64(e.t_ns),
                     None => e.t_ns,
@@ -972,6 +983,12 @@ pub(crate) fn finish_bodies_from(
                 if e.text != NO_TEXT {
                     e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
                 }
+                if let Some(m) = matcher.as_mut() {
+                    m.event(i, e);
+                }
+            }
+            if let Some(m) = matcher {
+                crate::intervals::set_derived(&mut s, m);
             }
             s
         })
@@ -1032,6 +1049,8 @@ pub(crate) fn shift(streams: &mut [Stream], base: i128) -> Vec<u64> {
     streams
         .par_iter_mut()
         .map(|s| {
+            // What was derived from the times before is made again.
+            s.events_changed();
             let mut late = 0u64;
             // The same in 64 bits, for a base within them (always, but for
             // a clock gone wild).
