@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::trace::{Event, Stream};
 
 /// One closed interval on one thread.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interval {
     /// Canonical kind.
     pub kind: u16,
@@ -127,13 +127,16 @@ pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
 }
 
 pub(crate) fn derived(s: &Stream) -> &Derived {
-    s.intervals.get_or_init(|| {
-        let mut m = Matcher::new(s.events.len());
-        for (i, e) in s.events.iter().enumerate() {
-            m.event(i, e);
-        }
-        m.done()
-    })
+    s.intervals.get_or_init(|| derive(s))
+}
+
+/// What is derived from the events of `s`, in a pass over them.
+fn derive(s: &Stream) -> Derived {
+    let mut m = Matcher::new(s.events.len());
+    for (i, e) in s.events.iter().enumerate() {
+        m.event(i, e);
+    }
+    m.done()
 }
 
 /// Sets what is derived from the events of `s` to what `m`, fed every one
@@ -141,7 +144,17 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
 /// [`derived`] is then not made. For a reading that makes a pass over the
 /// events anyway (to make their times ns), and matches them in it.
 pub(crate) fn set_derived(s: &mut Stream, m: Matcher) {
-    s.intervals = std::sync::OnceLock::from(m.done());
+    let d = m.done();
+    // The same as a pass of its own gives (checked in debug builds, which
+    // the tests run on every trace they read).
+    #[cfg(debug_assertions)]
+    {
+        let again = derive(s);
+        assert_eq!(d.intervals, again.intervals);
+        assert_eq!(d.kinds, again.kinds);
+        assert_eq!(d.startup_ns, again.startup_ns);
+    }
+    s.intervals = std::sync::OnceLock::from(d);
 }
 
 /// Matches STARTs and ENDs as a stream's events are given in order
