@@ -374,6 +374,79 @@ impl Clock {
     }
 }
 
+/// How a stream's ticks are made ns from a base ([`Times::of`]), decided
+/// once per stream rather than per event.
+#[derive(Debug, Clone, Copy)]
+enum Times {
+    /// On a clock, where every tick of the stream gives a time that needs
+    /// no clamping: `(t - t0) * slope`, plus `add` (the clock's `n0` less
+    /// the base, wrapping), in plain 64-bit arithmetic.
+    Linear { t0: u64, slope: f64, add: u64 },
+    /// Without a clock, every tick at or after the base: `t - base`.
+    Plain(u64),
+    /// Otherwise: [`Clock::ns_u64`] (or the tick itself without a clock),
+    /// less the base, saturating.
+    General(Option<Clock>, u64),
+}
+
+impl Times {
+    /// For a stream on `clock` whose ticks lie within `ticks` (earliest,
+    /// latest; `None`: not known), made ns from `base`.
+    fn of(clock: Option<Clock>, ticks: Option<(u64, u64)>, base: u64) -> Times {
+        let general = Times::General(clock, base);
+        let Some((lo, hi)) = ticks else {
+            return general;
+        };
+        let Some(c) = clock else {
+            return if lo >= base {
+                Times::Plain(base)
+            } else {
+                general
+            };
+        };
+        // Ticks at or after the clock's start, and not so far after it that
+        // their difference leaves i64: each is then made f64 the same way as
+        // an unsigned one. With a slope above 0, a later tick never gives
+        // an earlier time (rounding keeps the order), so that when the
+        // earliest and the latest give times with no clamping (a product
+        // within i64, a sum within u64, at or after the base), every tick
+        // between them does too.
+        if !c.keeps_order() || lo < c.t0 || hi - c.t0 > i64::MAX as u64 {
+            return general;
+        }
+        let off = |t: u64| {
+            let x = (t - c.t0) as f64 * c.slope;
+            (x < 9_223_372_036_854_775_808.0).then_some(x as i64 as u64)
+        };
+        match (off(lo), off(hi)) {
+            (Some(a), Some(b)) if c.n0.checked_add(b).is_some() && c.n0 + a >= base => {
+                Times::Linear {
+                    t0: c.t0,
+                    slope: c.slope,
+                    add: c.n0.wrapping_sub(base),
+                }
+            }
+            _ => general,
+        }
+    }
+
+    /// Tick `t` (one of the stream's) in ns from the base.
+    #[inline(always)]
+    fn ns(&self, t: u64) -> u64 {
+        match *self {
+            Times::Linear { t0, slope, add } => {
+                (((t - t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
+            }
+            Times::Plain(base) => t - base,
+            Times::General(clock, base) => match clock {
+                Some(c) => c.ns_u64(t),
+                None => t,
+            }
+            .saturating_sub(base),
+        }
+    }
+}
+
 /// Ns per tick of each host's clock, from the manifests that have two
 /// references or more (the median of its processes'), for the processes
 /// whose streams give only one (a process without its manifest, one chunk
@@ -930,8 +1003,15 @@ pub(crate) fn finish_bodies_from(
     let mut streams: Vec<Stream> = bodies
         .into_par_iter()
         .zip(numbering.ids.par_iter())
-        .map(|((mut s, clock, _), (site_ids, user_ids, text_ids))| {
+        .map(|((mut s, clock, seen), (site_ids, user_ids, text_ids))| {
             let mut matcher = final_times.then(|| crate::intervals::Matcher::new(s.events.len()));
+            // The reading's earliest and latest ticks are those of the
+            // events (checked in debug builds, which the tests run).
+            #[cfg(debug_assertions)]
+            if let Some((lo, hi)) = seen.ticks {
+                assert!(s.events.iter().all(|e| (lo..=hi).contains(&e.t_ns)));
+            }
+            let times = Times::of(clock, seen.ticks, base);
             // Most streams number as their process does (streams of one
             // program meet its callsites in the same order): their events
             // keep their numbers, and only their times are made ns. A
@@ -944,11 +1024,7 @@ pub(crate) fn finish_bodies_from(
             );
             if same(site_ids) && same(user_ids) && same(text_ids) {
                 for (i, e) in s.events.iter_mut().enumerate() {
-                    e.t_ns = match &clock {
-                        Some(c) => c.ns_u64(e.t_ns),
-                        None => e.t_ns,
-                    }
-                    .saturating_sub(base);
+                    e.t_ns = times.ns(e.t_ns);
                     if e.callsite >= sites {
                         e.callsite = numbering.nowhere;
                     }
@@ -968,11 +1044,7 @@ pub(crate) fn finish_bodies_from(
                 return s;
             }
             for (i, e) in s.events.iter_mut().enumerate() {
-                e.t_ns = match &clock {
-                    Some(c) => c.ns_u64(e.t_ns),
-                    None => e.t_ns,
-                }
-                .saturating_sub(base);
+                e.t_ns = times.ns(e.t_ns);
                 e.callsite = site_ids
                     .get(e.callsite as usize)
                     .copied()
@@ -2149,5 +2221,79 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A stream's times made ns the fast way ([`super::Times::of`]) are
+    /// those of the clock less the base, saturating, for every tick within
+    /// the stream's earliest and latest: clocks of every kind, ranges of
+    /// ticks around the clock's start and the limits, bases below, at and
+    /// above the times.
+    #[test]
+    fn a_streams_times_are_the_clocks_less_the_base() {
+        use super::Times;
+        let slopes = [
+            1.0,
+            0.999_999_7,
+            0.416_666_666_666_666_7,
+            2.5,
+            1e-9,
+            1e9,
+            1e30,
+            -1.0,
+            0.0,
+            f64::NAN,
+        ];
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut random = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut linear, mut checked) = (0, 0);
+        for &slope in &slopes {
+            for t0 in [0u64, 1 << 20, 1 << 62, u64::MAX - 5] {
+                for n0 in [0u64, 1_000_000_007, 1 << 62, u64::MAX - 1000] {
+                    for _ in 0..40 {
+                        let c = Clock { t0, n0, slope };
+                        let a = t0.wrapping_add(random() >> (random() % 64));
+                        let b = a.wrapping_add(random() >> (random() % 64));
+                        let (lo, hi) = (a.min(b), a.max(b));
+                        let ts: Vec<u64> = [lo, hi]
+                            .into_iter()
+                            .chain(
+                                (0..20).map(|_| lo + random() % (hi - lo).saturating_add(1).max(1)),
+                            )
+                            .map(|t| t.min(hi))
+                            .collect();
+                        let at = |t: u64| c.ns_u64(t);
+                        for base in [
+                            0,
+                            at(lo),
+                            at(lo).saturating_sub(3),
+                            at(lo).saturating_add(3),
+                            at(hi),
+                        ] {
+                            for clock in [Some(c), None] {
+                                let times = Times::of(clock, Some((lo, hi)), base);
+                                linear += matches!(times, Times::Linear { .. }) as usize;
+                                for &t in &ts {
+                                    let want =
+                                        clock.map_or(t, |c| c.ns_u64(t)).saturating_sub(base);
+                                    assert_eq!(
+                                        times.ns(t),
+                                        want,
+                                        "{c:?} lo {lo} hi {hi} base {base} t {t} {times:?}"
+                                    );
+                                    checked += 1;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The fast way was taken, and often.
+        assert!(linear > 1000 && checked > 100_000, "{linear} {checked}");
     }
 }
