@@ -204,8 +204,11 @@ impl Matcher {
     /// Event `e`, the `i`-th of its stream (with its final time).
     #[inline(always)]
     pub(crate) fn event(&mut self, i: usize, e: &Event) {
-        self.kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
+        // The kinds met, noted at STARTs, at ENDs without one, and at other
+        // events: an END that closes a START is of a kind noted then.
+        let kind_met = |kinds: &mut Vec<u64>| kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
         if e.phase > 1 {
+            kind_met(&mut self.kinds);
             return;
         }
         let top = match e.user() {
@@ -222,6 +225,7 @@ impl Matcher {
             user => self.top_other.entry((e.kind, user)).or_default(),
         };
         if e.phase == 0 {
+            kind_met(&mut self.kinds);
             self.open += 1;
             self.in_order &= e.t_ns >= self.last_start;
             self.last_start = e.t_ns;
@@ -244,6 +248,8 @@ impl Matcher {
             // backwards) closes an empty interval: `end >= start` always.
             iv.end = e.t_ns.max(iv.start);
             iv.end_event = i as u32;
+        } else {
+            kind_met(&mut self.kinds);
         }
     }
 
@@ -363,9 +369,16 @@ mod tests {
             let mut s = Stream::empty("h-1", 0, 0, 16);
             let mut t = 0u64;
             for _ in 0..(50 + seed * 3) {
-                let kind =
+                let mut kind =
                     [3u16, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER][next(5) as usize];
-                let phase = [0u8, 0, 1, 1, 2][next(5) as usize];
+                let mut phase = [0u8, 0, 1, 1, 2][next(5) as usize];
+                // Now and then, a kind met only in ENDs, or only in events
+                // of neither phase.
+                match next(60) {
+                    0 => (kind, phase) = (6, 1),
+                    1 => (kind, phase) = (7, 2),
+                    _ => {}
+                }
                 // Now and then, a clock that goes backwards.
                 t = if next(20) == 0 {
                     t.saturating_sub(5)
@@ -392,6 +405,12 @@ mod tests {
                 })
                 .collect();
             assert_eq!(got, plain(&s), "seed {seed}");
+            // The kinds noted are those of the events, every one.
+            let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
+            for e in &s.events {
+                kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
+            }
+            assert_eq!(kind_bits(&s), &kinds[..], "seed {seed}");
         }
     }
 }
