@@ -24,7 +24,7 @@ pub(crate) fn at_site(e: &Event, callsite: u32) -> Shape {
             | u64::from(e.phase) << 16
             | u64::from(e.flags) << 24
             | u64::from(callsite) << 32,
-        u64::from(e.user) | u64::from(e.text) << 32,
+        u64::from(e.text) | u64::from(e.user) << 32,
     )
 }
 

@@ -45,7 +45,12 @@ pub(crate) const NO_TEXT: u32 = u32::MAX;
 pub(crate) const NO_USER: u32 = u32::MAX;
 
 /// One event with its time in nanoseconds and its arguments.
+///
+/// Its fields lie in this order (`repr(C)`): its kind, phase, flags and
+/// callsite make one word, and its text and user event another, each read
+/// at once where an analysis takes them together ([`crate::shape::of`]).
 #[derive(Debug, Clone)]
+#[repr(C)]
 pub struct Event {
     /// Nanoseconds since the trace's earliest process start.
     pub t_ns: u64,
