@@ -439,9 +439,7 @@ impl Times {
     #[inline(always)]
     fn ns(&self, t: u64) -> u64 {
         match *self {
-            Times::Linear { t0, slope, add } => {
-                (((t - t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
-            }
+            Times::Linear { t0, slope, add } => Times::linear(t, t0, slope, add),
             Times::Plain(base) => t - base,
             Times::General(clock, base) => match clock {
                 Some(c) => c.ns_u64(t),
@@ -449,6 +447,12 @@ impl Times {
             }
             .saturating_sub(base),
         }
+    }
+
+    /// [`Times::Linear`]'s ns of tick `t`.
+    #[inline(always)]
+    fn linear(t: u64, t0: u64, slope: f64, add: u64) -> u64 {
+        (((t - t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
     }
 }
 
@@ -1028,20 +1032,34 @@ pub(crate) fn finish_bodies_from(
                 text_ids.len() as u32,
             );
             if same(site_ids) && same(user_ids) && same(text_ids) {
-                for (i, e) in s.events.iter_mut().enumerate() {
-                    e.t_ns = times.ns(e.t_ns);
-                    if e.callsite >= sites {
-                        e.callsite = numbering.nowhere;
+                // The loop made for how times are made ns and whether the
+                // events are matched, rather than asking at each event.
+                macro_rules! keep_numbers {
+                    ($ns:expr, $then:expr) => {
+                        for (i, e) in s.events.iter_mut().enumerate() {
+                            e.t_ns = $ns(e.t_ns);
+                            if e.callsite >= sites {
+                                e.callsite = numbering.nowhere;
+                            }
+                            if e.user != NO_USER && e.user >= users {
+                                e.user = NO_USER;
+                            }
+                            if e.text != NO_TEXT && e.text >= texts {
+                                e.text = NO_TEXT;
+                            }
+                            $then(i, &*e);
+                        }
+                    };
+                }
+                match (times, matcher.as_mut()) {
+                    (Times::Linear { t0, slope, add }, Some(m)) => {
+                        keep_numbers!(|t| Times::linear(t, t0, slope, add), |i, e| m.event(i, e))
                     }
-                    if e.user != NO_USER && e.user >= users {
-                        e.user = NO_USER;
-                    }
-                    if e.text != NO_TEXT && e.text >= texts {
-                        e.text = NO_TEXT;
-                    }
-                    if let Some(m) = matcher.as_mut() {
-                        m.event(i, e);
-                    }
+                    (_, mut m) => keep_numbers!(|t| times.ns(t), |i, e| {
+                        if let Some(m) = m.as_deref_mut() {
+                            m.event(i, e);
+                        }
+                    }),
                 }
                 if let Some(m) = matcher {
                     crate::intervals::set_derived(&mut s, m);
