@@ -1639,6 +1639,17 @@ impl ChunkDefs {
     /// The stream's number of callsite `id` of the chunk.
     #[inline(always)]
     fn site(&mut self, id: u32, local: &mut Local) -> u32 {
+        // Met before in the chunk (most events): one look.
+        match self.dense_sites.get(id as usize) {
+            Some(&n) if n > 0 => n - 1,
+            _ => self.site_first(id, local),
+        }
+    }
+
+    /// [`ChunkDefs::site`] of a callsite not met yet in the chunk, or past
+    /// [`DENSE_SITES`].
+    #[inline(never)]
+    fn site_first(&mut self, id: u32, local: &mut Local) -> u32 {
         let at = id as usize;
         if at < DENSE_SITES {
             if at >= self.dense_sites.len() {
