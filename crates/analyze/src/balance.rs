@@ -213,12 +213,12 @@ impl Regions {
     /// The entry of a shape whose intervals are left out.
     const LEFT_OUT: u32 = u32::MAX;
 
-    /// For a stream of `events` events.
-    pub(crate) fn new(events: usize) -> Regions {
+    /// None yet.
+    pub(crate) fn new() -> Regions {
         Regions {
             at: HashMap::default(),
             v: Vec::new(),
-            shapes: crate::shape::Table::new(events),
+            shapes: crate::shape::Table::new(),
         }
     }
 

@@ -376,7 +376,7 @@ fn walk(s: &Stream) -> Walked {
     let mut barriers: Vec<Interval> = Vec::new();
     let mut has_caf = false;
     let mut transfers = TransferTally::new(s);
-    let mut regions = crate::balance::Regions::new(s.events.len());
+    let mut regions = crate::balance::Regions::new();
     for (j, iv) in ivs.iter().enumerate() {
         // The events read for intervals ahead, asked for now (as
         // `crate::intervals::with_events` does): a region's START, a
@@ -896,7 +896,7 @@ impl TransferTally {
             far: HashMap::default(),
             nbytes: crate::objects::ArgOf::new(s, "nbytes"),
             n: crate::objects::ArgOf::new(s, "n"),
-            shapes: crate::shape::Table::new(s.events.len()),
+            shapes: crate::shape::Table::new(),
         }
     }
 

@@ -489,7 +489,7 @@ impl Scan {
         Scan {
             slots: Slots::default(),
             words: BytesOf::new(s),
-            shapes: crate::shape::Table::new(s.events.len()),
+            shapes: crate::shape::Table::new(),
         }
     }
 
@@ -1055,7 +1055,7 @@ mod tests {
     #[test]
     fn many_shapes_keep_their_own_statistics() {
         let put = kinds::UPC_MEMPUT;
-        let sites = 3 * crate::shape::Table::<()>::MOST as u32;
+        let sites = 3 * crate::shape::ENTRIES as u32;
         let mut s = Stream::empty("h-1", 0, 0, 16);
         let mut t = 0;
         for round in 0..3u64 {

@@ -34,29 +34,32 @@ pub(crate) fn at_site(e: &Event, callsite: u32) -> Shape {
 /// found again the slow way.
 #[derive(Debug)]
 pub(crate) struct Table<V> {
-    /// Each entry's shape and what was found for it.
-    entries: Vec<(Option<Shape>, V)>,
-    /// How far to shift a hash for an entry's index.
-    shift: u32,
+    /// Each entry's shape and what was found for it: a fixed number, so
+    /// that an entry's index needs no check.
+    entries: Box<[(Option<Shape>, V); ENTRIES]>,
 }
 
-impl<V: Copy + Default> Table<V> {
-    /// Most entries (a power of two).
-    pub(crate) const MOST: usize = 1024;
+/// How many entries a [`Table`] has (a power of two)...
+pub(crate) const ENTRIES: usize = 1 << ENTRY_BITS;
+/// ... and the bits of an entry's index.
+const ENTRY_BITS: u32 = 10;
 
-    /// A table for a stream of `events` events (smaller for fewer events).
-    pub(crate) fn new(events: usize) -> Table<V> {
-        let size = events.next_power_of_two().clamp(16, Self::MOST);
+impl<V: Copy + Default> Table<V> {
+    /// An empty table (of [`ENTRIES`] entries, whatever the stream: only
+    /// those of the shapes met are touched).
+    pub(crate) fn new() -> Table<V> {
+        let entries: Box<[(Option<Shape>, V)]> = vec![(None, V::default()); ENTRIES].into();
         Table {
-            entries: vec![(None, V::default()); size],
-            shift: 64 - size.trailing_zeros(),
+            entries: entries
+                .try_into()
+                .unwrap_or_else(|_| unreachable!("{ENTRIES} entries")),
         }
     }
 
     #[inline(always)]
     fn at(&self, (a, b): Shape) -> usize {
         let h = (a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        (h >> self.shift) as usize
+        (h >> (64 - ENTRY_BITS)) as usize
     }
 
     /// What was found for `shape`, if it is still in the table.
