@@ -2204,22 +2204,35 @@ mod tests {
         }
     }
 
+    /// Clock slopes of every kind, in ns per tick: about one, a TSC's,
+    /// tiny, huge, and those of damaged clocks (not above 0, not finite).
+    const SLOPES: [f64; 12] = [
+        1.0,
+        0.999_999_7,
+        1.000_000_3,
+        0.416_666_666_666_666_7,
+        2.5,
+        1e-9,
+        1e9,
+        1e30,
+        -1.0,
+        0.0,
+        f64::NAN,
+        f64::INFINITY,
+    ];
+
+    /// Numbers spread over all 64 bits (xorshift from `x`, not 0).
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     #[test]
     fn clock_conversion_is_the_128_bit_one() {
-        let slopes = [
-            1.0,
-            0.999_999_7,
-            1.000_000_3,
-            0.416_666_666_666_666_7,
-            2.5,
-            1e-9,
-            1e9,
-            1e30,
-            -1.0,
-            0.0,
-            f64::NAN,
-            f64::INFINITY,
-        ];
         let times = [
             0u64,
             1,
@@ -2231,14 +2244,8 @@ mod tests {
             u64::MAX - 1,
             u64::MAX,
         ];
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut random = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
-        for &slope in &slopes {
+        let mut random = xorshift(0x9e37_79b9_7f4a_7c15);
+        for &slope in &SLOPES {
             for &t0 in &times {
                 for &n0 in &[0u64, 1_000_000_007, 1 << 62, u64::MAX] {
                     let c = Clock { t0, n0, slope };
@@ -2265,27 +2272,9 @@ mod tests {
     #[test]
     fn a_streams_times_are_the_clocks_less_the_base() {
         use super::Times;
-        let slopes = [
-            1.0,
-            0.999_999_7,
-            0.416_666_666_666_666_7,
-            2.5,
-            1e-9,
-            1e9,
-            1e30,
-            -1.0,
-            0.0,
-            f64::NAN,
-        ];
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut random = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut random = xorshift(0x2545_f491_4f6c_dd1d);
         let (mut linear, mut checked) = (0, 0);
-        for &slope in &slopes {
+        for &slope in &SLOPES {
             for t0 in [0u64, 1 << 20, 1 << 62, u64::MAX - 5] {
                 for n0 in [0u64, 1_000_000_007, 1 << 62, u64::MAX - 1000] {
                     for _ in 0..40 {
