@@ -3,13 +3,15 @@
 //! per work-sharing construct or user region, how unevenly the threads'
 //! time in it is spread.
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
 use serde::{Deserialize, Serialize};
 
 use crate::dump::event_name;
-use crate::findings::{barrier_groups_of, location_in, BarrierSpan, Location, Part};
+use crate::findings::{barrier_groups_of, location_in, Location, Part};
 use crate::intervals::Interval;
 use crate::summary::Identity;
 use crate::trace::{Callsite, Event, Stream, Trace};
@@ -44,7 +46,7 @@ pub struct BarrierGroup {
     pub last_arrivals: Vec<u64>,
     /// Per thread, time waiting in barriers, ns.
     pub wait_ns: Vec<u64>,
-    /// The epochs with the widest spread (up to 20), widest first.
+    /// The epochs with the widest spread (up to [`WIDEST`]), widest first.
     pub widest: Vec<Epoch>,
 }
 
@@ -77,6 +79,9 @@ pub struct Balance {
     pub regions: Vec<Region>,
 }
 
+/// How many epochs [`BarrierGroup::widest`] lists.
+pub const WIDEST: usize = 20;
+
 /// Computes the load balance of `t`.
 pub fn balance(t: &Trace) -> Balance {
     let ids: Vec<Identity> = t.streams.iter().map(Identity::of).collect();
@@ -91,7 +96,8 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<&[BarrierSpan]> = members.iter().map(|&i| &parts[i].barriers[..]).collect();
+        let per: Vec<&crate::epochs::Epochs> =
+            members.iter().map(|&i| &parts[i].barriers).collect();
         let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
@@ -102,21 +108,24 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         // Per epoch, the first thread to arrive (the first of the earliest)
         // and the last (the last of the latest), with their arrivals: thread
         // by thread, each reading its barriers in order.
-        let mut first: Vec<(usize, u64)> =
-            per[0][..epochs].iter().map(|iv| (0, iv.start)).collect();
-        let mut last = first.clone();
+        let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
+        let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
         for (m, v) in per.iter().enumerate() {
-            for ((f, l), iv) in first.iter_mut().zip(&mut last).zip(v.iter()) {
-                if iv.start < f.1 {
-                    *f = (m, iv.start);
+            v.visit(epochs, |k, b| {
+                let iv = b.span;
+                if m == 0 {
+                    first.push((0, iv.start));
+                    last.push((0, iv.start));
+                } else if let (Some(f), Some(l)) = (first.get_mut(k), last.get_mut(k)) {
+                    if iv.start < f.1 {
+                        *f = (m, iv.start);
+                    }
+                    if iv.start >= l.1 {
+                        *l = (m, iv.start);
+                    }
                 }
-                if iv.start >= l.1 {
-                    *l = (m, iv.start);
-                }
-            }
-            for iv in &v[..epochs] {
                 wait_ns[m] += iv.end.saturating_sub(iv.start);
-            }
+            });
         }
         let mut all = Vec::with_capacity(epochs);
         for (k, (&(first, a), &(last, b))) in first.iter().zip(&last).enumerate() {
@@ -126,6 +135,25 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         let total: u64 = all.iter().map(|e| e.1).sum();
         let max = all.iter().map(|e| e.1).max().unwrap_or(0);
         all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        all.truncate(WIDEST);
+        // Where the last thread arrives from in each of those: the
+        // barriers of each such thread read once.
+        let mut site_at: BTreeMap<(usize, usize), Option<u32>> = all
+            .iter()
+            .map(|&(k, _, _, last)| ((last, k), None))
+            .collect();
+        let lasts: BTreeSet<usize> = site_at.keys().map(|&(m, _)| m).collect();
+        for m in lasts {
+            let until = site_at
+                .range((m, 0)..=(m, usize::MAX))
+                .last()
+                .map_or(0, |(&(_, k), _)| k);
+            for (k, b) in per[m].iter().take(until + 1).enumerate() {
+                if let Some(s) = site_at.get_mut(&(m, k)) {
+                    *s = Some(b.callsite);
+                }
+            }
+        }
         let name = |m: usize| ids[members[m]].name.clone();
         groups.push(BarrierGroup {
             threads: (0..n).map(name).collect(),
@@ -136,13 +164,12 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
             wait_ns,
             widest: all
                 .iter()
-                .take(20)
                 .map(|&(k, spread, first, last)| Epoch {
                     epoch: k,
                     spread_ns: spread,
                     last: name(last),
                     first: name(first),
-                    location: location_in(sites, Some(per[last][k].callsite)),
+                    location: location_in(sites, site_at.get(&(last, k)).copied().flatten()),
                 })
                 .collect(),
         });

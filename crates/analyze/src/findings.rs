@@ -197,10 +197,12 @@ pub struct BarrierSpan {
 pub struct Part {
     /// Its time, split.
     pub breakdown: Breakdown,
-    /// Its barriers in order ([`barriers`]).
-    pub barriers: Vec<BarrierSpan>,
-    /// Its work between consecutive barriers ([`epoch_work`]).
-    pub epoch_work: Vec<f64>,
+    /// Its barriers in order ([`barriers`]), with its work between
+    /// consecutive ones: from leaving the one to arriving at the next, less
+    /// the time in synchronization and communication (waiting inside
+    /// communication, for a target slow to answer or a broadcast's root not
+    /// there yet, is not work).
+    pub barriers: crate::epochs::Epochs,
     /// When its OpenMP implicit tasks start, in order (none for a thread
     /// without them).
     pub region_starts: Vec<u64>,
@@ -213,10 +215,8 @@ pub struct Part {
 impl Part {
     /// The part in the trace's times and numbers ([`crate::summary::Rebase`]).
     pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
-        for b in &mut self.barriers {
-            (b.start, b.end) = r.span((b.start, b.end));
-            b.callsite = r.site(b.callsite);
-        }
+        // Each time t made r.t(t), t.saturating_add(r.after).
+        self.barriers.rebase(r.after, |c| r.site(c));
         for t in &mut self.region_starts {
             *t = r.t(*t);
         }
@@ -249,15 +249,7 @@ impl Part {
         };
         Part {
             breakdown: breakdown_of(s),
-            barriers: barriers(s)
-                .iter()
-                .map(|iv| BarrierSpan {
-                    start: iv.start,
-                    end: iv.end,
-                    callsite: iv.callsite,
-                })
-                .collect(),
-            epoch_work: epoch_work(s).to_vec(),
+            barriers: epochs(s),
             region_starts,
             transfers: transfers(s).to_vec(),
             regions: crate::balance::named_regions(t, s),
@@ -321,7 +313,7 @@ pub(crate) struct Walked {
     sync_ns: u64,
     /// ... and the communication intervals'.
     comm_ns: u64,
-    /// The synchronization and communication intervals, merged ([`epoch_work`]).
+    /// The synchronization and communication intervals, merged ([`Part::barriers`]).
     busy: Busy,
     /// [`barriers`].
     barriers: Vec<Interval>,
@@ -452,27 +444,19 @@ fn walk(s: &Stream) -> Walked {
     }
 }
 
-/// A thread's computation between each two consecutive barriers of its own
-/// (`[k - 1]`: between barriers `k - 1` and `k`): from leaving the one to
-/// arriving at the next, less the time in synchronization and communication
-/// (waiting inside communication, for a target slow to answer or a
-/// broadcast's root not there yet, is not work). Computed once per stream.
-pub(crate) fn epoch_work(s: &Stream) -> &[f64] {
-    crate::intervals::derived(s).epoch_work.get_or_init(|| {
-        let v = barriers(s);
-        if v.len() < 2 {
-            return Vec::new();
-        }
-        let busy = &walked(s).busy;
-        let mut hint = (0, 0);
-        (1..v.len())
-            .map(|k| {
-                let (from, to) = (v[k - 1].end, v[k].start);
-                to.saturating_sub(from)
-                    .saturating_sub(busy.within_from(from, to, &mut hint)) as f64
-            })
-            .collect()
-    })
+/// A thread's barriers ([`barriers`]) and its computation between each two
+/// consecutive ones ([`Part::barriers`]).
+fn epochs(s: &Stream) -> crate::epochs::Epochs {
+    let busy = &walked(s).busy;
+    let mut hint = (0, 0);
+    crate::epochs::Epochs::new(
+        barriers(s).iter().map(|iv| BarrierSpan {
+            start: iv.start,
+            end: iv.end,
+            callsite: iv.callsite,
+        }),
+        |from, to| busy.within_from(from, to, &mut hint),
+    )
 }
 
 /// A thread's synchronization and communication intervals, merged where
@@ -583,28 +567,57 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<&[BarrierSpan]> = members.iter().map(|&i| &parts[i].barriers[..]).collect();
+        let per: Vec<&crate::epochs::Epochs> =
+            members.iter().map(|&i| &parts[i].barriers).collect();
         let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
         }
         let n = members.len();
         // Thread by thread, each reading its barriers in order (rather than
-        // epoch by epoch, jumping from thread to thread).
+        // epoch by epoch, jumping from thread to thread), in one pass:
+        // - per epoch `k`, the latest arrival, and the sum of the threads'
+        //   arrivals, for the spread (the latest less each arrival, summed);
+        // - each thread's wait;
+        // - the earliest first arrival and the latest last one;
+        // - the work in each epoch `k` (between barriers k - 1 and k, given
+        //   with barrier k) summed over threads in thread order, and the
+        //   epochs to leave out (an epoch that starts a new OpenMP parallel
+        //   region on some thread: a worker idles between regions).
         let mut latest = vec![0u64; epochs];
-        for v in &per {
-            for (l, iv) in latest.iter_mut().zip(v.iter()) {
-                *l = (*l).max(iv.start);
-            }
-        }
+        let mut arrivals = 0u128;
         let mut wait = vec![0u64; n];
-        let mut spread_total = 0u64;
+        let (mut first, mut last) = (u64::MAX, 0u64);
+        let mut new_region = vec![false; epochs - 1];
+        let mut sum = vec![0f64; epochs - 1];
         for (m, v) in per.iter().enumerate() {
-            for (l, iv) in latest.iter().zip(v.iter()) {
+            let region_starts = &parts[members[m]].region_starts;
+            v.visit(epochs, |k, b| {
+                let iv = b.span;
+                latest[k] = latest[k].max(iv.start);
+                arrivals += u128::from(iv.start);
                 wait[m] += iv.end.saturating_sub(iv.start);
-                spread_total += l - iv.start;
-            }
+                if k == 0 {
+                    first = first.min(iv.start);
+                    return;
+                }
+                if k == epochs - 1 {
+                    last = last.max(iv.start);
+                }
+                sum[k - 1] += b.work;
+                if !region_starts.is_empty() {
+                    let (from, to) = (b.after, iv.start);
+                    let at = region_starts.partition_point(|&r| r < from);
+                    new_region[k - 1] |= region_starts.get(at).is_some_and(|&r| r <= to);
+                }
+            });
         }
+        if epochs == 1 {
+            last = first;
+        }
+        // As the sum of the differences in 64 bits gives it (wrapping).
+        let spread_total =
+            (latest.iter().map(|&l| u128::from(l)).sum::<u128>() * n as u128 - arrivals) as u64;
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()
@@ -617,7 +630,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap();
             // Where it waits most: its barrier callsite with the most waiting.
             let mut at: HashMap<u32, u64> = HashMap::default();
-            for iv in per[worst] {
+            for iv in per[worst].iter() {
                 *at.entry(iv.callsite).or_default() += iv.end.saturating_sub(iv.start);
             }
             let site = at.into_iter().max_by_key(|&(s, w)| (w, s)).map(|(s, _)| s);
@@ -639,45 +652,24 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
         // more than half of the pairs of barriers, on average by a good part
         // of the time between barriers (IMBALANCE_THRESHOLD) and by more than
         // noise (IMBALANCE_MIN_EPOCH_NS).
-        let epoch_len = {
-            let first = per.iter().map(|v| v[0].start).min().unwrap_or(0);
-            let last = per.iter().map(|v| v[epochs - 1].start).max().unwrap_or(0);
-            (last.saturating_sub(first) as f64 / (epochs.max(2) - 1) as f64).max(1.0)
-        };
+        let epoch_len = (last.saturating_sub(first) as f64 / (epochs.max(2) - 1) as f64).max(1.0);
         // Work between barriers: from leaving one to arriving at the next, on
-        // the same thread. An epoch that starts a new OpenMP parallel region on
-        // some thread is left out: a worker idles between regions.
-        // Thread by thread again: its work in each epoch `k` (between
-        // barriers k - 1 and k; `work[m][k - 1]`, see `epoch_work`), the
-        // epochs to leave out, and the sum of the threads' work per epoch
-        // (added in thread order).
-        let mut work: Vec<&[f64]> = Vec::with_capacity(n);
-        let mut new_region = vec![false; epochs - 1];
-        let mut sum = vec![0f64; epochs - 1];
-        for m in 0..n {
-            let v = &per[m];
-            let part = parts[members[m]];
-            let mine = &part.epoch_work[..epochs - 1];
-            let region_starts = &part.region_starts;
-            for (k, w) in mine.iter().enumerate() {
-                sum[k] += w;
-                let (from, to) = (v[k].end, v[k + 1].start);
-                let at = region_starts.partition_point(|&r| r < from);
-                new_region[k] |= region_starts.get(at).is_some_and(|&r| r <= to);
-            }
-            work.push(mine);
-        }
+        // the same thread. Thread by thread again, each thread's work in an
+        // epoch against the others' mean.
         let used = new_region.iter().filter(|&&skip| !skip).count();
         let mut lateness = vec![0f64; n];
         let mut late_epochs = vec![0usize; n];
         for m in 0..n {
-            for k in (0..epochs - 1).filter(|&k| !new_region[k]) {
-                let d = work[m][k] - (sum[k] - work[m][k]) / (n - 1) as f64;
+            per[m].visit(epochs, |k, b| {
+                if k == 0 || new_region[k - 1] {
+                    return;
+                }
+                let d = b.work - (sum[k - 1] - b.work) / (n - 1) as f64;
                 lateness[m] += d;
                 if d > 0.0 {
                     late_epochs[m] += 1;
                 }
-            }
+            });
         }
         let epochs_used = used.max(1);
         let culprit = (0..n)
@@ -693,7 +685,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
         {
             // Where the late thread arrives from: its most frequent barrier callsite.
             let mut sites_count: HashMap<u32, usize> = HashMap::default();
-            for iv in per[culprit] {
+            for iv in per[culprit].iter() {
                 *sites_count.entry(iv.callsite).or_default() += 1;
             }
             let site = sites_count

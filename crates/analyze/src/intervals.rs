@@ -110,8 +110,6 @@ pub(crate) struct Derived {
     /// Its time split, barriers, transfers and regions
     /// ([`crate::findings::walked`]), found when first asked for.
     pub(crate) walked: std::sync::OnceLock<crate::findings::Walked>,
-    /// Its work between consecutive barriers ([`crate::findings::epoch_work`]).
-    pub(crate) epoch_work: std::sync::OnceLock<Vec<f64>>,
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
@@ -278,7 +276,6 @@ impl Matcher {
             startup_ns,
             kinds,
             walked: std::sync::OnceLock::new(),
-            epoch_work: std::sync::OnceLock::new(),
         }
     }
 

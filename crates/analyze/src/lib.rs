@@ -13,6 +13,7 @@ pub mod clocksync;
 pub mod compare;
 pub mod distributed;
 pub mod dump;
+pub mod epochs;
 pub mod findings;
 pub mod intervals;
 pub mod locks;
