@@ -597,12 +597,12 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
                 latest[k] = latest[k].max(iv.start);
                 arrivals += u128::from(iv.start);
                 wait[m] += iv.end.saturating_sub(iv.start);
+                if k == epochs - 1 {
+                    last = last.max(iv.start);
+                }
                 if k == 0 {
                     first = first.min(iv.start);
                     return;
-                }
-                if k == epochs - 1 {
-                    last = last.max(iv.start);
                 }
                 sum[k - 1] += b.work;
                 if !region_starts.is_empty() {
@@ -611,9 +611,6 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
                     new_region[k - 1] |= region_starts.get(at).is_some_and(|&r| r <= to);
                 }
             });
-        }
-        if epochs == 1 {
-            last = first;
         }
         // As the sum of the differences in 64 bits gives it (wrapping).
         let spread_total =
