@@ -654,6 +654,11 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
         // the same thread. Thread by thread again, each thread's work in an
         // epoch against the others' mean.
         let used = new_region.iter().filter(|&&skip| !skip).count();
+        let imbalance_share = spread_total as f64 / group_time as f64;
+        if used < 4 || imbalance_share < 0.05 {
+            // No finding can come of it: the threads' work is not read again.
+            continue;
+        }
         let mut lateness = vec![0f64; n];
         let mut late_epochs = vec![0usize; n];
         for m in 0..n {
@@ -673,12 +678,9 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
             .max_by(|&a, &b| lateness[a].total_cmp(&lateness[b]))
             .unwrap();
         let per_epoch = lateness[culprit] / epochs_used as f64;
-        let imbalance_share = spread_total as f64 / group_time as f64;
-        if used >= 4
-            && late_epochs[culprit] * 2 > used
+        if late_epochs[culprit] * 2 > used
             && per_epoch / epoch_len >= IMBALANCE_THRESHOLD
             && per_epoch >= IMBALANCE_MIN_EPOCH_NS
-            && imbalance_share >= 0.05
         {
             // Where the late thread arrives from: its most frequent barrier callsite.
             let mut sites_count: HashMap<u32, usize> = HashMap::default();
