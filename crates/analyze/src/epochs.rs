@@ -27,6 +27,7 @@ use crate::findings::BarrierSpan;
 
 /// A thread's barriers in order, with its work between consecutive ones.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "Packed")]
 pub struct Epochs {
     /// How many barriers.
     len: usize,
@@ -38,6 +39,40 @@ pub struct Epochs {
     sites: Vec<u32>,
     /// The barriers, packed as the module says.
     bytes: Vec<u8>,
+}
+
+/// [`Epochs`] as a rank of `gaspard report --mpi` sends it, checked before
+/// it is taken: a barrier takes 5 bytes at least, so that a count of
+/// barriers its bytes cannot hold (a damaged message) is refused rather
+/// than sizing the merges' tables.
+#[derive(Deserialize)]
+struct Packed {
+    len: usize,
+    base: u64,
+    latest: u64,
+    sites: Vec<u32>,
+    bytes: Vec<u8>,
+}
+
+impl TryFrom<Packed> for Epochs {
+    type Error = String;
+
+    fn try_from(p: Packed) -> Result<Epochs, String> {
+        if p.len > p.bytes.len() / 5 {
+            return Err(format!(
+                "{} barriers in {} bytes: a barrier takes 5 bytes at least",
+                p.len,
+                p.bytes.len()
+            ));
+        }
+        Ok(Epochs {
+            len: p.len,
+            base: p.base,
+            latest: p.latest,
+            sites: p.sites,
+            bytes: p.bytes,
+        })
+    }
 }
 
 /// One barrier as [`Epochs::iter_with_work`] gives it.
@@ -451,6 +486,33 @@ mod tests {
         // the first's arrival (from 0) 4 bytes, and 1 of busy time (none).
         assert_eq!(e.bytes.len(), 9 + 8 * (v.len() - 1));
         assert!(e.iter_with_work().skip(1).all(|b| b.work == 5_800.0));
+    }
+
+    #[test]
+    fn sent_and_received_as_they_were_or_refused() {
+        let v: Vec<BarrierSpan> = (0..50u64).map(|k| span(k * 100, k * 100 + 50, 1)).collect();
+        let mut e = Epochs::new(v.iter().copied(), |_, _| 1);
+        e.rebase(1 << 40, |c| c + 3);
+        let sent = postcard::to_stdvec(&e).unwrap();
+        let got: Epochs = postcard::from_bytes(&sent).unwrap();
+        assert_eq!(got, e);
+        // The least bytes for their count: taken.
+        let least = Epochs {
+            len: 3,
+            bytes: vec![0; 15],
+            ..Epochs::default()
+        };
+        let got: Epochs = postcard::from_bytes(&postcard::to_stdvec(&least).unwrap()).unwrap();
+        assert_eq!(got, least);
+        // More barriers than their bytes can hold: refused.
+        for len in [4, 1 << 40, usize::MAX] {
+            let bad = Epochs {
+                len,
+                ..least.clone()
+            };
+            let r = postcard::from_bytes::<Epochs>(&postcard::to_stdvec(&bad).unwrap());
+            assert!(r.is_err(), "{len} barriers taken");
+        }
     }
 
     #[test]
