@@ -142,9 +142,10 @@ impl Epochs {
         self.len == 0
     }
 
-    /// The barriers in order.
+    /// The barriers in order (without working out the work before each).
     pub fn iter(&self) -> impl Iterator<Item = BarrierSpan> + '_ {
-        self.iter_with_work().map(|b| b.span)
+        let mut it = self.iter_with_work();
+        std::iter::from_fn(move || it.next_raw().map(|(span, _)| span))
     }
 
     /// The barriers in order, each with the work before it.
