@@ -1023,8 +1023,10 @@ pub(crate) fn finish_bodies_from(
             let times = Times::of(clock, seen.ticks, base);
             // Most streams number as their process does (streams of one
             // program meet its callsites in the same order): their events
-            // keep their numbers, and only their times are made ns. A
-            // callsite past the stream's own is the trace's `nowhere`.
+            // keep their numbers, and only their times are made ns. Every
+            // event's numbers are the stream's own (its reading numbered
+            // them, and drops the events of a chunk whose numbers it drops):
+            // within `site_ids`, `user_ids` and `text_ids`.
             let same = |ids: &[u32]| ids.iter().enumerate().all(|(i, &n)| n == i as u32);
             let (sites, users, texts) = (
                 site_ids.len() as u32,
@@ -1038,15 +1040,11 @@ pub(crate) fn finish_bodies_from(
                     ($ns:expr, $then:expr) => {
                         for (i, e) in s.events.iter_mut().enumerate() {
                             e.t_ns = $ns(e.t_ns);
-                            if e.callsite >= sites {
-                                e.callsite = numbering.nowhere;
-                            }
-                            if e.user != NO_USER && e.user >= users {
-                                e.user = NO_USER;
-                            }
-                            if e.text != NO_TEXT && e.text >= texts {
-                                e.text = NO_TEXT;
-                            }
+                            debug_assert!(
+                                e.callsite < sites
+                                    && (e.user == NO_USER || e.user < users)
+                                    && (e.text == NO_TEXT || e.text < texts)
+                            );
                             $then(i, &*e);
                         }
                     };
