@@ -313,10 +313,12 @@ pub(crate) struct Walked {
     sync_ns: u64,
     /// ... and the communication intervals'.
     comm_ns: u64,
-    /// The synchronization and communication intervals, merged ([`Part::barriers`]).
-    busy: Busy,
     /// [`barriers`].
     barriers: Vec<Interval>,
+    /// Per barrier, the time spent in synchronization and communication
+    /// before its start and before its end ([`Union::upto`]): the busy time
+    /// between two barriers is the difference ([`Part::barriers`]).
+    busy_at: Vec<[u64; 2]>,
     /// [`transfers`].
     transfers: Vec<Transfers>,
     /// [`crate::balance::regions_of`].
@@ -364,8 +366,9 @@ fn walk(s: &Stream) -> Walked {
     // Reserved for every interval: no copies as it grows (in most programs,
     // most intervals are synchronization or communication; the memory left
     // for the others is never touched, and is given back at the end).
-    let mut spans: Vec<(u64, u64)> = Vec::with_capacity(ivs.len());
+    let mut union = Union::default();
     let mut barriers: Vec<Interval> = Vec::new();
+    let mut busy_at: Vec<[u64; 2]> = Vec::new();
     let mut has_caf = false;
     let mut transfers = TransferTally::new(s);
     let mut regions = crate::balance::Regions::new();
@@ -413,13 +416,12 @@ fn walk(s: &Stream) -> Walked {
                 }
                 covered_until = iv.end;
             }
-            match spans.last_mut() {
-                Some(last) if iv.start < last.1 => last.1 = last.1.max(iv.end),
-                _ => spans.push((iv.start, iv.end)),
-            }
+            union.add(iv.start, iv.end, &mut busy_at);
         }
         if r & BARRIER != 0 {
             has_caf |= Some(iv.kind) == caf_sync;
+            busy_at.push([union.upto(iv.start), 0]);
+            union.ask(iv.end, busy_at.len() - 1);
             barriers.push(*iv);
         }
         if r & COMM != 0 {
@@ -431,14 +433,18 @@ fn walk(s: &Stream) -> Walked {
     }
     // A CAF image's barriers are its `sync all`s, not the MPI barriers the
     // runtime makes them of.
+    union.settle(u64::MAX, &mut busy_at);
     if has_caf {
-        barriers.retain(|iv| Some(iv.kind) != mpi_barrier);
+        let keep = |iv: &Interval| Some(iv.kind) != mpi_barrier;
+        let mut at = barriers.iter().map(keep);
+        busy_at.retain(|_| at.next().unwrap_or(false));
+        barriers.retain(keep);
     }
     Walked {
         sync_ns,
         comm_ns,
-        busy: Busy::of(spans),
         barriers,
+        busy_at,
         transfers: transfers.v,
         regions: regions.done(),
     }
@@ -447,84 +453,92 @@ fn walk(s: &Stream) -> Walked {
 /// A thread's barriers ([`barriers`]) and its computation between each two
 /// consecutive ones ([`Part::barriers`]).
 fn epochs(s: &Stream) -> crate::epochs::Epochs {
-    let busy = &walked(s).busy;
-    let mut hint = (0, 0);
+    let w = walked(s);
+    // Asked in order, for each barrier after the first: the time in the
+    // union from the previous one's end to its start (none when they
+    // overlap: the union's time up to a point never decreases).
+    let mut busy = w
+        .busy_at
+        .windows(2)
+        .map(|pair| pair[1][0].saturating_sub(pair[0][1]));
     crate::epochs::Epochs::new(
-        barriers(s).iter().map(|iv| BarrierSpan {
+        w.barriers.iter().map(|iv| BarrierSpan {
             start: iv.start,
             end: iv.end,
             callsite: iv.callsite,
         }),
-        |from, to| busy.within_from(from, to, &mut hint),
+        |_, _| busy.next().unwrap_or(0),
     )
 }
 
-/// A thread's synchronization and communication intervals, merged where
-/// they overlap, to tell how much of a window it spent in them.
-#[derive(Debug, Clone, Default)]
-struct Busy {
-    spans: Vec<(u64, u64)>,
-    /// `prefix[i]`: total length of `spans[..i]`.
-    prefix: Vec<u64>,
+/// The union of a thread's synchronization and communication intervals,
+/// made as they come in START order, and its length up to given times,
+/// without keeping it: the length of what is closed (no later interval can
+/// reach it) and the span still open.
+#[derive(Debug, Default)]
+struct Union {
+    /// The length of the union's spans before `open`.
+    closed: u64,
+    /// The last span, which a later interval may still lengthen.
+    open: Option<(u64, u64)>,
+    /// Times whose length up to them is asked for ([`Union::ask`]), with
+    /// where to write it: answered before a span starts after them.
+    asked: Vec<(u64, usize)>,
+    /// The earliest time of `asked` (`u64::MAX` when none).
+    earliest: u64,
 }
 
-impl Busy {
-    /// Of `spans`, in time order and not overlapping (made to their size
-    /// when they hold less than half what was reserved).
-    #[inline(never)]
-    fn of(mut spans: Vec<(u64, u64)>) -> Busy {
-        if spans.len() < spans.capacity() / 2 {
-            spans.shrink_to_fit();
+impl Union {
+    /// Adds the interval `[a, b]`, the next in START order; the lengths
+    /// asked for up to `a` or before are written in `out` first when it
+    /// starts a span (which adds nothing up to `a`).
+    #[inline(always)]
+    fn add(&mut self, a: u64, b: u64, out: &mut [[u64; 2]]) {
+        match &mut self.open {
+            Some((_, end)) if a < *end => *end = (*end).max(b),
+            _ => {
+                if self.earliest <= a {
+                    self.settle(a, out);
+                }
+                if let Some((x, y)) = self.open {
+                    self.closed += y - x;
+                }
+                self.open = Some((a, b));
+            }
         }
-        let mut prefix = Vec::with_capacity(spans.len() + 1);
-        prefix.push(0);
-        for &(a, b) in &spans {
-            prefix.push(prefix.last().unwrap() + (b - a));
-        }
-        Busy { spans, prefix }
     }
 
-    /// Time in the intervals within `[from, to]`.
-    #[cfg(test)]
-    fn within(&self, from: u64, to: u64) -> u64 {
-        self.within_from(from, to, &mut (0, 0))
+    /// The union's length up to `t`, once every interval starting before
+    /// `t` is added and no span starting after it.
+    #[inline(always)]
+    fn upto(&self, t: u64) -> u64 {
+        self.closed + self.open.map_or(0, |(a, b)| b.min(t).saturating_sub(a))
     }
 
-    /// [`Busy::within`], searching on from where the previous window of
-    /// `hint` (then updated) was: windows met in time order take a few
-    /// steps each rather than two binary searches.
-    fn within_from(&self, from: u64, to: u64, hint: &mut (usize, usize)) -> u64 {
-        let first = count_from(&self.spans, hint.0, |&(_, b)| b <= from);
-        let last = count_from(&self.spans, hint.1, |&(a, _)| a < to);
-        *hint = (first, last);
-        if first >= last {
-            return 0;
+    /// Asks for the union's length up to `t` (not before the START of the
+    /// last interval added), to be written in `out[at][1]`.
+    fn ask(&mut self, t: u64, at: usize) {
+        self.asked.push((t, at));
+        self.earliest = self.earliest.min(t);
+    }
+
+    /// Writes the lengths asked for up to `until` or before (all of them
+    /// with `u64::MAX`, once every interval is added).
+    #[cold]
+    fn settle(&mut self, until: u64, out: &mut [[u64; 2]]) {
+        let (mut i, mut earliest) = (0, u64::MAX);
+        while i < self.asked.len() {
+            let (t, at) = self.asked[i];
+            if t <= until {
+                out[at][1] = self.upto(t);
+                self.asked.swap_remove(i);
+            } else {
+                earliest = earliest.min(t);
+                i += 1;
+            }
         }
-        let mut total = self.prefix[last] - self.prefix[first];
-        let (a0, _) = self.spans[first];
-        total -= from.saturating_sub(a0).min(total);
-        let (_, b1) = self.spans[last - 1];
-        total -= b1.saturating_sub(to).min(total);
-        total
+        self.earliest = earliest;
     }
-}
-
-/// How many elements of `v` (sorted so that `before` holds for its first
-/// ones only) `before` holds for: a walk on from `at` when the first `at`
-/// are known to be among them, else a binary search.
-fn count_from<T>(v: &[T], at: usize, before: impl Fn(&T) -> bool) -> usize {
-    let known = match at.checked_sub(1) {
-        None => true,
-        Some(i) => v.get(i).is_some_and(&before),
-    };
-    if !known {
-        return v.partition_point(before);
-    }
-    let mut i = at;
-    while i < v.len() && before(&v[i]) {
-        i += 1;
-    }
-    i
 }
 
 /// Groups of threads that meet at the same barriers: the OpenMP threads of a
@@ -1012,7 +1026,7 @@ pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location
 
 #[cfg(test)]
 mod tests {
-    use super::Busy;
+    use super::Union;
 
     #[test]
     fn collectives_get_their_own_advice() {
@@ -1048,17 +1062,54 @@ mod tests {
         assert!(aggregate_advice("GASP_MPI_SEND").contains("MPI_Put"));
     }
 
+    /// The length of the union of `spans` within `[from, to]`, counted ns
+    /// by ns.
+    fn slowly(spans: &[(u64, u64)], from: u64, to: u64) -> u64 {
+        (from..to)
+            .filter(|&t| spans.iter().any(|&(a, b)| a <= t && t < b))
+            .count() as u64
+    }
+
     #[test]
-    fn busy_time_within_a_window() {
-        let b = Busy {
-            spans: vec![(10, 20), (30, 40), (50, 100)],
-            prefix: vec![0, 10, 20, 70],
+    fn busy_time_between_barriers() {
+        // Intervals in START order (some within others, some touching,
+        // some empty), and barriers among them; the time between a
+        // barrier's end and the next one's start that the union covers.
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
         };
-        assert_eq!(b.within(0, 5), 0);
-        assert_eq!(b.within(0, 200), 70);
-        assert_eq!(b.within(15, 35), 10, "half of each of the first two");
-        assert_eq!(b.within(20, 30), 0, "between two spans");
-        assert_eq!(b.within(60, 70), 10, "inside one span");
-        assert_eq!(b.within(35, 55), 10);
+        for _ in 0..2000 {
+            let mut ivs: Vec<(u64, u64, bool)> = (0..next(12) + 1)
+                .map(|_| {
+                    let a = next(60);
+                    (a, a + next(15), next(3) == 0)
+                })
+                .collect();
+            ivs.sort_by_key(|&(a, b, _)| (a, std::cmp::Reverse(b)));
+            let (mut union, mut at) = (Union::default(), Vec::new());
+            let mut barriers = Vec::new();
+            for &(a, b, barrier) in &ivs {
+                union.add(a, b, &mut at);
+                if barrier {
+                    at.push([union.upto(a), 0]);
+                    union.ask(b, at.len() - 1);
+                    barriers.push((a, b));
+                }
+            }
+            union.settle(u64::MAX, &mut at);
+            let spans: Vec<(u64, u64)> = ivs.iter().map(|&(a, b, _)| (a, b)).collect();
+            for k in 1..barriers.len() {
+                let (from, to) = (barriers[k - 1].1, barriers[k].0);
+                assert_eq!(
+                    at[k][0].saturating_sub(at[k - 1][1]),
+                    slowly(&spans, from, to),
+                    "{ivs:?}: barrier {k}"
+                );
+            }
+        }
     }
 }
