@@ -526,6 +526,15 @@ impl Union {
     /// with `u64::MAX`, once every interval is added).
     #[cold]
     fn settle(&mut self, until: u64, out: &mut [[u64; 2]]) {
+        // Mostly one: the last barrier's end.
+        if let [(t, at)] = self.asked[..] {
+            if t <= until {
+                out[at][1] = self.upto(t);
+                self.asked.clear();
+                self.earliest = u64::MAX;
+            }
+            return;
+        }
         let (mut i, mut earliest) = (0, u64::MAX);
         while i < self.asked.len() {
             let (t, at) = self.asked[i];

@@ -470,6 +470,18 @@ fn classes() -> &'static [Class] {
     })
 }
 
+/// Whether a kind is one [`Part::of`] looks at whatever the stream's rank:
+/// of a [`Class`] other than `Other`, all-to-all or rooted.
+fn wanted_kinds() -> &'static [bool] {
+    static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let (class, all_to_all, rooted) = (classes(), all_to_all_kinds(), rooted_kinds());
+        (0..1usize << 16)
+            .map(|k| class[k] != Class::Other || all_to_all[k] || rooted[k] != 0)
+            .collect()
+    })
+}
+
 /// The one-sided calls whose time is listed as `synchronization`.
 fn is_one_sided_sync(name: &str) -> bool {
     matches!(
@@ -590,7 +602,13 @@ impl Part {
         // rooted collective.
         let mut world: Option<Option<crate::matrix::Rank>> = None;
         let mut names = crate::objects::ArgNames::new(s);
+        let wanted = wanted_kinds();
         for iv in intervals(s) {
+            // Most intervals of most streams: none of the kinds looked at
+            // here, outside any coarray operation, on a stream of no rank.
+            if !wanted[iv.kind as usize] && coarray.is_empty() && rank.is_none() {
+                continue;
+            }
             let c = class[iv.kind as usize];
             if c != Class::Other || !coarray.is_empty() {
                 while coarray.last().is_some_and(|&(end, _)| end < iv.end) {
