@@ -419,19 +419,19 @@ impl Slots {
 struct BytesOf {
     pts_words: usize,
     /// By `kind << 4 | phase << 2 | flags`: the size argument's word, or
-    /// [`BytesOf::NONE`], or [`BytesOf::UNKNOWN`] until first needed.
-    at: Vec<u16>,
+    /// [`BytesOf::NONE`]. Asked for once per shape of events ([`Scan`]):
+    /// a map of the few met rather than a table of every kind.
+    at: HashMap<u32, u16>,
 }
 
 impl BytesOf {
-    const UNKNOWN: u16 = u16::MAX;
     const NONE: u16 = u16::MAX - 1;
     const SLOW: u16 = u16::MAX - 2;
 
     fn new(s: &Stream) -> BytesOf {
         BytesOf {
             pts_words: (s.pts_bytes as usize).div_ceil(8),
-            at: Vec::new(),
+            at: HashMap::default(),
         }
     }
 
@@ -445,17 +445,14 @@ impl BytesOf {
         if (e.kind as usize) >= DENSE_KINDS || e.phase > 3 || e.flags > 3 {
             return Self::SLOW;
         }
-        if self.at.is_empty() {
-            self.at = vec![Self::UNKNOWN; DENSE_KINDS << 4];
-        }
-        let i = (e.kind as usize) << 4 | (e.phase as usize) << 2 | e.flags as usize;
-        if self.at[i] == Self::UNKNOWN {
-            self.at[i] = gaspard_format::codec::bytes_arg(e.kind, e.phase, self.pts_words, e.flags)
+        let i = u32::from(e.kind) << 4 | u32::from(e.phase) << 2 | u32::from(e.flags);
+        let pts_words = self.pts_words;
+        *self.at.entry(i).or_insert_with(|| {
+            gaspard_format::codec::bytes_arg(e.kind, e.phase, pts_words, e.flags)
                 .and_then(|w| u16::try_from(w).ok())
                 .filter(|&w| w < Self::SLOW)
-                .unwrap_or(Self::NONE);
-        }
-        self.at[i]
+                .unwrap_or(Self::NONE)
+        })
     }
 }
 
