@@ -363,9 +363,8 @@ fn walk(s: &Stream) -> Walked {
     let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
     let ivs = intervals(s);
     let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
-    // Reserved for every interval: no copies as it grows (in most programs,
-    // most intervals are synchronization or communication; the memory left
-    // for the others is never touched, and is given back at the end).
+    // The union of the synchronization and communication intervals, and
+    // per barrier its length up to the barrier's start and end.
     let mut union = Union::default();
     let mut barriers: Vec<Interval> = Vec::new();
     let mut busy_at: Vec<[u64; 2]> = Vec::new();
@@ -431,9 +430,9 @@ fn walk(s: &Stream) -> Walked {
             regions.add(iv, &s.events[iv.start_event as usize]);
         }
     }
+    union.settle(u64::MAX, &mut busy_at);
     // A CAF image's barriers are its `sync all`s, not the MPI barriers the
     // runtime makes them of.
-    union.settle(u64::MAX, &mut busy_at);
     if has_caf {
         let keep = |iv: &Interval| Some(iv.kind) != mpi_barrier;
         let mut at = barriers.iter().map(keep);
