@@ -89,20 +89,16 @@ pub struct Barrier {
 }
 
 impl Epochs {
-    /// Of `barriers` in order, where `busy(from, to)` is the time the thread
-    /// spent in synchronization and communication between leaving a barrier
-    /// (`from`) and arriving at the next (`to`), asked for each such pair in
-    /// order.
-    pub(crate) fn new(
-        barriers: impl ExactSizeIterator<Item = BarrierSpan>,
-        mut busy: impl FnMut(u64, u64) -> u64,
-    ) -> Epochs {
+    /// Of `barriers` in order, each with the time the thread spent in
+    /// synchronization and communication between leaving the previous one
+    /// and arriving at it (the first's is not used).
+    pub(crate) fn new(barriers: impl ExactSizeIterator<Item = (BarrierSpan, u64)>) -> Epochs {
         let len = barriers.len();
         // Mostly 6 to 8 bytes a barrier: reserved so, then made to size.
         let mut bytes = Vec::with_capacity(len * 8);
         let mut sites: Vec<u32> = Vec::new();
         let (mut end, mut site, mut latest) = (0u64, None, 0u64);
-        for (k, b) in barriers.enumerate() {
+        for (k, (b, busy)) in barriers.enumerate() {
             let gap = zigzag(b.start.wrapping_sub(end) as i64);
             let code = if site == Some(b.callsite) {
                 0
@@ -117,7 +113,7 @@ impl Epochs {
                 };
                 at as u64 + 1
             };
-            let busy = if k > 0 { busy(end, b.start) } else { 0 };
+            let busy = if k > 0 { busy } else { 0 };
             put(&mut bytes, [gap, b.end.wrapping_sub(b.start), code, busy]);
             (end, site) = (b.end, Some(b.callsite));
             latest = latest.max(b.start).max(b.end);
@@ -189,21 +185,18 @@ impl Epochs {
                 self.latest = latest;
             }
             None => {
-                let mut busy = Vec::with_capacity(self.len.saturating_sub(1));
-                let mut spans = Vec::with_capacity(self.len);
                 let mut it = self.iter_with_work();
-                while let Some((b, busy_before)) = it.next_raw() {
-                    if !spans.is_empty() {
-                        busy.push(busy_before);
-                    }
-                    spans.push(BarrierSpan {
-                        start: b.start.saturating_add(after),
-                        end: b.end.saturating_add(after),
-                        callsite: b.callsite,
-                    });
-                }
-                let mut busy = busy.into_iter();
-                *self = Epochs::new(spans.into_iter(), |_, _| busy.next().unwrap_or(0));
+                let shifted: Vec<(BarrierSpan, u64)> = std::iter::from_fn(|| it.next_raw())
+                    .map(|(b, busy)| {
+                        let span = BarrierSpan {
+                            start: b.start.saturating_add(after),
+                            end: b.end.saturating_add(after),
+                            callsite: b.callsite,
+                        };
+                        (span, busy)
+                    })
+                    .collect();
+                *self = Epochs::new(shifted.into_iter());
             }
         }
     }
@@ -377,6 +370,21 @@ mod tests {
         }
     }
 
+    /// `v` with, before each barrier but the first, `busy(from, to)`: the
+    /// previous departure and its arrival.
+    fn with_busy(
+        v: &[BarrierSpan],
+        busy: impl Fn(u64, u64) -> u64,
+    ) -> impl ExactSizeIterator<Item = (BarrierSpan, u64)> + '_ {
+        let busy: Vec<u64> = (0..v.len())
+            .map(|k| match k {
+                0 => 0,
+                k => busy(v[k - 1].end, v[k].start),
+            })
+            .collect();
+        v.iter().copied().zip(busy)
+    }
+
     #[test]
     fn barriers_come_back_as_they_were() {
         // Times far apart, out of order, overlapping, at the ends of u64,
@@ -390,12 +398,8 @@ mod tests {
             span(u64::MAX, 3, 3),
             span(40, 40, 3),
         ];
-        let mut asked = Vec::new();
-        let busy = |from: u64, to: u64| {
-            asked.push((from, to));
-            from ^ to.rotate_left(7)
-        };
-        let e = Epochs::new(v.iter().copied(), busy);
+        let busy = |from: u64, to: u64| from ^ to.rotate_left(7);
+        let e = Epochs::new(with_busy(&v, busy));
         assert_eq!(e.len(), v.len());
         assert_eq!(e.iter().collect::<Vec<_>>(), v);
         let got: Vec<Barrier> = e.iter_with_work().collect();
@@ -404,17 +408,13 @@ mod tests {
                 (0, 0.0)
             } else {
                 let (from, to) = (v[k - 1].end, v[k].start);
-                assert_eq!(
-                    asked[k - 1],
-                    (from, to),
-                    "busy asked for the epoch before {k}"
-                );
-                let busy = from ^ to.rotate_left(7);
-                (from, to.saturating_sub(from).saturating_sub(busy) as f64)
+                (
+                    from,
+                    to.saturating_sub(from).saturating_sub(busy(from, to)) as f64,
+                )
             };
             assert_eq!((b.after, b.work), (after, work), "barrier {k}");
         }
-        assert_eq!(asked.len(), v.len() - 1);
         // Made the trace's: shifted, with callsites renumbered, the same
         // work; times that would pass u64::MAX saturate.
         let site = |c: u32| c / 2;
@@ -434,8 +434,7 @@ mod tests {
             assert_eq!(m.iter().collect::<Vec<_>>(), want, "shifted by {after}");
             // The work as it is of the new times, with the same busy times.
             for (k, b) in m.iter_with_work().enumerate().skip(1) {
-                let (from, to) = (v[k - 1].end, v[k].start);
-                let busy = from ^ to.rotate_left(7);
+                let busy = busy(v[k - 1].end, v[k].start);
                 let (from, to) = (want[k - 1].end, want[k].start);
                 assert_eq!(b.work, to.saturating_sub(from).saturating_sub(busy) as f64);
             }
@@ -446,7 +445,7 @@ mod tests {
             .filter(|b| b.start.max(b.end) < 1 << 40)
             .copied()
             .collect();
-        let mut twice = Epochs::new(small.iter().copied(), |_, _| 3);
+        let mut twice = Epochs::new(with_busy(&small, |_, _| 3));
         twice.rebase(7, |c| c);
         twice.rebase(5, |c| c + 1);
         let want: Vec<BarrierSpan> = small
@@ -480,7 +479,7 @@ mod tests {
         let v: Vec<BarrierSpan> = (0..1000u64)
             .map(|k| span(5_000_000 + k * 7_000, 5_000_000 + k * 7_000 + 900, 12))
             .collect();
-        let e = Epochs::new(v.iter().copied(), |_, _| 300);
+        let e = Epochs::new(with_busy(&v, |_, _| 300));
         assert_eq!(e.iter().collect::<Vec<_>>(), v);
         // Each: its sizes, 2 bytes of arrival (from the previous departure,
         // zigzag), 2 of departure, 1 of callsite (the same), 2 of busy time;
@@ -492,7 +491,7 @@ mod tests {
     #[test]
     fn sent_and_received_as_they_were_or_refused() {
         let v: Vec<BarrierSpan> = (0..50u64).map(|k| span(k * 100, k * 100 + 50, 1)).collect();
-        let mut e = Epochs::new(v.iter().copied(), |_, _| 1);
+        let mut e = Epochs::new(with_busy(&v, |_, _| 1));
         e.rebase(1 << 40, |c| c + 3);
         let sent = postcard::to_stdvec(&e).unwrap();
         let got: Epochs = postcard::from_bytes(&sent).unwrap();
@@ -519,7 +518,7 @@ mod tests {
     #[test]
     fn bytes_cut_short_end_the_barriers() {
         let v: Vec<BarrierSpan> = (0..50u64).map(|k| span(k * 100, k * 100 + 50, 1)).collect();
-        let e = Epochs::new(v.iter().copied(), |_, _| 1);
+        let e = Epochs::new(with_busy(&v, |_, _| 1));
         for cut in 0..e.bytes.len() {
             let short = Epochs {
                 bytes: e.bytes[..cut].to_vec(),

@@ -365,9 +365,8 @@ fn walk(s: &Stream) -> Walked {
     let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
     // The union of the synchronization and communication intervals, and
     // per barrier its length up to the barrier's start and end.
-    let mut union = Union::default();
+    let mut union = Union::new();
     let mut barriers: Vec<Interval> = Vec::new();
-    let mut busy_at: Vec<[u64; 2]> = Vec::new();
     let mut has_caf = false;
     let mut transfers = TransferTally::new(s);
     let mut regions = crate::balance::Regions::new();
@@ -415,12 +414,11 @@ fn walk(s: &Stream) -> Walked {
                 }
                 covered_until = iv.end;
             }
-            union.add(iv.start, iv.end, &mut busy_at);
+            union.add(iv.start, iv.end);
         }
         if r & BARRIER != 0 {
             has_caf |= Some(iv.kind) == caf_sync;
-            busy_at.push([union.upto(iv.start), 0]);
-            union.ask(iv.end, busy_at.len() - 1);
+            union.barrier(iv.start, iv.end);
             barriers.push(*iv);
         }
         if r & COMM != 0 {
@@ -430,7 +428,7 @@ fn walk(s: &Stream) -> Walked {
             regions.add(iv, &s.events[iv.start_event as usize]);
         }
     }
-    union.settle(u64::MAX, &mut busy_at);
+    let mut busy_at = union.finish();
     // A CAF image's barriers are its `sync all`s, not the MPI barriers the
     // runtime makes them of.
     if has_caf {
@@ -453,51 +451,65 @@ fn walk(s: &Stream) -> Walked {
 /// consecutive ones ([`Part::barriers`]).
 fn epochs(s: &Stream) -> crate::epochs::Epochs {
     let w = walked(s);
-    // Asked in order, for each barrier after the first: the time in the
-    // union from the previous one's end to its start (none when they
-    // overlap: the union's time up to a point never decreases).
-    let mut busy = w
-        .busy_at
-        .windows(2)
-        .map(|pair| pair[1][0].saturating_sub(pair[0][1]));
-    crate::epochs::Epochs::new(
-        w.barriers.iter().map(|iv| BarrierSpan {
-            start: iv.start,
-            end: iv.end,
-            callsite: iv.callsite,
-        }),
-        |_, _| busy.next().unwrap_or(0),
-    )
+    // Before each barrier, the time in the union from the previous one's
+    // end to its start (none when they overlap: the union's length up to a
+    // time never decreases).
+    let mut previous_end = 0;
+    crate::epochs::Epochs::new(w.barriers.iter().zip(&w.busy_at).map(
+        |(iv, &[at_start, at_end])| {
+            let busy = at_start.saturating_sub(previous_end);
+            previous_end = at_end;
+            let span = BarrierSpan {
+                start: iv.start,
+                end: iv.end,
+                callsite: iv.callsite,
+            };
+            (span, busy)
+        },
+    ))
 }
 
 /// The union of a thread's synchronization and communication intervals,
-/// made as they come in START order, and its length up to given times,
-/// without keeping it: the length of what is closed (no later interval can
-/// reach it) and the span still open.
-#[derive(Debug, Default)]
+/// made as they come in START order, and its length up to each barrier's
+/// start and end, without keeping it: the length of what is closed (no
+/// later interval can reach it) and the span still open.
+#[derive(Debug)]
 struct Union {
     /// The length of the union's spans before `open`.
     closed: u64,
     /// The last span, which a later interval may still lengthen.
     open: Option<(u64, u64)>,
-    /// Times whose length up to them is asked for ([`Union::ask`]), with
-    /// where to write it: answered before a span starts after them.
+    /// Per barrier, the union's length up to its start and up to its end
+    /// ([`Walked::busy_at`]).
+    at: Vec<[u64; 2]>,
+    /// The barriers' ends not answered yet in `at` (with the barrier's
+    /// place): answered before a span starts after them.
     asked: Vec<(u64, usize)>,
     /// The earliest time of `asked` (`u64::MAX` when none).
     earliest: u64,
 }
 
 impl Union {
+    fn new() -> Union {
+        Union {
+            closed: 0,
+            open: None,
+            at: Vec::new(),
+            asked: Vec::new(),
+            earliest: u64::MAX,
+        }
+    }
+
     /// Adds the interval `[a, b]`, the next in START order; the lengths
-    /// asked for up to `a` or before are written in `out` first when it
-    /// starts a span (which adds nothing up to `a`).
+    /// asked for up to `a` or before are answered first when it starts a
+    /// span (which adds nothing up to `a`).
     #[inline(always)]
-    fn add(&mut self, a: u64, b: u64, out: &mut [[u64; 2]]) {
+    fn add(&mut self, a: u64, b: u64) {
         match &mut self.open {
             Some((_, end)) if a < *end => *end = (*end).max(b),
             _ => {
                 if self.earliest <= a {
-                    self.settle(a, out);
+                    self.settle(a);
                 }
                 if let Some((x, y)) = self.open {
                     self.closed += y - x;
@@ -507,6 +519,20 @@ impl Union {
         }
     }
 
+    /// A barrier from `start` to `end`, starting where the last interval
+    /// added does (or after it).
+    fn barrier(&mut self, start: u64, end: u64) {
+        self.at.push([self.upto(start), 0]);
+        self.asked.push((end, self.at.len() - 1));
+        self.earliest = self.earliest.min(end);
+    }
+
+    /// Per barrier, the union's length up to its start and its end.
+    fn finish(mut self) -> Vec<[u64; 2]> {
+        self.settle(u64::MAX);
+        self.at
+    }
+
     /// The union's length up to `t`, once every interval starting before
     /// `t` is added and no span starting after it.
     #[inline(always)]
@@ -514,21 +540,13 @@ impl Union {
         self.closed + self.open.map_or(0, |(a, b)| b.min(t).saturating_sub(a))
     }
 
-    /// Asks for the union's length up to `t` (not before the START of the
-    /// last interval added), to be written in `out[at][1]`.
-    fn ask(&mut self, t: u64, at: usize) {
-        self.asked.push((t, at));
-        self.earliest = self.earliest.min(t);
-    }
-
-    /// Writes the lengths asked for up to `until` or before (all of them
-    /// with `u64::MAX`, once every interval is added).
+    /// Answers the lengths asked for up to `until` or before.
     #[cold]
-    fn settle(&mut self, until: u64, out: &mut [[u64; 2]]) {
+    fn settle(&mut self, until: u64) {
         // Mostly one: the last barrier's end.
-        if let [(t, at)] = self.asked[..] {
+        if let [(t, k)] = self.asked[..] {
             if t <= until {
-                out[at][1] = self.upto(t);
+                self.at[k][1] = self.upto(t);
                 self.asked.clear();
                 self.earliest = u64::MAX;
             }
@@ -536,9 +554,9 @@ impl Union {
         }
         let (mut i, mut earliest) = (0, u64::MAX);
         while i < self.asked.len() {
-            let (t, at) = self.asked[i];
+            let (t, k) = self.asked[i];
             if t <= until {
-                out[at][1] = self.upto(t);
+                self.at[k][1] = self.upto(t);
                 self.asked.swap_remove(i);
             } else {
                 earliest = earliest.min(t);
@@ -1098,17 +1116,16 @@ mod tests {
                 })
                 .collect();
             ivs.sort_by_key(|&(a, b, _)| (a, std::cmp::Reverse(b)));
-            let (mut union, mut at) = (Union::default(), Vec::new());
+            let mut union = Union::new();
             let mut barriers = Vec::new();
             for &(a, b, barrier) in &ivs {
-                union.add(a, b, &mut at);
+                union.add(a, b);
                 if barrier {
-                    at.push([union.upto(a), 0]);
-                    union.ask(b, at.len() - 1);
+                    union.barrier(a, b);
                     barriers.push((a, b));
                 }
             }
-            union.settle(u64::MAX, &mut at);
+            let at = union.finish();
             let spans: Vec<(u64, u64)> = ivs.iter().map(|&(a, b, _)| (a, b)).collect();
             for k in 1..barriers.len() {
                 let (from, to) = (barriers[k - 1].1, barriers[k].0);
