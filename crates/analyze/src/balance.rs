@@ -3,8 +3,6 @@
 //! per work-sharing construct or user region, how unevenly the threads'
 //! time in it is spread.
 
-use std::collections::{BTreeMap, BTreeSet};
-
 use rustc_hash::FxHashMap as HashMap;
 
 use gaspard_format::kinds::{self, Class};
@@ -137,20 +135,17 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         all.truncate(WIDEST);
         // Where the last thread arrives from in each of those: the
-        // barriers of each such thread read once.
-        let mut site_at: BTreeMap<(usize, usize), Option<u32>> = all
-            .iter()
-            .map(|&(k, _, _, last)| ((last, k), None))
-            .collect();
-        let lasts: BTreeSet<usize> = site_at.keys().map(|&(m, _)| m).collect();
-        for m in lasts {
-            let until = site_at
-                .range((m, 0)..=(m, usize::MAX))
-                .last()
-                .map_or(0, |(&(_, k), _)| k);
-            for (k, b) in per[m].iter().take(until + 1).enumerate() {
-                if let Some(s) = site_at.get_mut(&(m, k)) {
-                    *s = Some(b.callsite);
+        // barriers of each such thread read once, up to the latest wanted.
+        let mut wanted: Vec<(usize, usize)> =
+            all.iter().map(|&(k, _, _, last)| (last, k)).collect();
+        wanted.sort_unstable();
+        let mut site_at: HashMap<(usize, usize), u32> = HashMap::default();
+        for mine in wanted.chunk_by(|a, b| a.0 == b.0) {
+            let m = mine[0].0;
+            let mut barriers = per[m].iter().enumerate();
+            for &(_, k) in mine {
+                if let Some((_, b)) = barriers.find(|&(j, _)| j == k) {
+                    site_at.insert((m, k), b.callsite);
                 }
             }
         }
@@ -169,7 +164,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
                     spread_ns: spread,
                     last: name(last),
                     first: name(first),
-                    location: location_in(sites, site_at.get(&(last, k)).copied().flatten()),
+                    location: location_in(sites, site_at.get(&(last, k)).copied()),
                 })
                 .collect(),
         });
