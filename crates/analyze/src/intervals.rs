@@ -12,14 +12,15 @@ pub struct Interval {
     pub kind: u16,
     /// START time, ns.
     pub start: u64,
-    /// END time, ns.
+    /// END time, ns ([`crate::window::OPEN`] for a START left open in a
+    /// window followed by others).
     pub end: u64,
     /// Callsite of the START.
     pub callsite: u32,
     /// Index of the START event in the stream (streams hold at most
     /// [`crate::trace::MAX_STREAM_EVENTS`]).
     pub start_event: u32,
-    /// Index of the END event in the stream.
+    /// Index of the END event in the stream (`u32::MAX` when open).
     pub end_event: u32,
 }
 
@@ -67,7 +68,7 @@ pub fn with_events(
         Which::Start => iv.start_event,
         Which::End => iv.end_event,
     } as usize;
-    ivs.iter().enumerate().map(move |(j, iv)| {
+    ivs.iter().enumerate().filter_map(move |(j, iv)| {
         if let Some(e) = ivs.get(j + AHEAD).and_then(|a| s.events.get(event(a))) {
             prefetch(e);
         }
@@ -78,7 +79,8 @@ pub fn with_events(
                 }
             }
         }
-        (iv, &s.events[event(iv)])
+        // An interval left open in a window ([`crate::window`]) has no END.
+        Some((iv, s.events.get(event(iv))?))
     })
 }
 
@@ -106,7 +108,7 @@ pub(crate) struct Derived {
     /// ([`crate::findings::active_span`]).
     pub(crate) startup_ns: u64,
     /// The kinds of its events, a bit each.
-    kinds: Vec<u64>,
+    pub(crate) kinds: Vec<u64>,
     /// Its time split, barriers, transfers and regions
     /// ([`crate::findings::walked`]), found when first asked for.
     pub(crate) walked: std::sync::OnceLock<crate::findings::Walked>,
@@ -131,6 +133,7 @@ pub(crate) fn derived(s: &Stream) -> &Derived {
 /// What is derived from the events of `s`, in a pass over them.
 fn derive(s: &Stream) -> Derived {
     let mut m = Matcher::new(s.events.len());
+    m.keep_open = s.window.more;
     for (i, e) in s.events.iter().enumerate() {
         m.event(i, e);
     }
@@ -176,6 +179,10 @@ pub(crate) struct Matcher {
     open: usize,
     in_order: bool,
     last_start: u64,
+    /// Whether the STARTs left open are kept, as intervals without an end
+    /// ([`crate::window::OPEN`]): in a window followed by others, where
+    /// they may be closed.
+    pub(crate) keep_open: bool,
 }
 
 impl Matcher {
@@ -196,6 +203,7 @@ impl Matcher {
             open: 0,
             in_order: true,
             last_start: 0,
+            keep_open: false,
         }
     }
 
@@ -265,7 +273,7 @@ impl Matcher {
         let startup_ns = if any_startup {
             intervals
                 .iter()
-                .filter(|i| crate::findings::is_startup(i.kind))
+                .filter(|i| crate::findings::is_startup(i.kind) && i.end != crate::window::OPEN)
                 .map(|i| i.end.saturating_sub(i.start))
                 .sum()
         } else {
@@ -279,7 +287,8 @@ impl Matcher {
         }
     }
 
-    /// The intervals closed, in START order, and the kinds of the events.
+    /// The intervals closed, in START order, and the kinds of the events
+    /// (with the STARTs left open, with [`Matcher::keep_open`]).
     fn intervals(self) -> (Vec<Interval>, Vec<u64>) {
         let mut out = self.slots;
         if self.open > 0 {
@@ -297,7 +306,9 @@ impl Matcher {
                     iv.end_event = u32::MAX;
                 }
             }
-            out.retain(|iv| iv.end_event != u32::MAX);
+            if !self.keep_open {
+                out.retain(|iv| iv.end_event != u32::MAX);
+            }
         }
         // Time that went backwards (another core's clock) can break START
         // order (of the intervals kept: checked again when the STARTs were

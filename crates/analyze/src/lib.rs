@@ -27,3 +27,4 @@ pub mod summary;
 pub mod symbolize;
 pub mod trace;
 pub mod waitstates;
+pub(crate) mod window;

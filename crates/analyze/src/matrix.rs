@@ -63,29 +63,47 @@ impl<'de> serde::Deserialize<'de> for Rank {
     }
 }
 
-/// The rank of the process a stream belongs to, if its start-up was recorded.
-pub fn rank(s: &Stream) -> Option<Rank> {
-    let (model, start_kind, rank_arg, size_arg) = match s.model {
-        3 => (
+/// The model of a stream's process, its start-up kinds and the names of
+/// their rank and size arguments.
+fn start_up(model: u32) -> Option<(&'static str, [&'static str; 2], &'static str, &'static str)> {
+    match model {
+        3 => Some((
             "MPI",
             ["GASP_MPI_INIT", "GASP_MPI_INIT_THREAD"],
             "rank",
             "size",
-        ),
-        4 => (
+        )),
+        4 => Some((
             "SHMEM",
             ["GASP_SHMEM_INIT", "GASP_SHMEM_INIT"],
             "pe",
             "npes",
-        ),
-        _ => return None,
+        )),
+        _ => None,
+    }
+}
+
+/// The rank of the process a stream belongs to, if its start-up was recorded.
+pub fn rank(s: &Stream) -> Option<Rank> {
+    rank_in(s).flatten()
+}
+
+/// The rank of the process of `s` as the first end of a start-up among the
+/// events of `s` (from its window's own) gives it: `None` when they have
+/// none, `Some(None)` when it gives no rank.
+pub(crate) fn rank_in(s: &Stream) -> Option<Option<Rank>> {
+    let Some((model, start_kind, rank_arg, size_arg)) = start_up(s.model) else {
+        return Some(None);
     };
-    let init = s.events.iter().find(|e| {
+    let init = s.own_events().iter().find(|e| {
         e.phase == 1 && kinds::kind(e.kind).is_some_and(|k| start_kind.contains(&k.name))
     })?;
     let a = args_by_name(s, init);
-    let (me, size) = (*a.get(rank_arg)? as usize, *a.get(size_arg)? as usize);
-    (me < size).then_some(Rank { model, me, size })
+    let rank = (|| {
+        let (me, size) = (*a.get(rank_arg)? as usize, *a.get(size_arg)? as usize);
+        (me < size).then_some(Rank { model, me, size })
+    })();
+    Some(rank)
 }
 
 /// One stream's part of the matrices: the operations it starts, per other
@@ -99,9 +117,60 @@ pub struct Part {
 impl Part {
     /// The part of `s`.
     pub fn of(s: &Stream) -> Part {
-        let Some(Rank { model, size, .. }) = rank(s) else {
-            return Part::default();
+        let mut b = Builder::new(s);
+        b.feed(s);
+        b.finish()
+    }
+}
+
+/// A stream's [`Part`], made window by window ([`crate::window`]).
+#[derive(Debug)]
+pub(crate) struct Builder {
+    /// The process's rank, once a window gave its start-up.
+    rank: Option<Option<Rank>>,
+    /// Which kinds count: 1 for MPI's communication, 2 for OpenSHMEM's.
+    mine: u8,
+    /// Operations, bytes and time, per other side in the model's ranks.
+    row: Vec<(u64, u64, u64)>,
+    /// ... per other side, before the rank is known.
+    before: rustc_hash::FxHashMap<u64, (u64, u64, u64)>,
+}
+
+impl Builder {
+    /// For the windows of `s`.
+    pub(crate) fn new(s: &Stream) -> Builder {
+        Builder {
+            rank: None,
+            mine: match start_up(s.model) {
+                Some(("MPI", ..)) => 1,
+                Some(_) => 2,
+                None => 0,
+            },
+            row: Vec::new(),
+            before: Default::default(),
+        }
+    }
+
+    /// Adds window `s` (the next of its stream).
+    pub(crate) fn feed(&mut self, s: &Stream) {
+        if self.rank.is_none() {
+            self.rank = rank_in(s);
+            if let Some(Some(r)) = self.rank {
+                for (o, c) in std::mem::take(&mut self.before) {
+                    if (o as i64) >= 0 && (o as usize) < r.size {
+                        add(&mut self.row, o as usize, c);
+                    }
+                }
+            }
+        }
+        let size = match self.rank {
+            Some(None) => return,
+            Some(Some(r)) => Some(r.size),
+            None => None,
         };
+        if self.mine == 0 {
+            return;
+        }
         // By kind number: 1 for MPI's communication kinds, 2 for OpenSHMEM's
         // (found once; the names were compared for every interval).
         static MODEL_OF: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
@@ -112,29 +181,37 @@ impl Part {
                 _ => 0,
             })
         });
-        let mine = if model == "MPI" { 1 } else { 2 };
-        let mut row: Vec<(u64, u64, u64)> = Vec::new();
         let mut names = crate::objects::ArgNames::new(s);
         for (iv, end) in with_events(s, Which::End, true) {
-            if model_of[iv.kind as usize] != mine {
+            if model_of[iv.kind as usize] != self.mine {
                 continue;
             }
             let a = names.of(s, end);
             let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
-            let Some(other) = other.filter(|&o| (o as i64) >= 0 && (o as usize) < size) else {
+            let Some(other) = other.filter(|&o| (o as i64) >= 0) else {
                 continue;
             };
-            let other = other as usize;
-            if row.len() <= other {
-                row.resize(other + 1, (0, 0, 0));
+            let c = (
+                1,
+                a.get("nbytes").copied().unwrap_or(0),
+                iv.end.saturating_sub(iv.start),
+            );
+            match size {
+                Some(size) if (other as usize) < size => add(&mut self.row, other as usize, c),
+                Some(_) => {}
+                None => {
+                    let at = self.before.entry(other).or_default();
+                    *at = (at.0 + c.0, at.1.wrapping_add(c.1), at.2.wrapping_add(c.2));
+                }
             }
-            let c = &mut row[other];
-            c.0 += 1;
-            c.1 += a.get("nbytes").copied().unwrap_or(0);
-            c.2 += iv.end.saturating_sub(iv.start);
         }
+    }
+
+    /// The part of the windows given.
+    pub(crate) fn finish(self) -> Part {
         Part {
-            cells: row
+            cells: self
+                .row
                 .into_iter()
                 .zip(0u32..)
                 .filter(|(c, _)| c.0 > 0)
@@ -142,6 +219,16 @@ impl Part {
                 .collect(),
         }
     }
+}
+
+/// Adds `c` to the cell of `other` in `row`.
+#[inline]
+fn add(row: &mut Vec<(u64, u64, u64)>, other: usize, c: (u64, u64, u64)) {
+    if row.len() <= other {
+        row.resize(other + 1, (0, 0, 0));
+    }
+    let at = &mut row[other];
+    *at = (at.0 + c.0, at.1.wrapping_add(c.1), at.2.wrapping_add(c.2));
 }
 
 /// The communication matrices of the trace's MPI and OpenSHMEM processes.

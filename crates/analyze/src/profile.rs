@@ -321,12 +321,6 @@ pub(crate) mod sent {
     }
 }
 
-/// The profile of `s`, one of the streams of `t`.
-pub(crate) fn profile_part(t: &Trace, s: &Stream) -> ProfilePart {
-    let (thread, sites) = stream_profile(t, s);
-    (thread, sites.into_iter().collect())
-}
-
 /// Kinds below this are found in a table rather than a map.
 const DENSE_KINDS: usize = 2048;
 
@@ -490,11 +484,11 @@ impl Scan {
         }
     }
 
-    /// The slot of `e` and where its size argument is; counted in the slot.
+    /// The slot of `e` and where its size argument is.
     #[inline(always)]
-    fn count(&mut self, s: &Stream, e: &Event) -> u32 {
+    fn slot(&mut self, e: &Event) -> (u32, u16) {
         let shape = crate::shape::of(e);
-        let (site, word) = match self.shapes.get(shape) {
+        match self.shapes.get(shape) {
             Some(v) => v,
             None => {
                 // Slots are made as their shapes are first met, in the same
@@ -511,7 +505,13 @@ impl Scan {
                 self.shapes.set(shape, v);
                 v
             }
-        };
+        }
+    }
+
+    /// The slot of `e` and where its size argument is; counted in the slot.
+    #[inline(always)]
+    fn count(&mut self, s: &Stream, e: &Event) -> u32 {
+        let (site, word) = self.slot(e);
         if site == TOOL {
             return site;
         }
@@ -530,79 +530,229 @@ impl Scan {
     }
 }
 
-/// The statistics of the slots of `s`: each event counted in the slot of
-/// its (key, callsite), then each interval in its START's slot.
-fn scan(s: &Stream) -> Slots {
-    let mut counting = Scan::new(s);
-    // Each event's (key, callsite) slot, for its interval to find again.
-    let site_of_event: Vec<u32> = s.events.iter().map(|e| counting.count(s, e)).collect();
-    let mut slots = counting.slots;
-    // The end of the time covered so far by each key's intervals: they come
-    // by start time, so that the part of one past that end is new (all of
-    // it, but for a call within another of the same function: recursion),
-    // and counts in its callsite's total.
-    let mut covered = vec![0u64; slots.keys.len()];
-    for iv in crate::intervals::intervals(s) {
-        if tool_kind(iv.kind) {
-            continue;
+/// A stream's profile, made window by window ([`crate::window`]): each
+/// event counted in the slot of its (key, callsite), then each interval in
+/// its START's slot.
+pub(crate) struct Builder {
+    counting: Scan,
+    /// The end of the time covered so far by each key's intervals: they come
+    /// by start time, so that the part of one past that end is new (all of
+    /// it, but for a call within another of the same function: recursion),
+    /// and counts in its callsite's total.
+    covered: Vec<u64>,
+    /// Per key, its intervals given open by a window and not closed since,
+    /// outermost first.
+    open: Vec<Vec<Level>>,
+    process: String,
+    stream: u32,
+    thread: u32,
+    events: u64,
+    /// The times of the stream's first and last events.
+    first: Option<u64>,
+    last: Option<u64>,
+}
+
+impl Builder {
+    /// For the windows of `s`.
+    pub(crate) fn new(s: &Stream) -> Builder {
+        Builder {
+            counting: Scan::new(s),
+            covered: Vec::new(),
+            open: Vec::new(),
+            process: s.process.clone(),
+            stream: s.stream,
+            thread: s.thread,
+            events: 0,
+            first: None,
+            last: None,
         }
-        // The slot of its START (whose key and callsite are the interval's).
-        let site = site_of_event[iv.start_event as usize] as usize;
-        let c = &mut covered[slots.site_key[site] as usize];
-        let d = iv.end.saturating_sub(iv.start);
-        let new = if iv.start >= *c {
-            d
-        } else {
-            iv.end.saturating_sub(*c)
-        };
-        *c = (*c).max(iv.end);
-        slots.sites[site].1.add_interval(d, new);
     }
-    slots
+
+    /// Adds window `s` (the next of its stream).
+    pub(crate) fn feed(&mut self, s: &Stream) {
+        let carried = s.window.carried as usize;
+        let own = s.own_events();
+        self.events += own.len() as u64;
+        if let (None, Some(e)) = (self.first, own.first()) {
+            self.first = Some(e.t_ns);
+        }
+        if let Some(e) = own.last() {
+            self.last = Some(e.t_ns);
+        }
+        // Each event's (key, callsite) slot, for its interval to find again:
+        // a carried START's was counted in an earlier window.
+        let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
+        site_of_event.extend(s.events[..carried].iter().map(|e| self.counting.slot(e).0));
+        site_of_event.extend(own.iter().map(|e| self.counting.count(s, e)));
+        let slots = &mut self.counting.slots;
+        self.covered.resize(slots.keys.len(), 0);
+        self.open.resize_with(slots.keys.len(), Vec::new);
+        if carried == 0 && !s.window.more && self.open.iter().all(Vec::is_empty) {
+            // Nothing given open, nothing left open: a whole stream, or the
+            // last window of one that left nothing open before.
+            let covered = &mut self.covered[..];
+            let (sites, site_key) = (&mut slots.sites[..], &slots.site_key[..]);
+            for iv in crate::intervals::intervals(s) {
+                if tool_kind(iv.kind) {
+                    continue;
+                }
+                let site = site_of_event[iv.start_event as usize] as usize;
+                let c = &mut covered[site_key[site] as usize];
+                let d = iv.end.saturating_sub(iv.start);
+                let new = if iv.start >= *c {
+                    d
+                } else {
+                    iv.end.saturating_sub(*c)
+                };
+                *c = (*c).max(iv.end);
+                sites[site].1.add_interval(d, new);
+            }
+            return;
+        }
+        // The rank of each interval left open among those the window leaves
+        // open: its START's among the next window's carried ones.
+        let mut next = 0u32;
+        for iv in crate::intervals::intervals(s) {
+            let is_open = iv.end == crate::window::OPEN;
+            let rank = next;
+            next += u32::from(is_open);
+            if tool_kind(iv.kind) {
+                continue;
+            }
+            // The slot of its START (whose key and callsite are the interval's).
+            let site = site_of_event[iv.start_event as usize] as usize;
+            let key = slots.site_key[site] as usize;
+            let levels = &mut self.open[key];
+            // Given open before: its level.
+            let given = ((iv.start_event as usize) < carried)
+                .then(|| levels.iter().position(|l| l.id == iv.start_event))
+                .flatten();
+            if is_open {
+                match given {
+                    Some(i) => levels[i].next = rank,
+                    None => {
+                        let covered = levels.last().map_or(self.covered[key], |l| l.covered);
+                        levels.push(Level {
+                            id: u32::MAX,
+                            next: rank,
+                            covered,
+                            pending: HashMap::default(),
+                        });
+                    }
+                }
+                continue;
+            }
+            // Closed: within the ones still open after those it closes,
+            // which end later (what it covers is theirs), or not.
+            if let Some(i) = given {
+                levels.truncate(i);
+            }
+            let d = iv.end.saturating_sub(iv.start);
+            let c = match levels.last_mut() {
+                Some(l) => &mut l.covered,
+                None => &mut self.covered[key],
+            };
+            let new = if iv.start >= *c {
+                d
+            } else {
+                iv.end.saturating_sub(*c)
+            };
+            *c = (*c).max(iv.end);
+            match levels.last_mut() {
+                Some(l) => {
+                    let p = l.pending.entry(site as u32).or_default();
+                    *p = p.saturating_add(new);
+                    slots.sites[site].1.add_interval(d, 0);
+                }
+                None => slots.sites[site].1.add_interval(d, new),
+            }
+        }
+        for l in self.open.iter_mut().flatten() {
+            l.id = l.next;
+        }
+    }
+
+    /// The profile of the windows given, and its statistics per (name,
+    /// callsite); `t` names their keys.
+    fn finish(self, t: &Trace) -> StreamProfile {
+        let mut slots = self.counting.slots;
+        // The intervals never closed are not intervals: the time new within
+        // them is.
+        for l in self.open.iter().flatten() {
+            for (&site, &new) in &l.pending {
+                let st = &mut slots.sites[site as usize].1;
+                st.total_ns = st.total_ns.saturating_add(new);
+            }
+        }
+        // Each key's statistics from those of its callsites (saturating sums
+        // of non-negative numbers do not depend on their order).
+        for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
+            st.set_mean();
+            slots.by_key[key as usize].merge(st);
+        }
+        let mine = slots.keys.into_iter().zip(slots.by_key);
+        let sites = slots.sites;
+        let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
+        for ((key, site), st) in sites {
+            by_site
+                .entry((key_name(t, key), site))
+                .or_default()
+                .merge(&st);
+        }
+        let mut named: HashMap<String, Stats> = HashMap::default();
+        for (key, st) in mine {
+            named.entry(key_name(t, key)).or_default().merge(&st);
+        }
+        let mut v: Vec<Stats> = named
+            .into_iter()
+            .map(|(name, mut st)| {
+                st.name = name;
+                st
+            })
+            .collect();
+        sort(&mut v);
+        let thread = ThreadStats {
+            process: self.process,
+            stream: self.stream,
+            thread: self.thread,
+            events: self.events,
+            span_ns: match (self.first, self.last) {
+                (Some(a), Some(b)) => b.saturating_sub(a),
+                _ => 0,
+            },
+            by_event: v,
+        };
+        (thread, by_site)
+    }
+
+    /// [`ProfilePart`] of the windows given; `t` names their keys.
+    pub(crate) fn part(self, t: &Trace) -> ProfilePart {
+        let (thread, sites) = self.finish(t);
+        (thread, sites.into_iter().collect())
+    }
+}
+
+/// An interval given open by a window ([`Builder`]).
+#[derive(Debug)]
+struct Level {
+    /// Its START's place among the carried ones of the window being fed.
+    id: u32,
+    /// ... of the next window.
+    next: u32,
+    /// The end of the time covered so far by the intervals of its key
+    /// within it, as if it were not there.
+    covered: u64,
+    /// The time new within it, as if it were not there, by (key, callsite)
+    /// slot: counted if it is never closed.
+    pending: HashMap<u32, u64>,
 }
 
 /// One stream's profile, and its statistics per (name, callsite).
+#[cfg(test)]
 fn stream_profile(t: &Trace, s: &Stream) -> StreamProfile {
-    let mut slots = scan(s);
-    // Each key's statistics from those of its callsites (saturating sums
-    // of non-negative numbers do not depend on their order).
-    for ((_, st), &key) in slots.sites.iter_mut().zip(&slots.site_key) {
-        st.set_mean();
-        slots.by_key[key as usize].merge(st);
-    }
-    let mine = slots.keys.into_iter().zip(slots.by_key);
-    let sites = slots.sites;
-    let mut by_site: HashMap<(String, u32), Stats> = HashMap::default();
-    for ((key, site), st) in sites {
-        by_site
-            .entry((key_name(t, key), site))
-            .or_default()
-            .merge(&st);
-    }
-    let mut named: HashMap<String, Stats> = HashMap::default();
-    for (key, st) in mine {
-        named.entry(key_name(t, key)).or_default().merge(&st);
-    }
-    let mut v: Vec<Stats> = named
-        .into_iter()
-        .map(|(name, mut st)| {
-            st.name = name;
-            st
-        })
-        .collect();
-    sort(&mut v);
-    let thread = ThreadStats {
-        process: s.process.clone(),
-        stream: s.stream,
-        thread: s.thread,
-        events: s.events.len() as u64,
-        span_ns: match (s.events.first(), s.events.last()) {
-            (Some(a), Some(b)) => b.t_ns.saturating_sub(a.t_ns),
-            _ => 0,
-        },
-        by_event: v,
-    };
-    (thread, by_site)
+    let mut b = Builder::new(s);
+    b.feed(s);
+    b.finish(t)
 }
 
 /// Computes the report, with blocks of one page.

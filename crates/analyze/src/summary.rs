@@ -47,40 +47,126 @@ pub struct Identity {
 impl Identity {
     /// The identity of `s`.
     pub fn of(s: &Stream) -> Identity {
-        let caf = caf_kinds()
-            .iter()
-            .any(|&k| crate::intervals::has_kind(s, k));
-        Identity {
-            process: s.process.clone(),
-            stream: s.stream,
-            thread: s.thread,
-            model: s.model,
-            name: crate::findings::thread_name(s),
-            rank: crate::matrix::rank(s),
-            active_span: crate::findings::active_span(s),
-            caf,
-            c_only: c_only(s),
-            events: s.events.len() as u64,
-        }
+        let mut b = IdentityBuilder::new(s);
+        b.feed(s);
+        b.finish()
     }
 }
 
-/// Whether `s` holds only C events (`GASP_C_*`), user events and the
-/// tool's own (`GASPARD_*`), in the UPC model's context where C events go.
-fn c_only(s: &Stream) -> bool {
-    s.model == 0
-        && crate::intervals::kind_bits(s)
-            .iter()
-            .enumerate()
-            .all(|(w, &bits)| {
-                (0..64u32).filter(|b| bits & (1u64 << b) != 0).all(|b| {
-                    let k = (w * 64 + b as usize) as u16;
-                    matches!(
-                        k,
-                        kinds::C_FUNC | kinds::C_MALLOC | kinds::C_REALLOC | kinds::C_FREE
-                    ) || kinds::kind(k).is_some_and(|i| i.name.starts_with("GASPARD_"))
-                })
-            })
+/// A stream's [`Identity`] and lost events, made window by window
+/// ([`crate::window`]).
+#[derive(Debug)]
+pub(crate) struct IdentityBuilder {
+    id: Identity,
+    /// Its rank, once a window gave its start-up.
+    rank: Option<Option<Rank>>,
+    /// The kinds of its events, a bit each.
+    kinds: Vec<u64>,
+    /// Its time in start-up and shutdown.
+    startup_ns: u64,
+    /// The times of its first and last events.
+    first: Option<u64>,
+    last: Option<u64>,
+    /// The events it says were lost.
+    lost: u64,
+}
+
+impl IdentityBuilder {
+    /// For the windows of `s`.
+    pub(crate) fn new(s: &Stream) -> IdentityBuilder {
+        IdentityBuilder {
+            id: Identity {
+                process: s.process.clone(),
+                stream: s.stream,
+                thread: s.thread,
+                model: s.model,
+                name: String::new(),
+                rank: None,
+                active_span: 0,
+                caf: false,
+                c_only: false,
+                events: 0,
+            },
+            rank: None,
+            kinds: Vec::new(),
+            startup_ns: 0,
+            first: None,
+            last: None,
+            lost: 0,
+        }
+    }
+
+    /// Adds window `s` (the next of its stream).
+    pub(crate) fn feed(&mut self, s: &Stream) {
+        let own = s.own_events();
+        self.id.events += own.len() as u64;
+        if let (None, Some(e)) = (self.first, own.first()) {
+            self.first = Some(e.t_ns);
+        }
+        if let Some(e) = own.last() {
+            self.last = Some(e.t_ns);
+        }
+        if self.rank.is_none() {
+            self.rank = crate::matrix::rank_in(s);
+        }
+        let d = crate::intervals::derived(s);
+        self.startup_ns = self.startup_ns.saturating_add(d.startup_ns);
+        if self.kinds.is_empty() {
+            self.kinds = d.kinds.clone();
+        } else {
+            for (a, b) in self.kinds.iter_mut().zip(&d.kinds) {
+                *a |= b;
+            }
+        }
+        // Looked for only in a window that has such events.
+        if crate::intervals::has_kind(s, kinds::GASPARD_LOST) {
+            self.lost = own
+                .iter()
+                .filter(|e| e.kind == kinds::GASPARD_LOST)
+                .map(|e| s.args(e).first().copied().unwrap_or(0))
+                .fold(self.lost, u64::saturating_add);
+        }
+    }
+
+    /// The identity of the windows given, and the events they say were lost.
+    pub(crate) fn finish(self) -> Identity {
+        self.finish_with_lost().0
+    }
+
+    /// [`IdentityBuilder::finish`], with the events lost.
+    pub(crate) fn finish_with_lost(self) -> (Identity, u64) {
+        let mut id = self.id;
+        let has = |k: u16| {
+            self.kinds
+                .get(k as usize / 64)
+                .is_some_and(|w| w & (1 << (k % 64)) != 0)
+        };
+        id.rank = self.rank.flatten();
+        id.name = crate::scan::thread_name(id.rank, &id.process, id.stream);
+        id.caf = caf_kinds().iter().any(|&k| has(k));
+        id.c_only = id.model == 0 && c_only(&self.kinds);
+        let span = match (self.first, self.last) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        };
+        id.active_span = span.saturating_sub(self.startup_ns);
+        (id, self.lost)
+    }
+}
+
+/// Whether kinds (a bit each) are only C events (`GASP_C_*`), user events
+/// and the tool's own (`GASPARD_*`): with the UPC model's context where C
+/// events go, a thread of a plain C program.
+fn c_only(kind_bits: &[u64]) -> bool {
+    kind_bits.iter().enumerate().all(|(w, &bits)| {
+        (0..64u32).filter(|b| bits & (1u64 << b) != 0).all(|b| {
+            let k = (w * 64 + b as usize) as u16;
+            matches!(
+                k,
+                kinds::C_FUNC | kinds::C_MALLOC | kinds::C_REALLOC | kinds::C_FREE
+            ) || kinds::kind(k).is_some_and(|i| i.name.starts_with("GASPARD_"))
+        })
+    })
 }
 
 /// The coarray kinds (`GASP_CAF_*`), by number.
@@ -141,23 +227,30 @@ impl Context {
 impl StreamSummary {
     /// The summary of `s`, one of the streams of `t`, whose context is `cx`.
     pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
-        // Looked for only in a stream that has such events (the kinds of
-        // its events are known once its intervals are).
-        let lost = if crate::intervals::has_kind(s, kinds::GASPARD_LOST) {
-            s.events
-                .iter()
-                .filter(|e| e.kind == kinds::GASPARD_LOST)
-                .map(|e| s.args(e).first().copied().unwrap_or(0))
-                .fold(0u64, u64::saturating_add)
-        } else {
-            0
+        // Cut in windows ([`crate::window`]) when `GASPARD_WINDOW_EVENTS`
+        // asks for it, for the parts made window by window.
+        let split = crate::window::events_per_window()
+            .filter(|&n| n < s.events.len())
+            .map(|n| crate::window::split(s, n));
+        let windows: Vec<&Stream> = match &split {
+            Some(ws) => ws.iter().collect(),
+            None => vec![s],
         };
+        let mut id = IdentityBuilder::new(s);
+        let mut matrix = crate::matrix::Builder::new(s);
+        let mut profile = crate::profile::Builder::new(s);
+        for w in windows {
+            id.feed(w);
+            matrix.feed(w);
+            profile.feed(w);
+        }
+        let (id, lost) = id.finish_with_lost();
         StreamSummary {
-            profile: crate::profile::profile_part(t, s),
+            profile: profile.part(t),
             lost,
-            id: Identity::of(s),
+            id,
             findings: crate::findings::Part::of(t, s),
-            matrix: crate::matrix::Part::of(s),
+            matrix: matrix.finish(),
             waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
             blocks: crate::blocks::Part::of(s, &t.objects),
             locks: match cx.locks.get(&s.process) {

@@ -118,6 +118,9 @@ pub struct Stream {
     /// when first asked for ([`crate::intervals::intervals`]); cleared by
     /// [`Stream::events_changed`].
     pub(crate) intervals: std::sync::OnceLock<crate::intervals::Derived>,
+    /// Where its events lie in the stream when they are a window of it
+    /// ([`crate::window`]); the default for a whole stream.
+    pub(crate) window: crate::window::Window,
 }
 
 impl Stream {
@@ -159,6 +162,7 @@ impl Stream {
             chunks: 1,
             damaged: false,
             intervals: Default::default(),
+            window: Default::default(),
         }
     }
 
@@ -2026,6 +2030,7 @@ pub(crate) fn new_stream(
         chunks: 0,
         damaged: false,
         intervals: Default::default(),
+        window: Default::default(),
     }
 }
 

@@ -1,0 +1,273 @@
+//! A stream's events in windows: consecutive ranges of them, summarized
+//! one after the other, so that a stream need not be held whole.
+//!
+//! Window `k` holds the stream's own events `a_k..a_{k+1}`, after the
+//! STARTs still open at `a_k`, *carried*: given in an earlier window
+//! already, here again in their order with their argument words, so that
+//! the window's events match as the whole stream's do. Its intervals
+//! ([`crate::intervals::intervals`]) are those it closes, each in the
+//! window of its END, and, but in the last window, the STARTs it leaves
+//! open, as intervals ending at [`OPEN`]. An interval whose START is
+//! carried (`start_event < carried`) was given, open, in the window before.
+//!
+//! An analysis summarizes a stream window by window by walking each
+//! window's intervals in START order: an interval given open lasts past
+//! everything else in its window, and is given again, closed or still
+//! open, first in the next ones. Its events are the window's own from
+//! `carried` on.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::trace::Stream;
+
+/// Where a [`Stream`]'s events lie in the whole stream when they are one
+/// of its windows; the default is a whole stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// How many events at the front are carried STARTs, given in an
+    /// earlier window.
+    pub(crate) carried: u32,
+    /// Whether other windows follow.
+    pub(crate) more: bool,
+}
+
+impl Stream {
+    /// The events of this window that are its own (not carried).
+    #[inline]
+    pub(crate) fn own_events(&self) -> &[crate::trace::Event] {
+        self.events
+            .get(self.window.carried as usize..)
+            .unwrap_or_default()
+    }
+}
+
+/// The end of an interval whose START its window leaves open.
+pub(crate) const OPEN: u64 = u64::MAX;
+
+/// How many events a window holds when streams are summarized window by
+/// window: `GASPARD_WINDOW_EVENTS`, when set to a number (0 or unset:
+/// streams are summarized whole).
+pub(crate) fn events_per_window() -> Option<usize> {
+    static EVERY: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+    *EVERY.get_or_init(|| {
+        std::env::var("GASPARD_WINDOW_EVENTS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+    })
+}
+
+/// `s` (a whole stream) cut into windows of `every` events of its own
+/// (the last one fewer), each with the STARTs open at its beginning
+/// carried ([`Window`]).
+pub(crate) fn split(s: &Stream, every: usize) -> Vec<Stream> {
+    let every = every.max(1);
+    let n = s.events.len();
+    // The STARTs open so far, per kind and user event, as the matching
+    // keeps them.
+    let mut open: HashMap<(u16, Option<u32>), Vec<u32>> = HashMap::default();
+    let mut out = Vec::with_capacity(n.div_ceil(every).max(1));
+    let mut from = 0;
+    loop {
+        let to = (from + every).min(n);
+        let mut carried: Vec<u32> = open.values().flatten().copied().collect();
+        carried.sort_unstable();
+        let mut w = Stream {
+            process: s.process.clone(),
+            pid: s.pid,
+            stream: s.stream,
+            tid: s.tid,
+            thread: s.thread,
+            model: s.model,
+            pts_bytes: s.pts_bytes,
+            path: s.path.clone(),
+            chunks: s.chunks,
+            damaged: s.damaged,
+            window: Window {
+                carried: carried.len() as u32,
+                more: to < n,
+            },
+            ..Default::default()
+        };
+        let indices = carried.iter().map(|&i| i as usize).chain(from..to);
+        for i in indices {
+            let e = &s.events[i];
+            let (args_at, nargs) = w.keep_args(s.args(e));
+            w.events.push(crate::trace::Event {
+                args_at,
+                nargs,
+                ..e.clone()
+            });
+        }
+        for (i, e) in s.events[from..to].iter().enumerate() {
+            let stack = open.entry((e.kind, e.user())).or_default();
+            match e.phase {
+                0 => stack.push((from + i) as u32),
+                1 => {
+                    stack.pop();
+                }
+                _ => {}
+            }
+        }
+        out.push(w);
+        if to >= n {
+            return out;
+        }
+        from = to;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::intervals::intervals;
+
+    /// A stream of nested and interleaved kinds and user events, STARTs
+    /// never closed and ENDs without a START.
+    fn stream(seed: u64, n: usize) -> Stream {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut s = Stream::empty("h-1", 0, 0, 16);
+        let mut t = 0;
+        for i in 0..n {
+            let kind = [3u16, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER][next(5) as usize];
+            let phase = [0u8, 0, 1, 1, 2][next(5) as usize];
+            t += next(3);
+            s.push(t, kind, phase, next(4) as u32, &[next(9), i as u64]);
+            if kind == gaspard_format::kinds::GASPARD_USER {
+                s.events.last_mut().unwrap().user = next(3) as u32;
+            }
+        }
+        s
+    }
+
+    /// Every interval of the whole stream is in exactly one window, the one
+    /// of its END, with its START's event and its END's; the windows' own
+    /// events are the stream's; an interval given open in a window is
+    /// given again first in the next one (but in the last window, if it is
+    /// never closed).
+    #[test]
+    fn windows_hold_the_streams_intervals_once() {
+        for seed in 0..60 {
+            let s = stream(seed, 40 + seed as usize * 7);
+            let whole = intervals(&s).to_vec();
+            for every in [1, 2, 3, 7, 50, 1000] {
+                let ws = split(&s, every);
+                let own: Vec<u64> = ws
+                    .iter()
+                    .flat_map(|w| w.own_events().iter().map(|e| e.t_ns))
+                    .collect();
+                assert_eq!(own, s.events.iter().map(|e| e.t_ns).collect::<Vec<_>>());
+                let mut closed = Vec::new();
+                let mut open_before: Vec<u64> = Vec::new();
+                for (k, w) in ws.iter().enumerate() {
+                    let carried = w.window.carried as usize;
+                    assert_eq!(w.window.more, k + 1 < ws.len());
+                    // The whole stream's index of each of the window's
+                    // events: its second argument word.
+                    let index = |i: usize| w.args(&w.events[i])[1] as usize;
+                    let ivs = intervals(w);
+                    // The carried STARTs' intervals come first, those given
+                    // open before.
+                    let firsts: Vec<u64> = ivs
+                        .iter()
+                        .filter(|iv| (iv.start_event as usize) < carried)
+                        .map(|iv| iv.start)
+                        .collect();
+                    // (In the last, those never closed are dropped, as
+                    // in the whole stream.)
+                    if w.window.more {
+                        assert_eq!(firsts, open_before, "seed {seed} every {every} window {k}");
+                    } else {
+                        let mut rest = open_before.iter();
+                        assert!(firsts.iter().all(|f| rest.any(|o| o == f)));
+                    }
+                    open_before.clear();
+                    for iv in ivs {
+                        if iv.end == OPEN {
+                            assert!(w.window.more);
+                            assert_eq!(iv.end_event, u32::MAX);
+                            open_before.push(iv.start);
+                            continue;
+                        }
+                        let (a, b) = (iv.start_event as usize, iv.end_event as usize);
+                        assert!(b >= carried, "an END is the window's own");
+                        closed.push((iv.kind, iv.start, iv.end, iv.callsite, index(a), index(b)));
+                    }
+                }
+                closed.sort_by_key(|c| (c.4, c.5));
+                let want: Vec<_> = whole
+                    .iter()
+                    .map(|iv| {
+                        (
+                            iv.kind,
+                            iv.start,
+                            iv.end,
+                            iv.callsite,
+                            iv.start_event as usize,
+                            iv.end_event as usize,
+                        )
+                    })
+                    .collect();
+                let mut want_sorted = want.clone();
+                want_sorted.sort_by_key(|c| (c.4, c.5));
+                assert_eq!(closed, want_sorted, "seed {seed} every {every}");
+            }
+        }
+    }
+
+    /// The profile and identity of a stream made window by window are the
+    /// whole stream's, whatever the windows: recursion (a kind within
+    /// itself), STARTs never closed (under closed ones too), ENDs without a
+    /// START, user events.
+    #[test]
+    fn the_profile_made_window_by_window_is_the_whole_streams() {
+        let t = crate::trace::Trace {
+            user_events: (0..3)
+                .map(|id| gaspard_format::codec::UserDef {
+                    id,
+                    name: format!("u{id}"),
+                    desc: None,
+                    unreadable: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let json = |p: &crate::profile::ProfilePart| {
+            let mut rows: Vec<String> =
+                p.1.iter()
+                    .map(|(k, st)| format!("{k:?} {}", serde_json::to_string(st).unwrap()))
+                    .collect();
+            rows.sort();
+            (serde_json::to_string(&p.0).unwrap(), rows)
+        };
+        let mut windowed = 0;
+        for seed in 0..80 {
+            let s = stream(seed, 30 + seed as usize * 5);
+            let whole = {
+                let mut b = crate::profile::Builder::new(&s);
+                b.feed(&s);
+                json(&b.part(&t))
+            };
+            let id = crate::summary::Identity::of(&s);
+            for every in [1, 2, 5, 13, 100] {
+                let ws = split(&s, every);
+                windowed += usize::from(ws.len() > 1);
+                let mut b = crate::profile::Builder::new(&s);
+                let mut ib = crate::summary::IdentityBuilder::new(&s);
+                for w in &ws {
+                    b.feed(w);
+                    ib.feed(w);
+                }
+                assert_eq!(json(&b.part(&t)), whole, "seed {seed} every {every}");
+                assert_eq!(ib.finish(), id, "seed {seed} every {every}");
+            }
+        }
+        assert!(windowed > 300);
+    }
+}
