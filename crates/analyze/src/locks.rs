@@ -430,19 +430,50 @@ impl Part {
     /// The part of `s`, whose process's shared objects are among `objects`
     /// and whose process's context is `cx`.
     pub fn of(s: &Stream, objects: &Objects, cx: &Context) -> Part {
+        let mut b = Builder::default();
+        b.feed(s, objects, cx);
+        b.finish()
+    }
+}
+
+/// A stream's [`Part`] made window by window ([`crate::window`]): its
+/// OpenMP locks from its events, in order, and the locks taken and released
+/// by calls from its intervals, in START order; as for the whole stream,
+/// the first before the second (whose acquisitions and holds come after).
+#[derive(Default)]
+pub(crate) struct Builder {
+    /// The OpenMP locks.
+    omp: Met,
+    /// The locks of calls.
+    calls: Met,
+    /// OpenMP acquisitions under way: (wait id, acquire time, callsite, kind).
+    acquiring_omp: Vec<(u64, u64, u32, u16)>,
+    /// OpenMP locks held: (wait id, acquired time).
+    held_omp: Vec<(u64, u64)>,
+    /// Locks held after a call: (lock, since).
+    held: Vec<(u64, u64)>,
+}
+
+impl Builder {
+    /// Adds window `s` (the next of its stream), whose process's shared
+    /// objects are among `objects` and whose process's context is `cx`.
+    pub(crate) fn feed(&mut self, s: &Stream, objects: &Objects, cx: &Context) {
         let k = lock_kinds();
         if !k
             .lock_kinds
             .iter()
             .any(|&k| crate::intervals::has_kind(s, k))
         {
-            return Part::default();
+            return;
         }
-        let mut met = Met::default();
+        let met = &mut self.omp;
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
-        let mut acquiring_omp: Vec<(u64, u64, u32, u16)> = Vec::new(); // (wait id, acquire time, callsite, kind)
-        let mut held_omp: Vec<(u64, u64)> = Vec::new(); // (wait id, acquired time)
-        for e in s.events.iter().filter(|e| k.involved[e.kind as usize]) {
+        let (acquiring_omp, held_omp) = (&mut self.acquiring_omp, &mut self.held_omp);
+        for e in s
+            .own_events()
+            .iter()
+            .filter(|e| k.involved[e.kind as usize])
+        {
             let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
             if k.omp_mutex.contains(&e.kind) && e.phase == 0 {
                 acquiring_omp.push((wait_id(), e.t_ns, e.callsite, e.kind));
@@ -487,10 +518,10 @@ impl Part {
                 .or_else(|| arg(s, e, "coarray"))
                 .unwrap_or(0)
         };
-        let mut held: Vec<(u64, u64)> = Vec::new(); // (lock, since)
+        let (met, held) = (&mut self.calls, &mut self.held);
         for iv in intervals(s)
             .iter()
-            .filter(|iv| k.involved[iv.kind as usize])
+            .filter(|iv| k.involved[iv.kind as usize] && iv.end != crate::window::OPEN)
         {
             if !k.acquiring.contains(&iv.kind)
                 && Some(iv.kind) != k.attempt
@@ -521,7 +552,43 @@ impl Part {
                 }
             }
         }
-        met.part()
+    }
+
+    /// The part of the windows given: the OpenMP locks' acquisitions and
+    /// holds before the calls', in the order the locks are first taken.
+    pub(crate) fn finish(self) -> Part {
+        let Builder { mut omp, calls, .. } = self;
+        if calls.locks.is_empty() {
+            return omp.part();
+        }
+        // A lock the calls take or release that OpenMP took: taken first
+        // there, so that none of its holds is early.
+        let mut calls_part = calls.part();
+        for l in &mut calls_part.locks {
+            if let Some(&i) = omp.by_key.get(&l.key) {
+                let o = &mut omp.locks[i];
+                if o.first.is_none() {
+                    o.first = l.first.take();
+                    if o.first.is_some() {
+                        omp.taken.push(i);
+                    }
+                    o.early += l.early;
+                } else {
+                    l.early = 0;
+                }
+                o.acquires.append(&mut l.acquires);
+                o.holds.append(&mut l.holds);
+                o.releases_known |= l.releases_known;
+            } else {
+                let i = omp.locks.len();
+                omp.by_key.insert(l.key.clone(), i);
+                if l.first.is_some() {
+                    omp.taken.push(i);
+                }
+                omp.locks.push(std::mem::take(l));
+            }
+        }
+        omp.part()
     }
 }
 

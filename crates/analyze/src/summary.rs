@@ -239,10 +239,14 @@ impl StreamSummary {
         let mut id = IdentityBuilder::new(s);
         let mut matrix = crate::matrix::Builder::new(s);
         let mut profile = crate::profile::Builder::new(s);
+        let mut locks = crate::locks::Builder::default();
+        let none = crate::locks::Context::default();
+        let locks_cx = cx.locks.get(&s.process).unwrap_or(&none);
         for w in windows {
             id.feed(w);
             matrix.feed(w);
             profile.feed(w);
+            locks.feed(w, &t.objects, locks_cx);
         }
         let (id, lost) = id.finish_with_lost();
         StreamSummary {
@@ -253,10 +257,7 @@ impl StreamSummary {
             matrix: matrix.finish(),
             waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
             blocks: crate::blocks::Part::of(s, &t.objects),
-            locks: match cx.locks.get(&s.process) {
-                Some(l) => crate::locks::Part::of(s, &t.objects, l),
-                None => crate::locks::Part::of(s, &t.objects, &crate::locks::Context::default()),
-            },
+            locks: locks.finish(),
         }
     }
 }
