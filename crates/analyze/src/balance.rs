@@ -184,8 +184,19 @@ type RegionKey = (u16, Option<u32>, u32, u32);
 pub(crate) struct RegionTime {
     key: RegionKey,
     /// The first of its STARTs.
-    start_event: u32,
+    pub(crate) start_event: u32,
     total: u64,
+}
+
+impl RegionTime {
+    /// Named `name`.
+    pub(crate) fn named(&self, name: String) -> NamedRegion {
+        NamedRegion {
+            key: self.key,
+            name,
+            total: self.total,
+        }
+    }
 }
 
 /// A thread's time in work-sharing constructs (OpenMP loops, sections, ...,
@@ -247,7 +258,7 @@ impl Regions {
     /// Adds `iv`, an interval of one of the [`region_kinds`] whose START is
     /// `e`.
     #[inline]
-    pub(crate) fn add(&mut self, iv: &Interval, e: &Event) {
+    pub(crate) fn add(&mut self, iv: &Interval, e: &Event) -> Option<u32> {
         // An interval's callsite is its START's.
         let shape = crate::shape::of(e);
         let i = match self.shapes.get(shape) {
@@ -259,10 +270,16 @@ impl Regions {
             }
         };
         if i == Self::LEFT_OUT {
-            return;
+            return None;
         }
         let r = &mut self.v[i as usize];
         r.total = r.total.saturating_add(iv.end.saturating_sub(iv.start));
+        Some(i)
+    }
+
+    /// The regions so far, in the order first met.
+    pub(crate) fn made(&self) -> &[RegionTime] {
+        &self.v
     }
 
     /// The entry of `v` of `iv`, whose START is `e`, made when first met.

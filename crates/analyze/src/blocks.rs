@@ -265,33 +265,82 @@ impl Part {
         let caf = crate::summary::caf_kinds()
             .iter()
             .any(|&k| crate::intervals::has_kind(s, k));
-        let model: &'static str = if caf {
-            "CAF"
-        } else {
-            match rank(s) {
-                Some(r) => r.model,
-                None => return Part::default(),
-            }
-        };
+        if !caf && rank(s).is_none() {
+            return Part::default();
+        }
+        let mut b = Builder::new(s, caf);
+        let ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+        b.feed(s, objects, &ends);
+        b.finish(crate::matrix::rank(s))
+    }
+}
+
+/// A stream's [`Part`] made window by window ([`crate::window`]).
+pub(crate) struct Builder {
+    /// Whether the stream holds coarray events (its accesses are then the
+    /// coarray ones, and its epochs end at its barriers only).
+    caf: bool,
+    fence: Option<u16>,
+    /// The ends of its barriers and fences so far, in order.
+    ends: Vec<u64>,
+    /// How many of `ends` are at or before the last access's START.
+    epoch_at: usize,
+    part: Part,
+    /// Its objects by ordinal: where each is in `part.objects`.
+    ids: HashMap<u32, u32>,
+    /// The accesses met, by what they are: where each is in `part.accesses`.
+    seen: HashMap<Same, usize>,
+    /// Windows only: the place of the first START of each access, and
+    /// whether one was met after one that starts later.
+    firsts: Vec<u64>,
+    unsorted: bool,
+}
+
+/// What makes two accesses the same ([`Builder::seen`]): object, home,
+/// offset, length, write, read, epoch and callsite.
+type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
+
+impl Builder {
+    /// For the windows of `s`; `caf`: whether the stream holds coarray
+    /// events.
+    pub(crate) fn new(_s: &Stream, caf: bool) -> Builder {
+        Builder {
+            caf,
+            fence: kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id),
+            ends: Vec::new(),
+            epoch_at: 0,
+            part: Part::default(),
+            ids: HashMap::default(),
+            seen: HashMap::default(),
+            firsts: Vec::new(),
+            unsorted: false,
+        }
+    }
+
+    /// Adds window `s` (the next of its stream; whole, or a window), whose
+    /// process's shared objects are in `objects` and whose barriers end at
+    /// `barrier_ends` (in order).
+    pub(crate) fn feed(&mut self, s: &Stream, objects: &Objects, barrier_ends: &[u64]) {
+        let caf = self.caf;
+        let windowed = s.window != crate::window::Window::default();
         // Epochs end at barriers and at MPI fences.
-        let fence = kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id);
-        let mut ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
+        let from = self.ends.len();
+        self.ends.extend_from_slice(barrier_ends);
         if !caf {
-            ends.extend(
+            self.ends.extend(
                 intervals(s)
                     .iter()
-                    .filter(|i| Some(i.kind) == fence)
+                    .filter(|i| Some(i.kind) == self.fence && i.end != crate::window::OPEN)
                     .map(|i| i.end),
             );
-            ends.sort_unstable();
         }
-        let mut part = Part::default();
-        let mut ids: HashMap<u32, u32> = HashMap::default();
-        // The accesses met, by what they are: where each is in `part.accesses`.
-        type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
-        let mut seen: HashMap<Same, usize> = HashMap::default();
+        if !self.ends[from..].is_sorted() || self.ends[..from].last() > self.ends.get(from) {
+            self.ends.sort_unstable();
+        }
+        let ends = &self.ends;
+        let part = &mut self.part;
         let mut names = crate::objects::ArgNames::new(s);
-        let mut epoch_at = 0usize;
+        let mut epoch_at = self.epoch_at;
         // The process's objects, found once (not by its name per access).
         let allocations = objects.allocations_of(&s.process);
         let mut windows: HashMap<u64, Option<&crate::objects::Window>> = HashMap::default();
@@ -299,7 +348,7 @@ impl Part {
             let Some((coarray, write, read, target)) = accesses()[iv.kind as usize] else {
                 continue;
             };
-            if caf != coarray {
+            if caf != coarray || iv.end == crate::window::OPEN {
                 continue;
             }
             let a = names.of(s, start);
@@ -344,9 +393,9 @@ impl Part {
                 continue;
             }
             let next = part.objects.len() as u32;
-            let object = *ids.entry(ordinal).or_insert_with(|| {
+            let object = *self.ids.entry(ordinal).or_insert_with(|| {
                 part.objects.push(Object {
-                    model: model.to_string(),
+                    model: String::new(),
                     ordinal,
                     name: name.clone(),
                     size,
@@ -368,14 +417,23 @@ impl Part {
             let epoch = epoch_at as u32;
             let time_ns = iv.end.saturating_sub(iv.start);
             let same = (object, home, offset, len, write, read, epoch, iv.callsite);
-            match seen.get(&same) {
+            let place = if windowed { s.place(iv.start_event) } else { 0 };
+            match self.seen.get(&same) {
                 Some(&at) => {
                     let a = &mut part.accesses[at];
                     a.count += 1;
                     a.time_ns += time_ns;
+                    if windowed && place < self.firsts[at] {
+                        self.firsts[at] = place;
+                        self.unsorted = true;
+                    }
                 }
                 None => {
-                    seen.insert(same, part.accesses.len());
+                    self.seen.insert(same, part.accesses.len());
+                    if windowed {
+                        self.unsorted |= self.firsts.last().is_some_and(|&f| f > place);
+                        self.firsts.push(place);
+                    }
                     part.accesses.push(Access {
                         object,
                         home,
@@ -390,6 +448,40 @@ impl Part {
                     });
                 }
             }
+        }
+        self.epoch_at = epoch_at;
+    }
+
+    /// The part of the windows given, whose process's rank is `rank`.
+    pub(crate) fn finish(self, rank: Option<crate::matrix::Rank>) -> Part {
+        let model: &'static str = if self.caf {
+            "CAF"
+        } else {
+            match rank {
+                Some(r) => r.model,
+                None => return Part::default(),
+            }
+        };
+        let mut part = self.part;
+        if self.unsorted {
+            // Accesses first made first, objects first met first.
+            let mut order: Vec<usize> = (0..part.accesses.len()).collect();
+            order.sort_by_key(|&i| self.firsts[i]);
+            let mut accesses: Vec<Access> =
+                order.iter().map(|&i| part.accesses[i].clone()).collect();
+            let mut renumber: HashMap<u32, u32> = HashMap::default();
+            let mut objects = Vec::with_capacity(part.objects.len());
+            for a in &mut accesses {
+                let next = objects.len() as u32;
+                a.object = *renumber.entry(a.object).or_insert_with(|| {
+                    objects.push(part.objects[a.object as usize].clone());
+                    next
+                });
+            }
+            part = Part { objects, accesses };
+        }
+        for o in &mut part.objects {
+            o.model = model.to_string();
         }
         part
     }

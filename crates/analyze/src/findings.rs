@@ -109,36 +109,56 @@ fn parallel_time(s: &Stream) -> u64 {
     else {
         return 0;
     };
-    // Per open task, whether it is a team's; how many of those are open.
-    let mut open: Vec<bool> = Vec::new();
-    let (mut teams, mut from, mut inside) = (0u32, 0u64, 0u64);
+    let mut p = Parallel::default();
     for e in s.events.iter().filter(|e| e.kind == task) {
+        p.task(s, e);
+    }
+    p.finish(s.events.last().map(|e| e.t_ns))
+}
+
+/// [`parallel_time`], made as a thread's implicit tasks come in order.
+#[derive(Debug, Default)]
+struct Parallel {
+    /// Per open task, whether it is a team's.
+    open: Vec<bool>,
+    /// How many of those are open, since when, and the time inside so far.
+    teams: u32,
+    from: u64,
+    inside: u64,
+}
+
+impl Parallel {
+    /// An implicit task's event `e` of `s`.
+    fn task(&mut self, s: &Stream, e: &crate::trace::Event) {
         match e.phase {
             0 => {
                 let team = !is_initial_task(s.args(e));
-                open.push(team);
+                self.open.push(team);
                 if team {
-                    if teams == 0 {
-                        from = e.t_ns;
+                    if self.teams == 0 {
+                        self.from = e.t_ns;
                     }
-                    teams += 1;
+                    self.teams += 1;
                 }
             }
             // An END without its START (a damaged stream) is passed over.
-            1 if open.pop() == Some(true) => {
-                teams -= 1;
-                if teams == 0 {
-                    inside += e.t_ns.saturating_sub(from);
+            1 if self.open.pop() == Some(true) => {
+                self.teams -= 1;
+                if self.teams == 0 {
+                    self.inside += e.t_ns.saturating_sub(self.from);
                 }
             }
             _ => {}
         }
     }
-    if teams > 0 {
-        let last = s.events.last().map_or(from, |e| e.t_ns);
-        inside += last.saturating_sub(from);
+
+    /// The time inside, with the stream's last event at `last`.
+    fn finish(mut self, last: Option<u64>) -> u64 {
+        if self.teams > 0 {
+            self.inside += last.unwrap_or(self.from).saturating_sub(self.from);
+        }
+        self.inside
     }
-    inside
 }
 
 /// Whether an implicit task's START (words: actual parallelism, index, OMPT
@@ -163,16 +183,18 @@ pub fn breakdown(t: &Trace) -> Vec<Breakdown> {
 pub fn breakdown_of(s: &Stream) -> Breakdown {
     let span = active_span(s);
     let w = walked(s);
+    let parallel = (s.model == 5).then(|| parallel_time(s));
+    split_of(s, span, parallel, w)
+}
+
+/// The time of stream `s`, whose working time is `span` and time in
+/// parallel regions `parallel` (OpenMP), from its walk `w`.
+fn split_of(s: &Stream, span: u64, parallel: Option<u64>, w: &Walked) -> Breakdown {
     let (sync, comm) = (w.sync_ns, w.comm_ns);
-    let parallel = if s.model == 5 {
-        parallel_time(s).min(span)
-    } else {
-        span
-    };
     Breakdown {
         process: s.process.clone(),
         stream: s.stream,
-        parallel_ns: parallel,
+        parallel_ns: parallel.map_or(span, |p| p.min(span)),
         span_ns: span,
         compute_ns: span.saturating_sub(sync + comm),
         sync_ns: sync,
@@ -257,6 +279,90 @@ impl Part {
     }
 }
 
+/// A stream's [`Part`] made window by window ([`crate::window`]).
+pub(crate) struct Builder {
+    /// The stream, without events.
+    stream: Stream,
+    walk: Walk,
+    /// The times of its first and last events, and its time in start-up
+    /// and shutdown.
+    first: Option<u64>,
+    last: Option<u64>,
+    startup_ns: u64,
+    task: Option<u16>,
+    parallel: Parallel,
+    region_starts: Vec<u64>,
+}
+
+impl Builder {
+    /// For the windows of `s`.
+    pub(crate) fn new(s: &Stream) -> Builder {
+        Builder {
+            stream: Stream {
+                process: s.process.clone(),
+                stream: s.stream,
+                model: s.model,
+                ..Default::default()
+            },
+            walk: Walk::new(s),
+            first: None,
+            last: None,
+            startup_ns: 0,
+            task: kinds::kind_by_name("GASP_OMP_IMPLICIT_TASK").map(|k| k.id),
+            parallel: Parallel::default(),
+            region_starts: Vec::new(),
+        }
+    }
+
+    /// Adds window `s` (the next of its stream), one of the streams of `t`
+    /// (whose user events and texts name its regions).
+    pub(crate) fn feed(&mut self, t: &Trace, s: &Stream) {
+        let own = s.own_events();
+        if let (None, Some(e)) = (self.first, own.first()) {
+            self.first = Some(e.t_ns);
+        }
+        if let Some(e) = own.last() {
+            self.last = Some(e.t_ns);
+        }
+        self.startup_ns = self
+            .startup_ns
+            .saturating_add(crate::intervals::derived(s).startup_ns);
+        if let Some(task) = self.task.filter(|&k| crate::intervals::has_kind(s, k)) {
+            for e in own.iter().filter(|e| e.kind == task) {
+                if e.phase == 0 {
+                    self.region_starts.push(e.t_ns);
+                }
+                self.parallel.task(s, e);
+            }
+        }
+        self.walk.feed(t, s);
+    }
+
+    /// The part of the windows given.
+    pub(crate) fn finish(mut self) -> Part {
+        let span = match (self.first, self.last) {
+            (Some(a), Some(b)) => b.saturating_sub(a),
+            _ => 0,
+        }
+        .saturating_sub(self.startup_ns);
+        let parallel = (self.stream.model == 5).then(|| self.parallel.finish(self.last));
+        let w = self.walk.finish();
+        self.region_starts.sort_unstable();
+        Part {
+            breakdown: split_of(&self.stream, span, parallel, &w),
+            barriers: epochs_of(&w),
+            region_starts: self.region_starts,
+            regions: w
+                .regions
+                .iter()
+                .zip(&w.region_names)
+                .map(|(r, name)| r.named(name.clone()))
+                .collect(),
+            transfers: w.transfers,
+        }
+    }
+}
+
 /// Barrier-like kinds: all threads of a group enter and leave together.
 const BARRIERS: [&str; 8] = [
     "GASP_UPC_BARRIER",
@@ -292,6 +398,27 @@ pub fn barriers(s: &Stream) -> &[Interval] {
     &walked(s).barriers
 }
 
+/// Whether stream `s` (whole) holds a coarray `sync all`: its barriers are
+/// then those, not the MPI barriers the runtime makes them of.
+pub(crate) fn syncs_all(s: &Stream) -> bool {
+    let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
+    intervals(s).iter().any(|iv| Some(iv.kind) == caf_sync)
+}
+
+/// The ends of the barriers window `s` closes ([`barriers`]), in START
+/// order; `syncs_all`: whether its stream holds a coarray `sync all`
+/// ([`syncs_all`]).
+pub(crate) fn barrier_ends(s: &Stream, syncs_all: bool) -> Vec<u64> {
+    let barrier = barrier_kinds();
+    let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
+    intervals(s)
+        .iter()
+        .filter(|iv| barrier[iv.kind as usize] && iv.end != crate::window::OPEN)
+        .filter(|iv| !syncs_all || Some(iv.kind) != mpi_barrier)
+        .map(|iv| iv.end)
+        .collect()
+}
+
 /// Whether a kind is a barrier, by number.
 fn barrier_kinds() -> &'static [bool] {
     static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
@@ -323,6 +450,8 @@ pub(crate) struct Walked {
     transfers: Vec<Transfers>,
     /// [`crate::balance::regions_of`].
     pub(crate) regions: Vec<crate::balance::RegionTime>,
+    /// Their names, when made window by window (their events are gone).
+    region_names: Vec<String>,
 }
 
 /// What the walk over a stream's intervals does with those of a kind, a bit
@@ -358,99 +487,369 @@ pub(crate) fn walked(s: &Stream) -> &Walked {
 }
 
 fn walk(s: &Stream) -> Walked {
-    let roles = roles();
-    let caf_sync = kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id);
-    let mpi_barrier = kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id);
-    let ivs = intervals(s);
-    let (mut sync_ns, mut comm_ns, mut covered_until) = (0u64, 0u64, 0u64);
-    // The union of the synchronization and communication intervals, and
-    // per barrier its length up to the barrier's start and end.
-    let mut union = Union::new();
-    let mut barriers: Vec<Interval> = Vec::new();
-    let mut has_caf = false;
-    let mut transfers = TransferTally::new(s);
-    let mut regions = crate::balance::Regions::new();
-    for (j, iv) in ivs.iter().enumerate() {
-        // The events read for intervals ahead, asked for now (as
-        // `crate::intervals::with_events` does): a region's START, a
-        // transfer's END and its argument words.
-        if let Some(a) = ivs.get(j + crate::intervals::AHEAD) {
-            let r = roles[a.kind as usize];
-            if r & REGION != 0 {
-                if let Some(e) = s.events.get(a.start_event as usize) {
-                    crate::intervals::prefetch(e);
+    let mut w = Walk::new(s);
+    w.feed_with::<false>(s);
+    w.finish()
+}
+
+/// The walk over a stream's intervals that makes its [`Walked`], fed the
+/// whole stream or its windows in turn ([`crate::window`]).
+///
+/// An interval a window leaves open is known only by its START until a
+/// later window closes it: while synchronization and communication
+/// intervals (barriers among them) are so given open, what the time split
+/// and the union are given is kept, in START order, and given them once
+/// they are closed, each with its end (one never closed is not an
+/// interval: it is left out). Transfers and regions are listed in the
+/// order of their first START in the stream.
+pub(crate) struct Walk {
+    sync_ns: u64,
+    comm_ns: u64,
+    covered_until: u64,
+    /// The union of the synchronization and communication intervals, and
+    /// per barrier its length up to the barrier's start and end.
+    union: Union,
+    barriers: Vec<Interval>,
+    /// What the union is given while intervals given open are not closed
+    /// (whose ends it needs), in START order.
+    deferred: Option<Deferred>,
+    /// Windows only: the place of each barrier's START, and whether a
+    /// barrier closed after one that starts later.
+    barrier_places: Vec<u64>,
+    unsorted: bool,
+    has_caf: bool,
+    caf_sync: Option<u16>,
+    mpi_barrier: Option<u16>,
+    transfers: TransferTally,
+    regions: crate::balance::Regions,
+    /// Windows only: the place of the first START of each transfer and
+    /// region entry, and each region's name.
+    firsts: Option<Firsts>,
+}
+
+/// What [`Walk`] gives its time split and its union while synchronization
+/// and communication intervals (barriers among them) given open are not
+/// closed: kept in START order, and given once they all are, each with its
+/// end (or not given, if never closed: it is not an interval), in the same
+/// order.
+#[derive(Default)]
+struct Deferred {
+    ops: Vec<UnionOp>,
+    /// The ends of those closed since given open, by their START's place.
+    ends: HashMap<u64, u64>,
+    /// How many are given open and not closed.
+    open: usize,
+}
+
+/// One thing given to the time split and the union ([`Deferred`]).
+enum UnionOp {
+    /// A synchronization or communication interval: its start, end and
+    /// roles.
+    Add(u64, u64, u8),
+    /// One given open: its START's place, its start and roles.
+    Open(u64, u64, u8),
+    /// A barrier: its start and end.
+    Barrier(u64, u64),
+    /// A barrier given open: its START's place and its start.
+    BarrierOpen(u64, u64),
+    /// A barrier given open before, closed: its START's place and its end.
+    BarrierClose(u64, u64),
+}
+
+/// [`Walk::firsts`].
+#[derive(Default)]
+struct Firsts {
+    transfers: Vec<u64>,
+    regions: Vec<u64>,
+    names: Vec<String>,
+}
+
+impl Walk {
+    /// For the intervals of `s` (its first window).
+    pub(crate) fn new(s: &Stream) -> Walk {
+        Walk {
+            sync_ns: 0,
+            comm_ns: 0,
+            covered_until: 0,
+            union: Union::new(),
+            barriers: Vec::new(),
+            deferred: None,
+            barrier_places: Vec::new(),
+            unsorted: false,
+            has_caf: false,
+            caf_sync: kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id),
+            mpi_barrier: kinds::kind_by_name("GASP_MPI_BARRIER").map(|k| k.id),
+            transfers: TransferTally::new(s),
+            regions: crate::balance::Regions::new(),
+            firsts: None,
+        }
+    }
+
+    /// Adds window `s` (the next of its stream), whose regions `t` names.
+    pub(crate) fn feed(&mut self, t: &Trace, s: &Stream) {
+        let firsts = self.firsts.get_or_insert_with(Firsts::default);
+        let (transfers, regions) = (firsts.transfers.len(), firsts.regions.len());
+        self.feed_with::<true>(s);
+        // The entries the window made, each by its first START in it.
+        let firsts = self.firsts.get_or_insert_with(Firsts::default);
+        for &x in &self.transfers.made_at[transfers..] {
+            firsts.transfers.push(s.place(x));
+        }
+        for r in &self.regions.made()[regions..] {
+            firsts.regions.push(s.place(r.start_event));
+            firsts.names.push(crate::dump::event_name(
+                t,
+                &s.events[r.start_event as usize],
+            ));
+        }
+    }
+
+    /// The walk of the intervals of `s`: with `WINDOW`, a window's, with
+    /// intervals given open and carried ones.
+    fn feed_with<const WINDOW: bool>(&mut self, s: &Stream) {
+        let roles = roles();
+        let ivs = intervals(s);
+        let carried = s.window.carried;
+        for (j, iv) in ivs.iter().enumerate() {
+            // The events read for intervals ahead, asked for now (as
+            // `crate::intervals::with_events` does): a region's START, a
+            // transfer's END and its argument words.
+            if let Some(a) = ivs.get(j + crate::intervals::AHEAD) {
+                let r = roles[a.kind as usize];
+                if r & REGION != 0 {
+                    if let Some(e) = s.events.get(a.start_event as usize) {
+                        crate::intervals::prefetch(e);
+                    }
                 }
+                if r & COMM != 0 {
+                    if let Some(e) = s.events.get(a.end_event as usize) {
+                        crate::intervals::prefetch(e);
+                    }
+                }
+            }
+            if let Some(a) = ivs.get(j + crate::intervals::ARGS_AHEAD) {
+                if roles[a.kind as usize] & COMM != 0 {
+                    if let Some(w) = s
+                        .events
+                        .get(a.end_event as usize)
+                        .and_then(|e| s.args(e).first())
+                    {
+                        crate::intervals::prefetch(w);
+                    }
+                }
+            }
+            let r = roles[iv.kind as usize];
+            if r == 0 {
+                continue;
+            }
+            if WINDOW && (iv.start_event < carried || iv.end == crate::window::OPEN) {
+                self.across(s, iv, r);
+                continue;
+            }
+            if r & (SYNC | COMM) != 0 {
+                // The time split counts the outermost intervals; the epochs'
+                // work subtracts their union.
+                match &mut self.deferred {
+                    Some(d) if WINDOW => d.ops.push(UnionOp::Add(iv.start, iv.end, r)),
+                    _ => {
+                        self.split(iv.start, iv.end, r);
+                        self.union.add(iv.start, iv.end);
+                    }
+                }
+            }
+            if r & BARRIER != 0 {
+                self.has_caf |= Some(iv.kind) == self.caf_sync;
+                match &mut self.deferred {
+                    Some(d) if WINDOW => d.ops.push(UnionOp::Barrier(iv.start, iv.end)),
+                    _ => self.union.barrier(iv.start, iv.end),
+                }
+                if WINDOW {
+                    self.barrier_places.push(s.place(iv.start_event));
+                }
+                self.barriers.push(*iv);
             }
             if r & COMM != 0 {
-                if let Some(e) = s.events.get(a.end_event as usize) {
-                    crate::intervals::prefetch(e);
-                }
+                self.transfers.add(s, iv, &s.events[iv.end_event as usize]);
+            }
+            if r & REGION != 0 {
+                self.regions.add(iv, &s.events[iv.start_event as usize]);
             }
         }
-        if let Some(a) = ivs.get(j + crate::intervals::ARGS_AHEAD) {
-            if roles[a.kind as usize] & COMM != 0 {
-                if let Some(w) = s
-                    .events
-                    .get(a.end_event as usize)
-                    .and_then(|e| s.args(e).first())
-                {
-                    crate::intervals::prefetch(w);
+    }
+
+    /// Counts the synchronization or communication interval from `start`
+    /// to `end`, of roles `r`, in the time split if it is outermost.
+    #[inline(always)]
+    fn split(&mut self, start: u64, end: u64, r: u8) {
+        if start >= self.covered_until {
+            let d = end.saturating_sub(start);
+            if r & SYNC != 0 {
+                self.sync_ns += d;
+            } else {
+                self.comm_ns += d;
+            }
+            self.covered_until = end;
+        }
+    }
+
+    /// An interval of a window that the window leaves open, or whose START
+    /// is carried (given open before).
+    #[cold]
+    fn across(&mut self, s: &Stream, iv: &Interval, r: u8) {
+        let place = s.place(iv.start_event);
+        if iv.end == crate::window::OPEN {
+            if iv.start_event < s.window.carried {
+                // Given open before, still open.
+                return;
+            }
+            let d = self.deferred.get_or_insert_with(Deferred::default);
+            if r & (SYNC | COMM) != 0 {
+                d.ops.push(UnionOp::Open(place, iv.start, r));
+                d.open += 1;
+            }
+            if r & BARRIER != 0 {
+                d.ops.push(UnionOp::BarrierOpen(place, iv.start));
+                d.open += 1;
+            }
+            return;
+        }
+        // Closed now, given open before: counted where it starts, outside
+        // what it covers.
+        if r & (SYNC | COMM | BARRIER) != 0 {
+            // Given open, so that the union waits for it.
+            if let Some(d) = &mut self.deferred {
+                if r & (SYNC | COMM) != 0 {
+                    d.ends.insert(place, iv.end);
+                    d.open -= 1;
+                }
+                if r & BARRIER != 0 {
+                    d.ops.push(UnionOp::BarrierClose(place, iv.end));
+                    d.open -= 1;
+                }
+                if d.open == 0 {
+                    self.undefer();
                 }
             }
-        }
-        let r = roles[iv.kind as usize];
-        if r == 0 {
-            continue;
-        }
-        if r & (SYNC | COMM) != 0 {
-            // The time split counts the outermost intervals; the epochs'
-            // work subtracts their union.
-            if iv.start >= covered_until {
-                let d = iv.end.saturating_sub(iv.start);
-                if r & SYNC != 0 {
-                    sync_ns += d;
-                } else {
-                    comm_ns += d;
-                }
-                covered_until = iv.end;
-            }
-            union.add(iv.start, iv.end);
         }
         if r & BARRIER != 0 {
-            has_caf |= Some(iv.kind) == caf_sync;
-            union.barrier(iv.start, iv.end);
-            barriers.push(*iv);
+            self.has_caf |= Some(iv.kind) == self.caf_sync;
+            self.unsorted |= self.barrier_places.last().is_some_and(|&p| p > place);
+            self.barrier_places.push(place);
+            self.barriers.push(*iv);
         }
+        // An entry made by an earlier window may start earlier (an entry
+        // made by this one is found its first START once it is walked).
+        let firsts = self.firsts.get_or_insert_with(Firsts::default);
         if r & COMM != 0 {
-            transfers.add(s, iv, &s.events[iv.end_event as usize]);
+            if let Some(i) = self.transfers.add(s, iv, &s.events[iv.end_event as usize]) {
+                if let Some(f) = firsts.transfers.get_mut(i) {
+                    *f = (*f).min(place);
+                }
+            }
         }
         if r & REGION != 0 {
-            regions.add(iv, &s.events[iv.start_event as usize]);
+            if let Some(i) = self.regions.add(iv, &s.events[iv.start_event as usize]) {
+                if let Some(f) = firsts.regions.get_mut(i as usize) {
+                    *f = (*f).min(place);
+                }
+            }
         }
     }
-    let mut busy_at = union.finish();
-    // A CAF image's barriers are its `sync all`s, not the MPI barriers the
-    // runtime makes them of.
-    if has_caf {
-        let keep = |iv: &Interval| Some(iv.kind) != mpi_barrier;
-        let mut at = barriers.iter().map(keep);
-        busy_at.retain(|_| at.next().unwrap_or(false));
-        barriers.retain(keep);
+
+    /// Gives the union what it was kept from ([`Deferred`]): the intervals
+    /// given open with their ends, those never closed left out.
+    fn undefer(&mut self) {
+        let Some(d) = self.deferred.take() else {
+            return;
+        };
+        // The union's length up to the start of each barrier given open.
+        let mut at_start: HashMap<u64, u64> = HashMap::default();
+        for op in d.ops {
+            match op {
+                UnionOp::Add(a, b, r) => {
+                    self.split(a, b, r);
+                    self.union.add(a, b);
+                }
+                UnionOp::Open(place, a, r) => {
+                    if let Some(&b) = d.ends.get(&place) {
+                        self.split(a, b, r);
+                        self.union.add(a, b);
+                    }
+                }
+                UnionOp::Barrier(a, b) => self.union.barrier(a, b),
+                UnionOp::BarrierOpen(place, a) => {
+                    at_start.insert(place, self.union.upto(a));
+                }
+                UnionOp::BarrierClose(place, b) => {
+                    let a = at_start.get(&place).copied().unwrap_or(0);
+                    self.union.barrier_from(a, b);
+                }
+            }
+        }
     }
-    Walked {
-        sync_ns,
-        comm_ns,
-        barriers,
-        busy_at,
-        transfers: transfers.v,
-        regions: regions.done(),
+
+    /// What the walk found.
+    fn finish(mut self) -> Walked {
+        // (Those given open and never closed left out.)
+        self.undefer();
+        let mut busy_at = self.union.finish();
+        let mut barriers = self.barriers;
+        if self.unsorted {
+            // In START order.
+            let mut all: Vec<(u64, Interval, [u64; 2])> = (self.barrier_places.into_iter())
+                .zip(barriers)
+                .zip(busy_at)
+                .map(|((p, iv), at)| (p, iv, at))
+                .collect();
+            all.sort_by_key(|b| b.0);
+            (barriers, busy_at) = all.into_iter().map(|(_, iv, at)| (iv, at)).unzip();
+        }
+        // A CAF image's barriers are its `sync all`s, not the MPI barriers the
+        // runtime makes them of.
+        if self.has_caf {
+            let mpi_barrier = self.mpi_barrier;
+            let keep = |iv: &Interval| Some(iv.kind) != mpi_barrier;
+            let mut at = barriers.iter().map(keep);
+            busy_at.retain(|_| at.next().unwrap_or(false));
+            barriers.retain(keep);
+        }
+        let mut transfers = self.transfers.v;
+        let mut regions = self.regions.done();
+        let mut region_names = Vec::new();
+        if let Some(f) = &self.firsts {
+            // In the order of their first STARTs.
+            let mut order: Vec<usize> = (0..transfers.len()).collect();
+            order.sort_by_key(|&i| f.transfers.get(i).copied().unwrap_or(u64::MAX));
+            transfers = order.iter().map(|&i| transfers[i].clone()).collect();
+            let mut order: Vec<usize> = (0..regions.len()).collect();
+            order.sort_by_key(|&i| f.regions.get(i).copied().unwrap_or(u64::MAX));
+            regions = order.iter().map(|&i| regions[i].clone()).collect();
+            region_names = order
+                .iter()
+                .map(|&i| f.names.get(i).cloned().unwrap_or_default())
+                .collect();
+        }
+        Walked {
+            sync_ns: self.sync_ns,
+            comm_ns: self.comm_ns,
+            barriers,
+            busy_at,
+            transfers,
+            regions,
+            region_names,
+        }
     }
 }
 
 /// A thread's barriers ([`barriers`]) and its computation between each two
 /// consecutive ones ([`Part::barriers`]).
 fn epochs(s: &Stream) -> crate::epochs::Epochs {
-    let w = walked(s);
+    epochs_of(walked(s))
+}
+
+/// The barriers of `w` and the computation between each two consecutive
+/// ones.
+fn epochs_of(w: &Walked) -> crate::epochs::Epochs {
     // Before each barrier, the time in the union from the previous one's
     // end to its start (none when they overlap: the union's length up to a
     // time never decreases).
@@ -522,7 +921,13 @@ impl Union {
     /// A barrier from `start` to `end`, starting where the last interval
     /// added does (or after it).
     fn barrier(&mut self, start: u64, end: u64) {
-        self.at.push([self.upto(start), 0]);
+        self.barrier_from(self.upto(start), end);
+    }
+
+    /// A barrier ending at `end`, with the union's length up to its start
+    /// `at_start` (asked when it was its last interval).
+    fn barrier_from(&mut self, at_start: u64, end: u64) {
+        self.at.push([at_start, 0]);
         self.asked.push((end, self.at.len() - 1));
         self.earliest = self.earliest.min(end);
     }
@@ -903,6 +1308,8 @@ pub(crate) fn transfers(s: &Stream) -> &[Transfers] {
 /// [`transfers`], made as a stream's intervals come in order.
 struct TransferTally {
     v: Vec<Transfers>,
+    /// The START (in its window) of the interval that made each entry.
+    made_at: Vec<u32>,
     /// Where each (callsite, kind) is in `v`.
     far: HashMap<(u32, u16), usize>,
     nbytes: crate::objects::ArgOf,
@@ -924,6 +1331,7 @@ impl TransferTally {
     fn new(s: &Stream) -> TransferTally {
         TransferTally {
             v: Vec::new(),
+            made_at: Vec::new(),
             far: HashMap::default(),
             nbytes: crate::objects::ArgOf::new(s, "nbytes"),
             n: crate::objects::ArgOf::new(s, "n"),
@@ -931,9 +1339,10 @@ impl TransferTally {
         }
     }
 
-    /// Adds `iv`, a communication interval of `s` whose END is `end`.
+    /// Adds `iv`, a communication interval of `s` whose END is `end`: its
+    /// entry, if it moves bytes.
     #[inline]
-    fn add(&mut self, s: &Stream, iv: &Interval, end: &crate::trace::Event) {
+    fn add(&mut self, s: &Stream, iv: &Interval, end: &crate::trace::Event) -> Option<usize> {
         use crate::objects::word_of;
         let shape = crate::shape::at_site(end, iv.callsite);
         let (nbytes, n, entry) = match self.shapes.get(shape) {
@@ -945,16 +1354,15 @@ impl TransferTally {
             }
         };
         let words = s.args(end);
-        let Some(bytes) = word_of(words, nbytes).or_else(|| word_of(words, n)) else {
-            return;
-        };
+        let bytes = word_of(words, nbytes).or_else(|| word_of(words, n))?;
         if entry != Self::NO_ENTRY {
             self.count(entry as usize, bytes, iv);
-            return;
+            return Some(entry as usize);
         }
         let i = self.entry(iv);
         self.shapes.set(shape, (nbytes, n, i as u32));
         self.count(i, bytes, iv);
+        Some(i)
     }
 
     /// The entry of `v` of `iv`'s callsite and kind, made when first met.
@@ -967,6 +1375,7 @@ impl TransferTally {
         // Every key is in the map, the first ones too.
         let i = near.unwrap_or_else(|| {
             *self.far.entry(key).or_insert_with(|| {
+                self.made_at.push(iv.start_event);
                 v.push(Transfers {
                     site: key.0,
                     kind: key.1,

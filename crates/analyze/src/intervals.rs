@@ -112,6 +112,9 @@ pub(crate) struct Derived {
     /// Its time split, barriers, transfers and regions
     /// ([`crate::findings::walked`]), found when first asked for.
     pub(crate) walked: std::sync::OnceLock<crate::findings::Walked>,
+    /// Whether its STARTs come in time order (else its intervals are sorted
+    /// by start, and cannot be walked window by window: [`crate::window`]).
+    pub(crate) in_order: bool,
 }
 
 /// Whether `s` has events of kind `kind` (without looking at them all).
@@ -261,6 +264,7 @@ impl Matcher {
 
     /// What was derived from the events given.
     pub(crate) fn done(self) -> Derived {
+        let in_order = self.in_order;
         let (intervals, kinds) = self.intervals();
         // Most streams have no start-up or shutdown event: their intervals
         // are not walked for them.
@@ -284,6 +288,7 @@ impl Matcher {
             startup_ns,
             kinds,
             walked: std::sync::OnceLock::new(),
+            in_order,
         }
     }
 

@@ -609,13 +609,7 @@ impl Builder {
             }
             return;
         }
-        // The rank of each interval left open among those the window leaves
-        // open: its START's among the next window's carried ones.
-        let mut next = 0u32;
         for iv in crate::intervals::intervals(s) {
-            let is_open = iv.end == crate::window::OPEN;
-            let rank = next;
-            next += u32::from(is_open);
             if tool_kind(iv.kind) {
                 continue;
             }
@@ -624,21 +618,18 @@ impl Builder {
             let key = slots.site_key[site] as usize;
             let levels = &mut self.open[key];
             // Given open before: its level.
+            let place = s.place(iv.start_event);
             let given = ((iv.start_event as usize) < carried)
-                .then(|| levels.iter().position(|l| l.id == iv.start_event))
+                .then(|| levels.iter().position(|l| l.place == place))
                 .flatten();
-            if is_open {
-                match given {
-                    Some(i) => levels[i].next = rank,
-                    None => {
-                        let covered = levels.last().map_or(self.covered[key], |l| l.covered);
-                        levels.push(Level {
-                            id: u32::MAX,
-                            next: rank,
-                            covered,
-                            pending: HashMap::default(),
-                        });
-                    }
+            if iv.end == crate::window::OPEN {
+                if given.is_none() {
+                    let covered = levels.last().map_or(self.covered[key], |l| l.covered);
+                    levels.push(Level {
+                        place,
+                        covered,
+                        pending: HashMap::default(),
+                    });
                 }
                 continue;
             }
@@ -666,9 +657,6 @@ impl Builder {
                 }
                 None => slots.sites[site].1.add_interval(d, new),
             }
-        }
-        for l in self.open.iter_mut().flatten() {
-            l.id = l.next;
         }
     }
 
@@ -735,10 +723,8 @@ impl Builder {
 /// An interval given open by a window ([`Builder`]).
 #[derive(Debug)]
 struct Level {
-    /// Its START's place among the carried ones of the window being fed.
-    id: u32,
-    /// ... of the next window.
-    next: u32,
+    /// Its START's place in the stream.
+    place: u64,
     /// The end of the time covered so far by the intervals of its key
     /// within it, as if it were not there.
     covered: u64,

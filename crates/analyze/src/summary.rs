@@ -229,8 +229,10 @@ impl StreamSummary {
     pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
         // Cut in windows ([`crate::window`]) when `GASPARD_WINDOW_EVENTS`
         // asks for it, for the parts made window by window.
+        // (A stream whose STARTs are not in time order, its clock having
+        // gone backwards, is walked whole: its intervals are sorted.)
         let split = crate::window::events_per_window()
-            .filter(|&n| n < s.events.len())
+            .filter(|&n| n < s.events.len() && crate::intervals::derived(s).in_order)
             .map(|n| crate::window::split(s, n));
         let windows: Vec<&Stream> = match &split {
             Some(ws) => ws.iter().collect(),
@@ -240,6 +242,14 @@ impl StreamSummary {
         let mut matrix = crate::matrix::Builder::new(s);
         let mut profile = crate::profile::Builder::new(s);
         let mut locks = crate::locks::Builder::default();
+        let mut findings = split.as_ref().map(|_| crate::findings::Builder::new(s));
+        let caf = caf_kinds()
+            .iter()
+            .any(|&k| crate::intervals::has_kind(s, k));
+        let mut blocks = split.as_ref().map(|_| {
+            let syncs_all = crate::findings::syncs_all(s);
+            (crate::blocks::Builder::new(s, caf), syncs_all)
+        });
         let none = crate::locks::Context::default();
         let locks_cx = cx.locks.get(&s.process).unwrap_or(&none);
         for w in windows {
@@ -247,16 +257,30 @@ impl StreamSummary {
             matrix.feed(w);
             profile.feed(w);
             locks.feed(w, &t.objects, locks_cx);
+            if let Some(f) = &mut findings {
+                f.feed(t, w);
+            }
+            if let Some((b, syncs_all)) = &mut blocks {
+                b.feed(w, &t.objects, &crate::findings::barrier_ends(w, *syncs_all));
+            }
         }
         let (id, lost) = id.finish_with_lost();
+        let rank = id.rank;
         StreamSummary {
             profile: profile.part(t),
             lost,
             id,
-            findings: crate::findings::Part::of(t, s),
+            // Whole, from the walk the other analyses ask for too.
+            findings: match findings {
+                Some(f) => f.finish(),
+                None => crate::findings::Part::of(t, s),
+            },
             matrix: matrix.finish(),
             waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
-            blocks: crate::blocks::Part::of(s, &t.objects),
+            blocks: match blocks {
+                Some((b, _)) => b.finish(rank),
+                None => crate::blocks::Part::of(s, &t.objects),
+            },
             locks: locks.finish(),
         }
     }

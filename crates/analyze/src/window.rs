@@ -22,13 +22,17 @@ use crate::trace::Stream;
 
 /// Where a [`Stream`]'s events lie in the whole stream when they are one
 /// of its windows; the default is a whole stream.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct Window {
     /// How many events at the front are carried STARTs, given in an
     /// earlier window.
     pub(crate) carried: u32,
     /// Whether other windows follow.
     pub(crate) more: bool,
+    /// The place in the whole stream of its first own event...
+    pub(crate) first: u64,
+    /// ... and of each carried START.
+    pub(crate) carried_at: Vec<u64>,
 }
 
 impl Stream {
@@ -38,6 +42,16 @@ impl Stream {
         self.events
             .get(self.window.carried as usize..)
             .unwrap_or_default()
+    }
+
+    /// The place in the whole stream of the window's event `i`.
+    #[inline]
+    pub(crate) fn place(&self, i: u32) -> u64 {
+        let w = &self.window;
+        match w.carried_at.get(i as usize) {
+            Some(&at) => at,
+            None => w.first + u64::from(i - w.carried),
+        }
     }
 }
 
@@ -86,6 +100,8 @@ pub(crate) fn split(s: &Stream, every: usize) -> Vec<Stream> {
             window: Window {
                 carried: carried.len() as u32,
                 more: to < n,
+                first: from as u64,
+                carried_at: carried.iter().map(|&i| u64::from(i)).collect(),
             },
             ..Default::default()
         };
@@ -125,6 +141,15 @@ mod tests {
     /// A stream of nested and interleaved kinds and user events, STARTs
     /// never closed and ENDs without a START.
     fn stream(seed: u64, n: usize) -> Stream {
+        stream_of(
+            seed,
+            n,
+            &[3, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER],
+        )
+    }
+
+    /// [`stream`] of kinds `kinds`.
+    fn stream_of(seed: u64, n: usize, kinds: &[u16]) -> Stream {
         let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         let mut next = move |m: u64| {
             x ^= x << 13;
@@ -135,7 +160,7 @@ mod tests {
         let mut s = Stream::empty("h-1", 0, 0, 16);
         let mut t = 0;
         for i in 0..n {
-            let kind = [3u16, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER][next(5) as usize];
+            let kind = kinds[next(kinds.len() as u64) as usize];
             let phase = [0u8, 0, 1, 1, 2][next(5) as usize];
             t += next(3);
             s.push(t, kind, phase, next(4) as u32, &[next(9), i as u64]);
@@ -171,6 +196,9 @@ mod tests {
                     // The whole stream's index of each of the window's
                     // events: its second argument word.
                     let index = |i: usize| w.args(&w.events[i])[1] as usize;
+                    for i in 0..w.events.len() {
+                        assert_eq!(w.place(i as u32), index(i) as u64);
+                    }
                     let ivs = intervals(w);
                     // The carried STARTs' intervals come first, those given
                     // open before.
@@ -269,5 +297,55 @@ mod tests {
             }
         }
         assert!(windowed > 300);
+    }
+
+    /// The findings' part of a stream made window by window is the whole
+    /// stream's: barriers (nested, never closed), synchronization and
+    /// communication within each other, transfers and regions first met in
+    /// a later window than their first START.
+    #[test]
+    fn the_findings_made_window_by_window_are_the_whole_streams() {
+        let id = |n: &str| gaspard_format::kinds::kind_by_name(n).unwrap().id;
+        let kinds = [
+            id("GASP_UPC_BARRIER"),
+            id("GASP_MPI_BARRIER"),
+            id("GASP_UPC_GET"),
+            id("GASP_UPC_PUT"),
+            id("GASP_UPC_LOCK"),
+            id("GASP_UPC_FORALL"),
+            id("GASP_OMP_LOOP"),
+            gaspard_format::kinds::GASPARD_USER,
+        ];
+        let t = crate::trace::Trace {
+            user_events: (0..3)
+                .map(|id| gaspard_format::codec::UserDef {
+                    id,
+                    name: format!("u{id}"),
+                    desc: None,
+                    unreadable: None,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let mut windowed = 0;
+        for seed in 0..120 {
+            let mut s = stream_of(seed, 30 + seed as usize * 4, &kinds);
+            s.model = 1;
+            let whole = format!("{:?}", crate::findings::Part::of(&t, &s));
+            for every in [1, 2, 3, 7, 19, 1000] {
+                let ws = split(&s, every);
+                windowed += usize::from(ws.len() > 1);
+                let mut b = crate::findings::Builder::new(&s);
+                for w in &ws {
+                    b.feed(&t, w);
+                }
+                assert_eq!(
+                    format!("{:?}", b.finish()),
+                    whole,
+                    "seed {seed} every {every}"
+                );
+            }
+        }
+        assert!(windowed > 500);
     }
 }
