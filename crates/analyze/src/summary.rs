@@ -246,6 +246,16 @@ impl StreamSummary {
         let caf = caf_kinds()
             .iter()
             .any(|&k| crate::intervals::has_kind(s, k));
+        let mut waits = split.as_ref().map(|_| {
+            let b = crate::waitstates::Builder::new(
+                cx.waits.rank(&s.process),
+                Some(crate::matrix::rank(s)),
+            );
+            (
+                b,
+                crate::window::Resolver::new(crate::waitstates::wanted_kinds()),
+            )
+        });
         let mut blocks = split.as_ref().map(|_| {
             let syncs_all = crate::findings::syncs_all(s);
             (crate::blocks::Builder::new(s, caf), syncs_all)
@@ -259,6 +269,12 @@ impl StreamSummary {
             locks.feed(w, &t.objects, locks_cx);
             if let Some(f) = &mut findings {
                 f.feed(t, w);
+            }
+            if let Some((b, resolver)) = &mut waits {
+                b.feed(&resolver.feed(w), &t.objects);
+                if !w.window.more {
+                    b.feed(&resolver.finish(w), &t.objects);
+                }
             }
             if let Some((b, syncs_all)) = &mut blocks {
                 b.feed(w, &t.objects, &crate::findings::barrier_ends(w, *syncs_all));
@@ -276,7 +292,10 @@ impl StreamSummary {
                 None => crate::findings::Part::of(t, s),
             },
             matrix: matrix.finish(),
-            waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
+            waits: match waits {
+                Some((b, _)) => b.finish(),
+                None => crate::waitstates::Part::of(s, &cx.waits, &t.objects),
+            },
             blocks: match blocks {
                 Some((b, _)) => b.finish(rank),
                 None => crate::blocks::Part::of(s, &t.objects),

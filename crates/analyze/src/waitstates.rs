@@ -263,6 +263,7 @@ struct Recv {
 }
 
 /// A request not yet completed: its send or receive in the stream's part.
+#[derive(Debug)]
 enum Pending {
     Send(usize, bool),
     Recv(usize),
@@ -470,17 +471,46 @@ fn classes() -> &'static [Class] {
     })
 }
 
-/// Whether a kind is one [`Part::of`] looks at whatever the stream's rank:
-/// of a [`Class`] other than `Other`, all-to-all or rooted.
-fn wanted_kinds() -> &'static [bool] {
+/// Whether a kind is one [`Part::of`] looks at: of a [`Class`] other than
+/// `Other`, all-to-all, rooted, or one of the two-sided calls, waits and
+/// window calls of a stream with a rank.
+pub(crate) fn wanted_kinds() -> &'static [bool] {
     static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
     KINDS.get_or_init(|| {
         let (class, all_to_all, rooted) = (classes(), all_to_all_kinds(), rooted_kinds());
         (0..1usize << 16)
-            .map(|k| class[k] != Class::Other || all_to_all[k] || rooted[k] != 0)
+            .map(|k| {
+                class[k] != Class::Other
+                    || all_to_all[k]
+                    || rooted[k] != 0
+                    || kinds::kind(k as u16).is_some_and(|i| TWO_SIDED.contains(&i.name))
+            })
             .collect()
     })
 }
+
+/// The calls a stream with a rank is looked at for besides ([`Builder::feed`]).
+const TWO_SIDED: [&str; 19] = [
+    "GASP_MPI_SEND",
+    "GASP_MPI_SSEND",
+    "GASP_MPI_BSEND",
+    "GASP_MPI_RSEND",
+    "GASP_MPI_ISEND",
+    "GASP_MPI_ISSEND",
+    "GASP_MPI_IBSEND",
+    "GASP_MPI_IRSEND",
+    "GASP_MPI_RECV",
+    "GASP_MPI_IRECV",
+    "GASP_MPI_SENDRECV",
+    "GASP_MPI_WAIT",
+    "GASP_MPI_WAITALL",
+    "GASP_MPI_TESTALL",
+    "GASP_MPI_TEST",
+    "GASP_MPI_WIN_CREATE",
+    "GASP_MPI_WIN_ALLOCATE",
+    "GASP_MPI_WIN_CREATE_DYNAMIC",
+    "GASP_MPI_WIN_FENCE",
+];
 
 /// The one-sided calls whose time is listed as `synchronization`.
 fn is_one_sided_sync(name: &str) -> bool {
@@ -571,11 +601,59 @@ impl Part {
     /// The part of `s`, whose process is in `ctx` and whose windows are in
     /// `objects`.
     pub fn of(s: &Stream, ctx: &Context, objects: &Objects) -> Part {
-        let rank = ctx.rank(&s.process);
-        let mut part = Part {
-            rank,
-            ..Part::default()
-        };
+        let mut b = Builder::new(ctx.rank(&s.process), None);
+        b.feed(s, objects);
+        b.finish()
+    }
+}
+
+/// A stream's [`Part`] made from its intervals of the kinds looked at
+/// ([`wanted_kinds`]) in START order: the whole stream's, or in turn those
+/// a [`crate::window::Resolver`] gives of its windows.
+#[derive(Debug)]
+pub(crate) struct Builder {
+    part: Part,
+    sync_at: HashMap<(u16, u32, u16), usize>,
+    /// The coarray operations open around the interval: (end, kind).
+    coarray: Vec<(u64, u16)>,
+    pending: Vec<(u64, Pending)>,
+    windows: HashMap<u64, usize>,
+    /// An OpenSHMEM PE's collectives count as an MPI rank's do (whether
+    /// the stream is a PE's, looked for at its first collective).
+    pe: Option<bool>,
+    /// Its rank or PE and how many there are, looked for at its first
+    /// rooted collective ([`crate::matrix::rank`] of the stream).
+    world: Option<Option<crate::matrix::Rank>>,
+}
+
+impl Builder {
+    /// For a stream whose process's rank in `MPI_COMM_WORLD` is `rank`
+    /// ([`Context::rank`]), and whose own rank or PE is `world` (`None`:
+    /// found in the stream fed, then whole).
+    pub(crate) fn new(rank: Option<i64>, world: Option<Option<crate::matrix::Rank>>) -> Builder {
+        Builder {
+            part: Part {
+                rank,
+                ..Part::default()
+            },
+            sync_at: HashMap::default(),
+            coarray: Vec::new(),
+            pending: Vec::new(),
+            windows: HashMap::default(),
+            pe: world.map(|w| w.is_some_and(|r| r.model == "SHMEM")),
+            world,
+        }
+    }
+
+    /// The part of what was fed.
+    pub(crate) fn finish(self) -> Part {
+        self.part
+    }
+
+    /// Adds the intervals of `s` (the whole stream, or those a resolver gave
+    /// of its next window), whose process's windows are in `objects`.
+    pub(crate) fn feed(&mut self, s: &Stream, objects: &Objects) {
+        let rank = self.part.rank;
         let Part {
             sync,
             calls,
@@ -586,34 +664,27 @@ impl Part {
             rooted,
             windows: window_names,
             ..
-        } = &mut part;
-        let mut sync_at: HashMap<(u16, u32, u16), usize> = HashMap::default();
-        // The coarray operations open around the interval: (end, kind).
-        let mut coarray: Vec<(u64, u16)> = Vec::new();
-        let mut pending: Vec<(u64, Pending)> = Vec::new();
-        let mut windows: HashMap<u64, usize> = HashMap::default();
+        } = &mut self.part;
+        let (sync_at, coarray, pending, windows) = (
+            &mut self.sync_at,
+            &mut self.coarray,
+            &mut self.pending,
+            &mut self.windows,
+        );
+        let (pe, world) = (&mut self.pe, &mut self.world);
         let class = classes();
         let all_to_all = all_to_all_kinds();
         let rooted_kind = rooted_kinds();
-        // An OpenSHMEM PE's collectives count as an MPI rank's do (whether
-        // the stream is a PE's, looked for at its first collective).
-        let mut pe: Option<bool> = None;
-        // Its rank or PE and how many there are, looked for at its first
-        // rooted collective.
-        let mut world: Option<Option<crate::matrix::Rank>> = None;
         let mut names = crate::objects::ArgNames::new(s);
         let wanted = wanted_kinds();
         for iv in intervals(s) {
-            // Most intervals of most streams: none of the kinds looked at
-            // here, outside any coarray operation, on a stream of no rank.
-            if !wanted[iv.kind as usize] && coarray.is_empty() && rank.is_none() {
+            // Most intervals of most streams: none of the kinds looked at.
+            if !wanted[iv.kind as usize] {
                 continue;
             }
             let c = class[iv.kind as usize];
-            if c != Class::Other || !coarray.is_empty() {
-                while coarray.last().is_some_and(|&(end, _)| end < iv.end) {
-                    coarray.pop();
-                }
+            while coarray.last().is_some_and(|&(end, _)| end < iv.end) {
+                coarray.pop();
             }
             if c == Class::Coarray {
                 coarray.push((iv.end, iv.kind));
@@ -816,7 +887,6 @@ impl Part {
                 _ => {}
             }
         }
-        part
     }
 }
 

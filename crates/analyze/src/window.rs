@@ -14,7 +14,14 @@
 //! window's intervals in START order: an interval given open lasts past
 //! everything else in its window, and is given again, closed or still
 //! open, first in the next ones. Its events are the window's own from
-//! `carried` on.
+//! `carried` on. What it counts within an interval given open, as if that
+//! were not there, counts if the interval is never closed (it is then not
+//! one, as in the whole stream); an analysis whose walk carries what it
+//! met gets the intervals of the kinds it looks at in START order, each
+//! with its end, from a [`Resolver`].
+//!
+//! A stream whose STARTs are not in time order (its clock went backwards)
+//! has its intervals sorted by start: it is summarized whole.
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -131,6 +138,133 @@ pub(crate) fn split(s: &Stream, every: usize) -> Vec<Stream> {
         }
         from = to;
     }
+}
+
+/// The intervals of some kinds of a stream, from its windows in turn, in
+/// START order and with their events, as the whole stream gives them: an
+/// interval given open is held, with those of the kinds that start after
+/// it, until a window closes it (or the stream ends: never closed, it is
+/// left out). For an analysis whose walk over a stream's intervals carries
+/// what it met: the kinds it looks at should be short (calls), so that
+/// little is held.
+pub(crate) struct Resolver {
+    /// The kinds given, by number.
+    kinds: &'static [bool],
+    /// The intervals not given yet, in START order.
+    held: Vec<Held>,
+}
+
+/// An interval held by a [`Resolver`].
+struct Held {
+    /// Its START's place in the stream.
+    place: u64,
+    iv: crate::intervals::Interval,
+    start: (crate::trace::Event, Vec<u64>),
+    /// Its END, once closed.
+    end: Option<(crate::trace::Event, Vec<u64>)>,
+}
+
+impl Resolver {
+    /// For the intervals of kinds `kinds` (by number).
+    pub(crate) fn new(kinds: &'static [bool]) -> Resolver {
+        Resolver {
+            kinds,
+            held: Vec::new(),
+        }
+    }
+
+    /// The intervals window `w` (the next of its stream) lets be given,
+    /// as a stream of theirs: each one's START and END (with their argument
+    /// words), its intervals them in START order.
+    pub(crate) fn feed(&mut self, w: &Stream) -> Stream {
+        let event = |i: u32| {
+            let e = &w.events[i as usize];
+            (e.clone(), w.args(e).to_vec())
+        };
+        for iv in crate::intervals::intervals(w) {
+            if !self.kinds[iv.kind as usize] {
+                continue;
+            }
+            let closed = iv.end != OPEN;
+            if iv.start_event < w.window.carried {
+                // Held since given open.
+                if closed {
+                    let place = w.place(iv.start_event);
+                    if let Some(h) = self.held.iter_mut().find(|h| h.place == place) {
+                        h.iv.end = iv.end;
+                        h.end = Some(event(iv.end_event));
+                    }
+                }
+                continue;
+            }
+            self.held.push(Held {
+                place: w.place(iv.start_event),
+                iv: *iv,
+                start: event(iv.start_event),
+                end: closed.then(|| event(iv.end_event)),
+            });
+        }
+        let ready = self
+            .held
+            .iter()
+            .position(|h| h.end.is_none())
+            .unwrap_or(self.held.len());
+        let given: Vec<Held> = self.held.drain(..ready).collect();
+        stream_of(w, given)
+    }
+
+    /// What is still held once the last window is given, those never
+    /// closed left out.
+    pub(crate) fn finish(&mut self, w: &Stream) -> Stream {
+        let rest = std::mem::take(&mut self.held);
+        stream_of(w, rest.into_iter().filter(|h| h.end.is_some()).collect())
+    }
+}
+
+/// A stream like `w` whose events are the STARTs and ENDs of `given` and
+/// whose intervals are them, in order.
+fn stream_of(w: &Stream, given: Vec<Held>) -> Stream {
+    let mut s = Stream {
+        process: w.process.clone(),
+        pid: w.pid,
+        stream: w.stream,
+        tid: w.tid,
+        thread: w.thread,
+        model: w.model,
+        pts_bytes: w.pts_bytes,
+        path: w.path.clone(),
+        ..Default::default()
+    };
+    let mut intervals = Vec::with_capacity(given.len());
+    let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
+    for h in given {
+        let Some(end) = h.end else { continue };
+        let mut iv = h.iv;
+        for (which, (e, words)) in [(0, h.start), (1, end)] {
+            kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
+            let (args_at, nargs) = s.keep_args(&words);
+            let at = s.events.len() as u32;
+            s.events.push(crate::trace::Event {
+                args_at,
+                nargs,
+                ..e
+            });
+            if which == 0 {
+                iv.start_event = at;
+            } else {
+                iv.end_event = at;
+            }
+        }
+        intervals.push(iv);
+    }
+    s.intervals = std::sync::OnceLock::from(crate::intervals::Derived {
+        intervals,
+        startup_ns: 0,
+        kinds,
+        walked: std::sync::OnceLock::new(),
+        in_order: true,
+    });
+    s
 }
 
 #[cfg(test)]
@@ -347,5 +481,52 @@ mod tests {
             }
         }
         assert!(windowed > 500);
+    }
+
+    /// A resolver gives the intervals of its kinds as the whole stream has
+    /// them, in START order, with their events and argument words, whatever
+    /// the windows; those never closed left out.
+    #[test]
+    fn a_resolver_gives_the_whole_streams_intervals_in_order() {
+        static KINDS: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+        let kinds = KINDS.get_or_init(|| {
+            (0..=u16::MAX)
+                .map(|k| k == 3 || k == 5 || k == 3000)
+                .collect()
+        });
+        let of = |s: &Stream| -> Vec<(u16, u64, u64, Vec<u64>, Vec<u64>)> {
+            intervals(s)
+                .iter()
+                .filter(|iv| kinds[iv.kind as usize])
+                .map(|iv| {
+                    let (a, b) = (
+                        &s.events[iv.start_event as usize],
+                        &s.events[iv.end_event as usize],
+                    );
+                    (
+                        iv.kind,
+                        iv.start,
+                        iv.end,
+                        s.args(a).to_vec(),
+                        s.args(b).to_vec(),
+                    )
+                })
+                .collect()
+        };
+        for seed in 0..60 {
+            let s = stream(seed, 40 + seed as usize * 6);
+            let whole = of(&s);
+            for every in [1, 2, 5, 17, 1000] {
+                let mut r = Resolver::new(kinds);
+                let mut got = Vec::new();
+                for w in split(&s, every) {
+                    got.extend(of(&r.feed(&w)));
+                    if !w.window.more {
+                        got.extend(of(&r.finish(&w)));
+                    }
+                }
+                assert_eq!(got, whole, "seed {seed} every {every}");
+            }
+        }
     }
 }

@@ -96,6 +96,11 @@ fn first_difference(a: &[u8], b: &[u8]) -> String {
 }
 
 fn report(dir: &Path, np: Option<usize>, args: &[&str]) -> Output {
+    report_env(dir, np, args, &[])
+}
+
+/// [`report`] with the variables `env` set.
+fn report_env(dir: &Path, np: Option<usize>, args: &[&str], env: &[(&str, &str)]) -> Output {
     let gaspard = env!("CARGO_BIN_EXE_gaspard");
     let mut c = match np {
         Some(n) => {
@@ -107,6 +112,7 @@ fn report(dir: &Path, np: Option<usize>, args: &[&str]) -> Output {
     };
     c.arg("report")
         .args(args)
+        .envs(env.iter().copied())
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("OMPI_MCA_orte_tmpdir_base", dir)
@@ -184,6 +190,11 @@ fn the_ranks_report_what_one_process_reports() {
             for (np, run) in runs {
                 let out = report(&dir, np, run);
                 assert_same(&serial, &out, &format!("np {np:?}, {run:?}"));
+            }
+            // Each stream summarized window by window.
+            for n in ["1", "7", "1000"] {
+                let out = report_env(&dir, None, &args, &[("GASPARD_WINDOW_EVENTS", n)]);
+                assert_same(&serial, &out, &format!("windows of {n} events"));
             }
             if args.len() == 2 {
                 // The report is about the program: events, processes, findings.

@@ -56,21 +56,45 @@ pub fn report(dir: &Path) -> Value {
     report_with(dir, &[])
 }
 
-/// `gaspard report DIR --json` with `args` too, parsed.
+/// `gaspard report DIR --json` with `args` too, parsed. The same report
+/// must come of the trace's streams summarized window by window
+/// (`GASPARD_WINDOW_EVENTS`, windows of 7 events, or of 10 000 in a big
+/// trace): it is checked too.
 pub fn report_with(dir: &Path, args: &[&str]) -> Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("report")
-        .arg(dir)
-        .arg("--json")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "report failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let run = |window: Option<u64>| {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_gaspard"));
+        c.arg("report").arg(dir).arg("--json").args(args);
+        if let Some(n) = window {
+            c.env("GASPARD_WINDOW_EVENTS", n.to_string());
+        }
+        let out = c.output().unwrap();
+        assert!(
+            out.status.success(),
+            "report failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    };
+    let whole = run(None);
+    let v: Value = serde_json::from_slice(&whole).unwrap();
+    let events = v["events"].as_u64().unwrap_or(0);
+    let window = if events > 200_000 { 10_000 } else { 7 };
+    let windowed = run(Some(window));
+    if windowed != whole {
+        let (a, b) = (
+            String::from_utf8_lossy(&whole),
+            String::from_utf8_lossy(&windowed),
+        );
+        let line = a.lines().zip(b.lines()).position(|(x, y)| x != y);
+        panic!(
+            "{}: the report made in windows of {window} events differs, from line {:?}: {:?} vs {:?}",
+            dir.display(),
+            line.map(|l| l + 1),
+            line.and_then(|l| a.lines().nth(l)),
+            line.and_then(|l| b.lines().nth(l)),
+        );
+    }
+    v
 }
 
 /// The kinds of the findings of a report.
