@@ -494,7 +494,9 @@ mod tests {
                 .map(|k| k == 3 || k == 5 || k == 3000)
                 .collect()
         });
-        let of = |s: &Stream| -> Vec<(u16, u64, u64, Vec<u64>, Vec<u64>)> {
+        // Kind, start, end, and the START's and END's words.
+        type Given = (u16, u64, u64, Vec<u64>, Vec<u64>);
+        let of = |s: &Stream| -> Vec<Given> {
             intervals(s)
                 .iter()
                 .filter(|iv| kinds[iv.kind as usize])
