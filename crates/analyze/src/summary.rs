@@ -228,57 +228,72 @@ impl StreamSummary {
     /// The summary of `s`, one of the streams of `t`, whose context is `cx`.
     pub fn of(t: &crate::trace::Trace, cx: &Context, s: &Stream) -> StreamSummary {
         // Cut in windows ([`crate::window`]) when `GASPARD_WINDOW_EVENTS`
-        // asks for it, for the parts made window by window.
-        // (A stream whose STARTs are not in time order, its clock having
-        // gone backwards, is walked whole: its intervals are sorted.)
-        let split = crate::window::events_per_window()
+        // asks for it (a stream whose STARTs are not in time order, its
+        // clock having gone backwards, is summarized whole: its intervals
+        // are sorted).
+        if let Some(n) = crate::window::events_per_window()
             .filter(|&n| n < s.events.len() && crate::intervals::derived(s).in_order)
-            .map(|n| crate::window::split(s, n));
-        let windows: Vec<&Stream> = match &split {
-            Some(ws) => ws.iter().collect(),
-            None => vec![s],
-        };
-        let mut id = IdentityBuilder::new(s);
-        let mut matrix = crate::matrix::Builder::new(s);
-        let mut profile = crate::profile::Builder::new(s);
-        let mut locks = crate::locks::Builder::default();
-        let mut findings = split.as_ref().map(|_| crate::findings::Builder::new(s));
-        let caf = caf_kinds()
-            .iter()
-            .any(|&k| crate::intervals::has_kind(s, k));
-        let mut waits = split.as_ref().map(|_| {
-            let b = crate::waitstates::Builder::new(
-                cx.waits.rank(&s.process),
-                Some(crate::matrix::rank(s)),
-            );
-            (
-                b,
-                crate::window::Resolver::new(crate::waitstates::wanted_kinds()),
-            )
-        });
-        let mut blocks = split.as_ref().map(|_| {
-            let syncs_all = crate::findings::syncs_all(s);
-            (crate::blocks::Builder::new(s, caf), syncs_all)
-        });
+        {
+            let facts = Facts::of(s);
+            return StreamSummary::of_windows(t, cx, &facts, &crate::window::split(s, n));
+        }
         let none = crate::locks::Context::default();
-        let locks_cx = cx.locks.get(&s.process).unwrap_or(&none);
-        for w in windows {
+        let (id, lost) = {
+            let mut b = IdentityBuilder::new(s);
+            b.feed(s);
+            b.finish_with_lost()
+        };
+        StreamSummary {
+            profile: {
+                let mut b = crate::profile::Builder::new(s);
+                b.feed(s);
+                b.part(t)
+            },
+            lost,
+            id,
+            findings: crate::findings::Part::of(t, s),
+            matrix: crate::matrix::Part::of(s),
+            waits: crate::waitstates::Part::of(s, &cx.waits, &t.objects),
+            blocks: crate::blocks::Part::of(s, &t.objects),
+            locks: crate::locks::Part::of(s, &t.objects, cx.locks.get(&s.process).unwrap_or(&none)),
+        }
+    }
+
+    /// The summary of a stream of `t` from its windows `ws` in turn (the
+    /// same as [`StreamSummary::of`] the whole stream), whose context is
+    /// `cx` and of which `facts` are known beforehand.
+    pub(crate) fn of_windows(
+        t: &crate::trace::Trace,
+        cx: &Context,
+        facts: &Facts,
+        ws: &[Stream],
+    ) -> StreamSummary {
+        let Some(first) = ws.first() else {
+            return StreamSummary::of(t, cx, &Stream::default());
+        };
+        let mut id = IdentityBuilder::new(first);
+        let mut matrix = crate::matrix::Builder::new(first);
+        let mut profile = crate::profile::Builder::new(first);
+        let mut locks = crate::locks::Builder::default();
+        let mut findings = crate::findings::Builder::new(first);
+        let mut waits =
+            crate::waitstates::Builder::new(cx.waits.rank(&first.process), Some(facts.rank));
+        let mut resolver = crate::window::Resolver::new(crate::waitstates::wanted_kinds());
+        let mut blocks = crate::blocks::Builder::new(first, facts.caf);
+        let none = crate::locks::Context::default();
+        let locks_cx = cx.locks.get(&first.process).unwrap_or(&none);
+        for w in ws {
             id.feed(w);
             matrix.feed(w);
             profile.feed(w);
             locks.feed(w, &t.objects, locks_cx);
-            if let Some(f) = &mut findings {
-                f.feed(t, w);
+            findings.feed(t, w);
+            waits.feed(&resolver.feed(w), &t.objects);
+            if !w.window.more {
+                waits.feed(&resolver.finish(w), &t.objects);
             }
-            if let Some((b, resolver)) = &mut waits {
-                b.feed(&resolver.feed(w), &t.objects);
-                if !w.window.more {
-                    b.feed(&resolver.finish(w), &t.objects);
-                }
-            }
-            if let Some((b, syncs_all)) = &mut blocks {
-                b.feed(w, &t.objects, &crate::findings::barrier_ends(w, *syncs_all));
-            }
+            let ends = crate::findings::barrier_ends(w, facts.syncs_all);
+            blocks.feed(w, &t.objects, &ends);
         }
         let (id, lost) = id.finish_with_lost();
         let rank = id.rank;
@@ -286,21 +301,37 @@ impl StreamSummary {
             profile: profile.part(t),
             lost,
             id,
-            // Whole, from the walk the other analyses ask for too.
-            findings: match findings {
-                Some(f) => f.finish(),
-                None => crate::findings::Part::of(t, s),
-            },
+            findings: findings.finish(),
             matrix: matrix.finish(),
-            waits: match waits {
-                Some((b, _)) => b.finish(),
-                None => crate::waitstates::Part::of(s, &cx.waits, &t.objects),
-            },
-            blocks: match blocks {
-                Some((b, _)) => b.finish(rank),
-                None => crate::blocks::Part::of(s, &t.objects),
-            },
+            waits: waits.finish(),
+            blocks: blocks.finish(rank),
             locks: locks.finish(),
+        }
+    }
+}
+
+/// What summarizing a stream window by window needs to know of it
+/// beforehand (here from the whole stream; a reader of windows is to find
+/// it in a first look at the stream).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Facts {
+    /// Whether it holds coarray events.
+    pub(crate) caf: bool,
+    /// Whether it holds a coarray `sync all` ([`crate::findings::syncs_all`]).
+    pub(crate) syncs_all: bool,
+    /// Its process's rank or PE, from its start-up ([`crate::matrix::rank`]).
+    pub(crate) rank: Option<Rank>,
+}
+
+impl Facts {
+    /// The facts of `s`, a whole stream.
+    pub(crate) fn of(s: &Stream) -> Facts {
+        Facts {
+            caf: caf_kinds()
+                .iter()
+                .any(|&k| crate::intervals::has_kind(s, k)),
+            syncs_all: crate::findings::syncs_all(s),
+            rank: crate::matrix::rank(s),
         }
     }
 }
