@@ -292,8 +292,11 @@ impl StreamSummary {
             if !w.window.more {
                 waits.feed(&resolver.finish(w), &t.objects);
             }
-            let ends = crate::findings::barrier_ends(w, facts.syncs_all);
-            blocks.feed(w, &t.objects, &ends);
+            // (A stream of no rank, outside a coarray program, has none.)
+            if facts.caf || facts.rank.is_some() {
+                let ends = crate::findings::barrier_ends(w, facts.syncs_all);
+                blocks.feed(w, &t.objects, &ends);
+            }
         }
         let (id, lost) = id.finish_with_lost();
         let rank = id.rank;
