@@ -265,13 +265,14 @@ impl Part {
         let caf = crate::summary::caf_kinds()
             .iter()
             .any(|&k| crate::intervals::has_kind(s, k));
-        if !caf && rank(s).is_none() {
+        let rank = rank(s);
+        if !caf && rank.is_none() {
             return Part::default();
         }
-        let mut b = Builder::new(s, caf);
+        let mut b = Builder::new(caf);
         let ends: Vec<u64> = barriers(s).iter().map(|b| b.end).collect();
         b.feed(s, objects, &ends);
-        b.finish(crate::matrix::rank(s))
+        b.finish(rank)
     }
 }
 
@@ -301,9 +302,8 @@ pub(crate) struct Builder {
 type Same = (u32, u32, u64, u64, bool, bool, u32, u32);
 
 impl Builder {
-    /// For the windows of `s`; `caf`: whether the stream holds coarray
-    /// events.
-    pub(crate) fn new(_s: &Stream, caf: bool) -> Builder {
+    /// For the windows of a stream; `caf`: whether it holds coarray events.
+    pub(crate) fn new(caf: bool) -> Builder {
         Builder {
             caf,
             fence: kinds::kind_by_name("GASP_MPI_WIN_FENCE").map(|k| k.id),
@@ -465,10 +465,7 @@ impl Builder {
         let mut part = self.part;
         if self.unsorted {
             // Accesses first made first, objects first met first.
-            let mut order: Vec<usize> = (0..part.accesses.len()).collect();
-            order.sort_by_key(|&i| self.firsts[i]);
-            let mut accesses: Vec<Access> =
-                order.iter().map(|&i| part.accesses[i].clone()).collect();
+            let mut accesses = crate::window::by_first(part.accesses, &self.firsts);
             let mut renumber: HashMap<u32, u32> = HashMap::default();
             let mut objects = Vec::with_capacity(part.objects.len());
             for a in &mut accesses {

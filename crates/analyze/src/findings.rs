@@ -298,12 +298,7 @@ impl Builder {
     /// For the windows of `s`.
     pub(crate) fn new(s: &Stream) -> Builder {
         Builder {
-            stream: Stream {
-                process: s.process.clone(),
-                stream: s.stream,
-                model: s.model,
-                ..Default::default()
-            },
+            stream: s.like(),
             walk: Walk::new(s),
             first: None,
             last: None,
@@ -816,18 +811,13 @@ impl Walk {
         let mut transfers = self.transfers.v;
         let mut regions = self.regions.done();
         let mut region_names = Vec::new();
-        if let Some(f) = &self.firsts {
+        if let Some(f) = self.firsts {
             // In the order of their first STARTs.
-            let mut order: Vec<usize> = (0..transfers.len()).collect();
-            order.sort_by_key(|&i| f.transfers.get(i).copied().unwrap_or(u64::MAX));
-            transfers = order.iter().map(|&i| transfers[i].clone()).collect();
-            let mut order: Vec<usize> = (0..regions.len()).collect();
-            order.sort_by_key(|&i| f.regions.get(i).copied().unwrap_or(u64::MAX));
-            regions = order.iter().map(|&i| regions[i].clone()).collect();
-            region_names = order
-                .iter()
-                .map(|&i| f.names.get(i).cloned().unwrap_or_default())
-                .collect();
+            transfers = crate::window::by_first(transfers, &f.transfers);
+            let named = regions.into_iter().zip(f.names).collect();
+            (regions, region_names) = crate::window::by_first(named, &f.regions)
+                .into_iter()
+                .unzip();
         }
         Walked {
             sync_ns: self.sync_ns,

@@ -156,8 +156,9 @@ impl Builder {
         if self.rank.is_none() {
             self.rank = rank_in(s);
             if let Some(Some(r)) = self.rank {
+                // (Kept only for sides of 0 or more.)
                 for (o, c) in std::mem::take(&mut self.before) {
-                    if (o as i64) >= 0 && (o as usize) < r.size {
+                    if (o as usize) < r.size {
                         add(&mut self.row, o as usize, c);
                     }
                 }
@@ -201,7 +202,7 @@ impl Builder {
                 Some(_) => {}
                 None => {
                     let at = self.before.entry(other).or_default();
-                    *at = (at.0 + c.0, at.1.wrapping_add(c.1), at.2.wrapping_add(c.2));
+                    *at = plus(*at, c);
                 }
             }
         }
@@ -227,8 +228,13 @@ fn add(row: &mut Vec<(u64, u64, u64)>, other: usize, c: (u64, u64, u64)) {
     if row.len() <= other {
         row.resize(other + 1, (0, 0, 0));
     }
-    let at = &mut row[other];
-    *at = (at.0 + c.0, at.1.wrapping_add(c.1), at.2.wrapping_add(c.2));
+    row[other] = plus(row[other], c);
+}
+
+/// Two cells' operations, bytes and time, added.
+#[inline]
+fn plus(a: (u64, u64, u64), b: (u64, u64, u64)) -> (u64, u64, u64) {
+    (a.0 + b.0, a.1.wrapping_add(b.1), a.2.wrapping_add(b.2))
 }
 
 /// The communication matrices of the trace's MPI and OpenSHMEM processes.

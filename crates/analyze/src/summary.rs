@@ -279,7 +279,7 @@ impl StreamSummary {
         let mut waits =
             crate::waitstates::Builder::new(cx.waits.rank(&first.process), Some(facts.rank));
         let mut resolver = crate::window::Resolver::new(crate::waitstates::wanted_kinds());
-        let mut blocks = crate::blocks::Builder::new(first, facts.caf);
+        let mut blocks = crate::blocks::Builder::new(facts.caf);
         let none = crate::locks::Context::default();
         let locks_cx = cx.locks.get(&first.process).unwrap_or(&none);
         for w in ws {

@@ -800,6 +800,8 @@ impl Builder {
                 site: iv.callsite,
                 call,
             };
+            // (Every kind named here is among [`TWO_SIDED`]: the others are
+            // not looked at.)
             match name {
                 "GASP_MPI_SEND" | "GASP_MPI_SSEND" => {
                     let c = call();

@@ -51,6 +51,24 @@ impl Stream {
             .unwrap_or_default()
     }
 
+    /// A stream of the same thread and file, without events: a window's
+    /// start.
+    pub(crate) fn like(&self) -> Stream {
+        Stream {
+            process: self.process.clone(),
+            pid: self.pid,
+            stream: self.stream,
+            tid: self.tid,
+            thread: self.thread,
+            model: self.model,
+            pts_bytes: self.pts_bytes,
+            path: self.path.clone(),
+            chunks: self.chunks,
+            damaged: self.damaged,
+            ..Default::default()
+        }
+    }
+
     /// The place in the whole stream of the window's event `i`.
     #[inline]
     pub(crate) fn place(&self, i: u32) -> u64 {
@@ -60,6 +78,19 @@ impl Stream {
             None => w.first + u64::from(i - w.carried),
         }
     }
+}
+
+/// `v` (what an analysis made of a stream's windows, each entry when first
+/// met) in the order of `firsts`, the place of each entry's first START
+/// (those past its end last): the order the whole stream meets them in.
+pub(crate) fn by_first<T>(v: Vec<T>, firsts: &[u64]) -> Vec<T> {
+    let mut all: Vec<(u64, T)> = v
+        .into_iter()
+        .enumerate()
+        .map(|(i, x)| (firsts.get(i).copied().unwrap_or(u64::MAX), x))
+        .collect();
+    all.sort_by_key(|a| a.0);
+    all.into_iter().map(|a| a.1).collect()
 }
 
 /// The end of an interval whose START its window leaves open.
@@ -93,24 +124,12 @@ pub(crate) fn split(s: &Stream, every: usize) -> Vec<Stream> {
         let to = (from + every).min(n);
         let mut carried: Vec<u32> = open.values().flatten().copied().collect();
         carried.sort_unstable();
-        let mut w = Stream {
-            process: s.process.clone(),
-            pid: s.pid,
-            stream: s.stream,
-            tid: s.tid,
-            thread: s.thread,
-            model: s.model,
-            pts_bytes: s.pts_bytes,
-            path: s.path.clone(),
-            chunks: s.chunks,
-            damaged: s.damaged,
-            window: Window {
-                carried: carried.len() as u32,
-                more: to < n,
-                first: from as u64,
-                carried_at: carried.iter().map(|&i| u64::from(i)).collect(),
-            },
-            ..Default::default()
+        let mut w = s.like();
+        w.window = Window {
+            carried: carried.len() as u32,
+            more: to < n,
+            first: from as u64,
+            carried_at: carried.iter().map(|&i| u64::from(i)).collect(),
         };
         let indices = carried.iter().map(|&i| i as usize).chain(from..to);
         for i in indices {
@@ -224,17 +243,7 @@ impl Resolver {
 /// A stream like `w` whose events are the STARTs and ENDs of `given` and
 /// whose intervals are them, in order.
 fn stream_of(w: &Stream, given: Vec<Held>) -> Stream {
-    let mut s = Stream {
-        process: w.process.clone(),
-        pid: w.pid,
-        stream: w.stream,
-        tid: w.tid,
-        thread: w.thread,
-        model: w.model,
-        pts_bytes: w.pts_bytes,
-        path: w.path.clone(),
-        ..Default::default()
-    };
+    let mut s = w.like();
     let mut intervals = Vec::with_capacity(given.len());
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for h in given {
@@ -280,6 +289,21 @@ mod tests {
             n,
             &[3, 4, 5, 3000, gaspard_format::kinds::GASPARD_USER],
         )
+    }
+
+    /// A trace whose user events 0, 1 and 2 are named `u0`, `u1`, `u2`.
+    fn with_users() -> crate::trace::Trace {
+        crate::trace::Trace {
+            user_events: (0..3)
+                .map(|id| gaspard_format::codec::UserDef {
+                    id,
+                    name: format!("u{id}"),
+                    desc: None,
+                    unreadable: None,
+                })
+                .collect(),
+            ..Default::default()
+        }
     }
 
     /// [`stream`] of kinds `kinds`.
@@ -389,17 +413,7 @@ mod tests {
     /// START, user events.
     #[test]
     fn the_profile_made_window_by_window_is_the_whole_streams() {
-        let t = crate::trace::Trace {
-            user_events: (0..3)
-                .map(|id| gaspard_format::codec::UserDef {
-                    id,
-                    name: format!("u{id}"),
-                    desc: None,
-                    unreadable: None,
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let t = with_users();
         let json = |p: &crate::profile::ProfilePart| {
             let mut rows: Vec<String> =
                 p.1.iter()
@@ -450,17 +464,7 @@ mod tests {
             id("GASP_OMP_LOOP"),
             gaspard_format::kinds::GASPARD_USER,
         ];
-        let t = crate::trace::Trace {
-            user_events: (0..3)
-                .map(|id| gaspard_format::codec::UserDef {
-                    id,
-                    name: format!("u{id}"),
-                    desc: None,
-                    unreadable: None,
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let t = with_users();
         let mut windowed = 0;
         for seed in 0..120 {
             let mut s = stream_of(seed, 30 + seed as usize * 4, &kinds);
