@@ -693,8 +693,9 @@ impl Walk {
     fn across(&mut self, s: &Stream, iv: &Interval, r: u8) {
         let place = s.place(iv.start_event);
         if iv.end == crate::window::OPEN {
-            if iv.start_event < s.window.carried {
-                // Given open before, still open.
+            if iv.start_event < s.window.carried || r & (SYNC | COMM | BARRIER) == 0 {
+                // Given open before, still open; or nothing the union waits
+                // for (a region).
                 return;
             }
             let d = self.deferred.get_or_insert_with(Deferred::default);
