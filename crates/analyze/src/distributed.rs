@@ -260,6 +260,143 @@ fn summarize_alone(
     }
 }
 
+/// [`summarize_alone`] of a process whose streams are read in windows of
+/// `every` events rather than whole ([`crate::window`]), for the memory of
+/// a few windows rather than all its events: a light first reading of its
+/// files (`paths`, the trace's files `files`; `refs`: the trace's clock
+/// references) gives their heads, its clock and numbering, the span of its
+/// events and what the analyses need before a window; then each stream is
+/// read again and summarized window by window. `None` when the process
+/// cannot be read so (its streams are then read whole): one of its
+/// streams is of MPI or OpenSHMEM (whose analyses need its rank and shared
+/// objects beforehand), measures its clock, or has times that go
+/// backwards, or its events span more than [`trace::MAX_T_NS`].
+fn summarize_windowed(
+    dir: &Path,
+    tables: &Trace,
+    files: &[usize],
+    paths: &[PathBuf],
+    refs: &trace::ClockRefs,
+    progress: Option<&indicatif::ProgressBar>,
+    every: usize,
+) -> Option<(Vec<Head>, Provisional)> {
+    let parts = trace::read_streams_shown(paths, refs, progress, trace::Reading::Ahead);
+    let (heads, bodies) = trace::split_parts(dir, parts);
+    let windowable = bodies.iter().all(|(s, clock, seen)| {
+        !matches!(s.model, 3 | 4) && seen.windowable() && clock.is_none_or(|c| c.keeps_order())
+    });
+    let span = trace::span_read(&bodies)
+        .filter(|span| span.is_none_or(|(lo, hi)| hi - lo <= trace::MAX_T_NS))
+        .filter(|_| windowable)?;
+    let base = span.map_or(0, |(lo, _)| lo);
+    let read_files = read_of(files, &heads);
+    let mut tp = tables_of(tables);
+    let read: Vec<&StreamHead> = heads.iter().filter_map(|h| h.stream.as_ref()).collect();
+    let numbering = trace::number(&mut tp, &read);
+    let lens = (tp.callsites.len(), tp.user_events.len(), tp.texts.len());
+    // A process without a manifest is one of the trace's all the same.
+    for (s, _, _) in &bodies {
+        if !tp.processes.iter().any(|p| p.name == s.process) {
+            tp.processes.push(trace::Process {
+                name: s.process.clone(),
+                manifest: None,
+            });
+        }
+    }
+    let mut locks = HashMap::default();
+    for (s, _, _) in &bodies {
+        locks
+            .entry(s.process.clone())
+            .or_insert_with(|| crate::locks::Context::of(&tp, &s.process));
+    }
+    let cx = Context {
+        waits: Default::default(),
+        locks,
+    };
+    // (No rank, no coarrays, no shared objects: none of its streams is of
+    // MPI or OpenSHMEM.)
+    let facts = crate::summary::Facts::default();
+    let objects = crate::objects::Objects::default();
+    if let Some(pb) = progress {
+        // The files are read a second time.
+        pb.inc_length(bytes_of(paths));
+    }
+    let tp = &tp;
+    let streams: Vec<_> = read
+        .par_iter()
+        .zip(&bodies)
+        .zip(&numbering.ids)
+        .zip(&read_files)
+        .map(|(((head, body), ids), &file)| {
+            let (data, like) = trace::open_stream(&head.path)?;
+            if let Some(pb) = progress {
+                pb.inc(data.len() as u64);
+            }
+            let renumber = trace::Renumber::new(head, body, base, ids, numbering.nowhere);
+            let sum = crate::summary::Summarizer::new(&cx, &objects, &facts, &like);
+            let placed = Placed {
+                file,
+                process: like.process.clone(),
+                stream: like.stream,
+                damaged: head.damaged,
+                last: None,
+                late: 0,
+            };
+            let mut w = crate::window::Summarize::new(tp, sum, renumber, like.like(), every);
+            trace::read_windows(&head.path, &data, every, &mut w)?;
+            let first = w.first_t.map(|t| (like.process.clone(), t + base));
+            let last = w.last;
+            let summary = w
+                .finish()
+                .unwrap_or_else(|| StreamSummary::of(tp, &cx, &like));
+            Some((Placed { last, ..placed }, summary, first))
+        })
+        .collect::<Option<_>>()?;
+    let mut firsts = Vec::new();
+    let mut summaries = Vec::new();
+    for (placed, summary, first) in streams {
+        firsts.extend(first);
+        summaries.push((placed, summary));
+    }
+    Some((
+        heads,
+        Provisional {
+            clocks: (Vec::new(), firsts),
+            summaries,
+            ids: numbering.ids,
+            lens,
+            span,
+        },
+    ))
+}
+
+/// How many events make a window when a process is read in windows
+/// ([`summarize_windowed`]), unless `GASPARD_WINDOW_EVENTS` says.
+const WINDOW_EVENTS: usize = 1 << 20;
+
+/// A process whose stream files hold at least this many bytes is read in
+/// windows (about 5 bytes an event on disk, some 75 in memory read whole),
+/// unless `GASPARD_WINDOW_EVENTS` says (every process then is).
+const WINDOWED_BYTES: u64 = 64 << 20;
+
+/// How many events make a window when the process whose stream files are
+/// `paths` is read in windows; `None` when it is read whole.
+fn windows_of(paths: &[PathBuf]) -> Option<usize> {
+    if let Some(every) = crate::window::events_per_window() {
+        return Some(every);
+    }
+    (bytes_of(paths) >= WINDOWED_BYTES).then_some(WINDOW_EVENTS)
+}
+
+/// The bytes of the files `paths`.
+fn bytes_of(paths: &[PathBuf]) -> u64 {
+    paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
 impl Provisional {
     /// The summaries as the whole trace makes them, given the trace's start
     /// `base` and the trace's numbers of the process's files (`global`: per
@@ -434,6 +571,9 @@ impl From<SentHead> for Head {
                 found: s.found,
                 users: s.users.into_iter().map(UserDef::from).collect(),
                 texts: s.texts,
+                // (Needed only where the stream is read, not where it is
+                // placed.)
+                addresses: Default::default(),
             }),
         }
     }
@@ -543,6 +683,26 @@ pub fn report(
         let first: Vec<_> = groups
             .par_iter()
             .map(|files| {
+                let paths: Vec<PathBuf> =
+                    files.iter().map(|&i| listing.streams[i].clone()).collect();
+                if let Some(every) = windows_of(&paths) {
+                    let windowed = summarize_windowed(
+                        dir,
+                        &processes,
+                        files,
+                        &paths,
+                        &listing.refs,
+                        progress.as_ref(),
+                        every,
+                    );
+                    if let Some(done) = windowed {
+                        return done;
+                    }
+                    // Read again, whole.
+                    if let Some(pb) = &progress {
+                        pb.inc_length(bytes_of(&paths));
+                    }
+                }
                 let (heads, bodies) = read(files, trace::Reading::Whole);
                 let alone = summarize_alone(dir, &processes, files, &heads, bodies);
                 (heads, alone)

@@ -271,44 +271,89 @@ impl StreamSummary {
         let Some(first) = ws.first() else {
             return StreamSummary::of(t, cx, &Stream::default());
         };
-        let mut id = IdentityBuilder::new(first);
-        let mut matrix = crate::matrix::Builder::new(first);
-        let mut profile = crate::profile::Builder::new(first);
-        let mut locks = crate::locks::Builder::default();
-        let mut findings = crate::findings::Builder::new(first);
-        let mut waits =
-            crate::waitstates::Builder::new(cx.waits.rank(&first.process), Some(facts.rank));
-        let mut resolver = crate::window::Resolver::new(crate::waitstates::wanted_kinds());
-        let mut blocks = crate::blocks::Builder::new(facts.caf);
-        let none = crate::locks::Context::default();
-        let locks_cx = cx.locks.get(&first.process).unwrap_or(&none);
+        let mut b = Summarizer::new(cx, &t.objects, facts, first);
         for w in ws {
-            id.feed(w);
-            matrix.feed(w);
-            profile.feed(w);
-            locks.feed(w, &t.objects, locks_cx);
-            findings.feed(t, w);
-            waits.feed(&resolver.feed(w), &t.objects);
-            if !w.window.more {
-                waits.feed(&resolver.finish(w), &t.objects);
-            }
-            // (A stream of no rank, outside a coarray program, has none.)
-            if facts.caf || facts.rank.is_some() {
-                let ends = crate::findings::barrier_ends(w, facts.syncs_all);
-                blocks.feed(w, &t.objects, &ends);
-            }
+            b.feed(t, w);
         }
-        let (id, lost) = id.finish_with_lost();
+        b.finish(t)
+    }
+}
+
+/// A stream's [`StreamSummary`], made window by window.
+pub(crate) struct Summarizer<'a> {
+    facts: Facts,
+    objects: &'a crate::objects::Objects,
+    locks_cx: &'a crate::locks::Context,
+    id: IdentityBuilder,
+    matrix: crate::matrix::Builder,
+    profile: crate::profile::Builder,
+    locks: crate::locks::Builder,
+    findings: crate::findings::Builder,
+    waits: crate::waitstates::Builder,
+    resolver: crate::window::Resolver,
+    blocks: crate::blocks::Builder,
+}
+
+/// The lock context of a process whose binaries are not known.
+static NO_LOCKS: std::sync::LazyLock<crate::locks::Context> =
+    std::sync::LazyLock::new(crate::locks::Context::default);
+
+impl<'a> Summarizer<'a> {
+    /// For the windows of `s` (a stream of the trace whose context is `cx`
+    /// and shared objects `objects`, of which `facts` are known beforehand).
+    pub(crate) fn new(
+        cx: &'a Context,
+        objects: &'a crate::objects::Objects,
+        facts: &Facts,
+        s: &Stream,
+    ) -> Summarizer<'a> {
+        Summarizer {
+            facts: *facts,
+            objects,
+            locks_cx: cx.locks.get(&s.process).unwrap_or(&NO_LOCKS),
+            id: IdentityBuilder::new(s),
+            matrix: crate::matrix::Builder::new(s),
+            profile: crate::profile::Builder::new(s),
+            locks: crate::locks::Builder::default(),
+            findings: crate::findings::Builder::new(s),
+            waits: crate::waitstates::Builder::new(cx.waits.rank(&s.process), Some(facts.rank)),
+            resolver: crate::window::Resolver::new(crate::waitstates::wanted_kinds()),
+            blocks: crate::blocks::Builder::new(facts.caf),
+        }
+    }
+
+    /// Adds window `w` (the next of its stream, one of the streams of `t`).
+    pub(crate) fn feed(&mut self, t: &crate::trace::Trace, w: &Stream) {
+        let objects = self.objects;
+        self.id.feed(w);
+        self.matrix.feed(w);
+        self.profile.feed(w);
+        self.locks.feed(w, objects, self.locks_cx);
+        self.findings.feed(t, w);
+        self.waits.feed(&self.resolver.feed(w), objects);
+        if !w.window.more {
+            self.waits.feed(&self.resolver.finish(w), objects);
+        }
+        // (A stream of no rank, outside a coarray program, has none.)
+        if self.facts.caf || self.facts.rank.is_some() {
+            let ends = crate::findings::barrier_ends(w, self.facts.syncs_all);
+            self.blocks.feed(w, objects, &ends);
+        }
+    }
+
+    /// The summary of the windows given.
+    pub(crate) fn finish(self, t: &crate::trace::Trace) -> StreamSummary {
+        let (id, lost) = self.id.finish_with_lost();
         let rank = id.rank;
         StreamSummary {
-            profile: profile.part(t),
+            profile: self.profile.part(t),
             lost,
             id,
-            findings: findings.finish(),
-            matrix: matrix.finish(),
-            waits: waits.finish(),
-            blocks: blocks.finish(rank),
-            locks: locks.finish(),
+            findings: self.findings.finish(),
+            matrix: self.matrix.finish(),
+            waits: self.waits.finish(),
+            blocks: self.blocks.finish(rank),
+            locks: self.locks.finish(),
         }
     }
 }
@@ -316,7 +361,7 @@ impl StreamSummary {
 /// What summarizing a stream window by window needs to know of it
 /// beforehand (here from the whole stream; a reader of windows is to find
 /// it in a first look at the stream).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Facts {
     /// Whether it holds coarray events.
     pub(crate) caf: bool,

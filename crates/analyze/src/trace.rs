@@ -746,7 +746,14 @@ pub(crate) struct StreamHead {
     pub(crate) users: Vec<UserDef>,
     /// Its file's string arguments.
     pub(crate) texts: Vec<String>,
+    /// The stream's callsite (its file's number) of each return address
+    /// its events without a source position of their own carry, when a
+    /// binary gives one (what reading it in windows gives its events).
+    pub(crate) addresses: Addresses,
 }
+
+/// Return addresses and the callsites they give ([`StreamHead::addresses`]).
+pub(crate) type Addresses = HashMap<u64, Option<u32>>;
 
 /// A stream read, its events numbered by its file, with its process's clock
 /// while their times are still in ticks.
@@ -787,10 +794,10 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
             });
             continue;
         };
-        let mut found = Vec::new();
+        let (mut found, mut addresses) = Default::default();
         let seen = local.seen;
         if let Some(sym) = sym.as_mut().filter(|_| unplaced(&s, &local)) {
-            found = find_sources(sym, &mut s, &local.sites);
+            (found, addresses) = find_sources(sym, &mut s, &local.sites);
         }
         heads.push(Head {
             problems: part.problems,
@@ -803,6 +810,7 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
                 found,
                 users: local.users,
                 texts: local.texts,
+                addresses,
             }),
         });
         bodies.push((s, part.clock, seen));
@@ -813,12 +821,13 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
 /// Gives the events of `s` that carry a code address (`codeptr`) and no
 /// source position (in `sites`, its file's callsites) the source line of
 /// that address, from the binaries' debug information: the callsites found,
-/// first met first, numbered by the events after `sites`.
+/// first met first, numbered by the events after `sites`, and the callsite
+/// of each address met.
 fn find_sources(
     sym: &mut crate::symbolize::Symbolizer,
     s: &mut Stream,
     sites: &[Callsite],
-) -> Vec<Callsite> {
+) -> (Vec<Callsite>, Addresses) {
     let known = sites.len();
     let mut found: HashMap<Callsite, u32> = HashMap::default();
     let mut list: Vec<Callsite> = Vec::new();
@@ -862,7 +871,7 @@ fn find_sources(
             e.callsite = site;
         }
     }
-    list
+    (list, by_addr)
 }
 
 /// The trace's number of each of a stream's callsites, user events and
@@ -1096,6 +1105,93 @@ pub(crate) fn finish_bodies_from(
         }
     }
     streams
+}
+
+/// What [`finish_bodies_from`] does to each event of a stream, for a stream
+/// read in windows: its callsite found from its return address (as
+/// [`split_parts`] finds it), its time made ns from the base, and its
+/// numbers the process's.
+pub(crate) struct Renumber<'a> {
+    times: Times,
+    ids: &'a StreamIds,
+    nowhere: u32,
+    /// Whether the stream numbers as its process does.
+    same: bool,
+    /// Its file's callsites and the callsite of each return address, when
+    /// some events take their callsite from their return address.
+    sources: Option<(&'a [Callsite], &'a Addresses)>,
+    pts_words: usize,
+    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+}
+
+impl<'a> Renumber<'a> {
+    /// For the stream of `head` (its light reading `body`, on its process's
+    /// clock), its times made ns from `base`, numbered by its process as
+    /// `ids` say (`nowhere`: the callsite of a number it does not give).
+    pub(crate) fn new(
+        head: &'a StreamHead,
+        body: &Body,
+        base: u64,
+        ids: &'a StreamIds,
+        nowhere: u32,
+    ) -> Renumber<'a> {
+        let (s, clock, seen) = body;
+        let same = |ids: &[u32]| ids.iter().enumerate().all(|(i, &n)| n == i as u32);
+        Renumber {
+            times: Times::of(*clock, seen.ticks, base),
+            ids,
+            nowhere,
+            same: same(&ids.0) && same(&ids.1) && same(&ids.2),
+            sources: (!head.addresses.is_empty()).then_some((&head.sites[..], &head.addresses)),
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            codeptr_at: HashMap::default(),
+        }
+    }
+
+    /// Renumbers `events` (their argument words in `words`).
+    pub(crate) fn apply(&mut self, events: &mut [Event], words: &[u64]) {
+        let codeptr = codeptr_kinds();
+        let times = self.times;
+        for e in events {
+            e.t_ns = times.ns(e.t_ns);
+            if let Some((sites, addresses)) = self.sources {
+                if codeptr[e.kind as usize]
+                    && sites
+                        .get(e.callsite as usize)
+                        .is_some_and(|c| c.file.is_none())
+                {
+                    let pts_words = self.pts_words;
+                    let at = *self
+                        .codeptr_at
+                        .entry((e.kind, e.phase, e.flags))
+                        .or_insert_with(|| {
+                            gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
+                        });
+                    let args = words
+                        .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
+                        .unwrap_or(&[]);
+                    let found = at.and_then(|i| args.get(i)).and_then(|a| addresses.get(a));
+                    if let Some(&Some(site)) = found {
+                        e.callsite = site;
+                    }
+                }
+            }
+            if self.same {
+                continue;
+            }
+            let (site_ids, user_ids, text_ids) = self.ids;
+            e.callsite = site_ids
+                .get(e.callsite as usize)
+                .copied()
+                .unwrap_or(self.nowhere);
+            if e.user != NO_USER {
+                e.user = user_ids.get(e.user as usize).copied().unwrap_or(NO_USER);
+            }
+            if e.text != NO_TEXT {
+                e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
+            }
+        }
+    }
 }
 
 /// The earliest and latest times, in ns on their clocks, of the events of
@@ -1378,6 +1474,11 @@ fn kind_classes() -> &'static [u8] {
                 if codeptr[k] {
                     c |= KindClass::CODEPTR;
                 }
+                if gaspard_format::kinds::kind(kind).is_some_and(|k| {
+                    FACT_KINDS.contains(&k.name) || k.name.starts_with("GASP_CAF_")
+                }) {
+                    c |= KindClass::FACTS;
+                }
                 c
             })
             .collect()
@@ -1385,7 +1486,7 @@ fn kind_classes() -> &'static [u8] {
 }
 
 /// The bits of [`kind_classes`].
-struct KindClass;
+pub(crate) struct KindClass;
 
 impl KindClass {
     /// Its arguments are decoded in a light reading (a function's
@@ -1400,7 +1501,27 @@ impl KindClass {
     const CLOCK_SYNC: u8 = 8;
     /// Its events may carry a return address (`codeptr`).
     const CODEPTR: u8 = 16;
+    /// What a stream's analyses need to know before its first window
+    /// ([`crate::summary::Facts`], shared objects): a start-up that gives
+    /// a rank, an allocation of shared objects, a dynamic window (which
+    /// makes a Coarray Fortran process).
+    const FACTS: u8 = 32;
 }
+
+/// Kinds whose events tell what only the whole stream does
+/// ([`KindClass::FACTS`]), with the coarray kinds (`GASP_CAF_*`).
+const FACT_KINDS: [&str; 10] = [
+    "GASP_MPI_INIT",
+    "GASP_MPI_INIT_THREAD",
+    "GASP_SHMEM_INIT",
+    "GASP_SHMEM_MALLOC",
+    "GASP_SHMEM_CALLOC",
+    "GASP_SHMEM_REALLOC",
+    "GASP_SHMEM_FREE",
+    "GASP_MPI_WIN_ALLOCATE",
+    "GASP_MPI_WIN_CREATE",
+    "GASP_MPI_WIN_CREATE_DYNAMIC",
+];
 
 /// Kinds whose events may carry a return address (`codeptr`), by number.
 fn codeptr_kinds() -> &'static [bool] {
@@ -1570,14 +1691,30 @@ pub(crate) struct Local {
     last_user: Option<(u64, u32)>,
     /// What the reading saw of the events kept.
     pub(crate) seen: Seen,
+    /// Words of a pointer-to-shared in the stream's events (a light
+    /// reading, which looks for their return addresses).
+    pts_words: usize,
+    /// Where the return address is among the words of events of each
+    /// (kind, phase, flags) (a light reading).
+    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// The (return address, callsite) pairs met (a light reading keeps the
+    /// first event of each).
+    addresses: rustc_hash::FxHashSet<(u64, u32)>,
 }
 
 /// What the reading saw of a stream's events: the earliest and latest of
-/// their times, in ticks, and the [`KindClass`] bits of their kinds, or'ed.
+/// their times, in ticks, and the [`KindClass`] bits of their kinds, or'ed
+/// (a light reading: of every event, kept or not; else of those kept), and
+/// (a light reading) whether a time was ever earlier than the one before.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Seen {
     ticks: Option<(u64, u64)>,
     classes: u8,
+    /// The time of the last event, in ticks (a light reading).
+    last: u64,
+    /// Whether some event's time was earlier than the one before (a light
+    /// reading).
+    backwards: bool,
 }
 
 impl Seen {
@@ -1590,6 +1727,14 @@ impl Seen {
             });
         }
         self.classes |= classes;
+    }
+
+    /// Whether the events' times never go backwards and none of them
+    /// needs what only the whole stream tells ([`KindClass::FACTS`],
+    /// clock measurements): what reading the stream in windows needs
+    /// (known of a light reading).
+    pub(crate) fn windowable(&self) -> bool {
+        !self.backwards && self.classes & (KindClass::FACTS | KindClass::CLOCK_SYNC) == 0
     }
 
     /// Whether some event is a clock measurement.
@@ -1725,11 +1870,18 @@ struct Convert<'a, const LIGHT: bool, const CHECK: bool> {
     full: bool,
     /// Light (`LIGHT`), for what the trace as a whole needs of a stream
     /// ([`Reading::Light`]): every event numbers callsites, texts and user
-    /// events, and only the first event, clock measurements and events with
-    /// a code address are kept; the others are counted in `seen`.
+    /// events, and only the first event, clock measurements and the first
+    /// event of each return address and callsite are kept; the others are
+    /// counted in `seen`.
     seen: &'a mut u64,
+    /// How many events a light reading reads.
+    limit: u64,
     /// [`kind_classes`], looked up once per chunk.
     classes: &'static [u8],
+    /// Reading in windows: how many events `events` holds when its window
+    /// is full (`usize::MAX` otherwise), and what takes each window.
+    cap: usize,
+    windows: Option<&'a mut dyn WindowSink>,
     /// The earliest and latest times of the events kept, in ticks, and
     /// their kinds' classes, or'ed ([`Seen`]).
     lo: u64,
@@ -1807,6 +1959,22 @@ impl Local {
 }
 
 impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
+    /// Hands the full window to the sink (another event follows), before
+    /// an event is kept: the events it leaves begin the next one.
+    #[cold]
+    #[inline(never)]
+    fn next_window(&mut self) {
+        let Some(sink) = self.windows.as_deref_mut() else {
+            self.cap = usize::MAX;
+            return;
+        };
+        self.cap = sink.window(self.events, self.arg_words, true);
+        // The words the last events of each kind were kept with are no
+        // longer where it says: an event shares the words kept before it only
+        // once they are compared.
+        self.local.last_args.fill((0, u32::MAX));
+    }
+
     /// The [`KindClass`] bits of `kind`.
     #[inline(always)]
     fn class(&self, kind: u16) -> u8 {
@@ -1862,6 +2030,9 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
 
     #[inline]
     fn event_same_args(&mut self, e: gaspard_format::codec::Event, words: &[u64]) {
+        if self.events.len() >= self.cap {
+            self.next_window();
+        }
         // The previous event of the kind in the chunk was kept with the same
         // words, and `last_args` holds where (every kind below
         // SHARED_ARG_KINDS): they are shared without comparing them. The
@@ -1880,15 +2051,28 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
 
     #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
+        if self.events.len() >= self.cap {
+            self.next_window();
+        }
         let site = self.defs.site(e.callsite, self.local);
         let class = self.class(e.kind);
         if LIGHT {
-            if self.full || *self.seen >= MAX_STREAM_EVENTS as u64 {
+            if self.full || *self.seen >= self.limit {
                 self.full = true;
                 return;
             }
             *self.seen += 1;
-            let keep = *self.seen == 1 || class & KindClass::LIGHT_KEEP != 0;
+            // Every event's time and kind is seen, kept or not.
+            self.lo = self.lo.min(e.ts);
+            self.hi = self.hi.max(e.ts);
+            self.kept_classes |= class;
+            let order = &mut self.local.seen;
+            order.backwards |= e.ts < order.last;
+            order.last = e.ts;
+            let keep = *self.seen == 1
+                || (class & KindClass::LIGHT_KEEP != 0
+                    && (class & KindClass::CODEPTR == 0
+                        || self.local.new_address(&e, site, words)));
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
@@ -1935,6 +2119,25 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
 }
 
 impl Local {
+    /// Whether `e` (its callsite `site`, its argument `words`) is the
+    /// first event of its return address and callsite (one without a
+    /// return address is not kept): those that give the stream's callsites
+    /// found from return addresses ([`find_sources`]) in the same order as
+    /// all of them do.
+    fn new_address(&mut self, e: &gaspard_format::codec::Event, site: u32, words: &[u64]) -> bool {
+        let pts_words = self.pts_words;
+        let at = *self
+            .codeptr_at
+            .entry((e.kind, e.phase, e.flags))
+            .or_insert_with(|| {
+                gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
+            });
+        match at.and_then(|i| words.get(i)) {
+            Some(&addr) => self.addresses.insert((addr, site)),
+            None => false,
+        }
+    }
+
     /// What it holds, to go back to with [`Local::truncate`].
     fn lens(&self) -> (usize, usize, usize) {
         (self.sites.len(), self.users.len(), self.texts.len())
@@ -1972,6 +2175,10 @@ pub(crate) enum Reading {
     /// arguments (the others' arguments are not decoded). Files too big for
     /// it are read whole.
     Light,
+    /// [`Reading::Light`] whatever the file's size and with no most events
+    /// read: the first look at a stream read in windows afterwards (which
+    /// has no most events: [`crate::window`]).
+    Ahead,
 }
 
 /// Events are placed at most this many nanoseconds (52 days) after the
@@ -1990,6 +2197,21 @@ const MAX_PTS_BYTES: u64 = 256;
 /// What the recorder writes unless built for another runtime.
 const DEFAULT_PTS_BYTES: u64 = 16;
 
+/// Field `key` of a stream file's header, as a number (0 when it is not one).
+fn header_number(header: &gaspard_format::chunk::FileHeader, key: &str) -> u64 {
+    header
+        .get(key)
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// The size of a pointer-to-shared a stream file's header gives, if a
+/// runtime can have it.
+fn pts_bytes(header: &gaspard_format::chunk::FileHeader) -> Option<u64> {
+    let n = header_number(header, "pts_bytes");
+    (n > 0 && n <= MAX_PTS_BYTES).then_some(n)
+}
+
 /// A stream without events, described by its file's header (`name` names
 /// the file in the problems).
 pub(crate) fn new_stream(
@@ -1998,20 +2220,15 @@ pub(crate) fn new_stream(
     header: &gaspard_format::chunk::FileHeader,
     problems: &mut Vec<String>,
 ) -> Stream {
-    let num = |k: &str| {
-        header
-            .get(k)
-            .and_then(|v| v.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
-    let mut pts_bytes = num("pts_bytes");
-    if pts_bytes == 0 || pts_bytes > MAX_PTS_BYTES {
+    let num = |k: &str| header_number(header, k);
+    let pts_bytes = pts_bytes(header).unwrap_or_else(|| {
         problems.push(format!(
-            "{name}: its header gives pointers-to-shared of {pts_bytes} bytes, which no runtime has \
-             (the header is damaged); read as {DEFAULT_PTS_BYTES}"
+            "{name}: its header gives pointers-to-shared of {} bytes, which no runtime has \
+             (the header is damaged); read as {DEFAULT_PTS_BYTES}",
+            num("pts_bytes")
         ));
-        pts_bytes = DEFAULT_PTS_BYTES;
-    }
+        DEFAULT_PTS_BYTES
+    });
     let host = header
         .get("host")
         .unwrap_or("unknown")
@@ -2034,6 +2251,61 @@ pub(crate) fn new_stream(
     }
 }
 
+/// What reading a stream in windows does with them ([`read_windows`]).
+pub(crate) trait WindowSink {
+    /// Takes a window: `events` (with their argument words in `words`),
+    /// those the sink left there last time first, then the stream's next
+    /// ones, with their times in ticks and the stream's own numbers of
+    /// callsites, user events and texts; `more`: whether other events
+    /// follow. Leaves in `events` and `words` those the next window begins
+    /// with, and gives how many events make it full.
+    fn window(&mut self, events: &mut Vec<Event>, words: &mut Vec<u64>, more: bool) -> usize;
+}
+
+/// A stream file's name, for its problems.
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A stream file read to be read in windows: its bytes and its stream,
+/// without events (`None` when it cannot be read, or its header).
+pub(crate) fn open_stream(path: &Path) -> Option<(Vec<u8>, Stream)> {
+    let data = std::fs::read(path).ok()?;
+    let header = gaspard_format::chunk::parse_file_header(&data).ok()?;
+    let s = new_stream(path, &file_name(path), &header, &mut Vec::new());
+    Some((data, s))
+}
+
+/// Reads the stream file at `path`, whose bytes are `data` ([`open_stream`]),
+/// in windows of `every` events handed to `sink` in turn (each but the first
+/// after the events the last one left), the last one when the stream ends:
+/// as [`read_streams`] reads it whole, but for a stream too long for that
+/// ([`MAX_STREAM_EVENTS`]), read whole here.
+pub(crate) fn read_windows(
+    path: &Path,
+    data: &[u8],
+    every: usize,
+    sink: &mut dyn WindowSink,
+) -> Option<()> {
+    let mut defs = ChunkDefs::default();
+    let every = every.clamp(1, MAX_WINDOW_EVENTS);
+    read_data(
+        path,
+        data,
+        &mut defs,
+        &mut Vec::new(),
+        Reading::Whole,
+        Some((sink, every)),
+    )
+    .map(|_| ())
+}
+
+/// Most events a window holds (its own, besides the STARTs it carries).
+const MAX_WINDOW_EVENTS: usize = 1 << 26;
+
 /// Reads one stream file, chunk by chunk, resynchronising after damage.
 /// Each chunk is converted as it is decoded (`defs`: its definitions, the
 /// tables used again from chunk to chunk and file to file).
@@ -2043,36 +2315,65 @@ fn read_stream(
     problems: &mut Vec<String>,
     reading: Reading,
 ) -> Option<ReadStream> {
-    let name = path
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
     let data = match std::fs::read(path) {
         Ok(d) => d,
         Err(e) => {
-            problems.push(format!("{name}: cannot read: {e}"));
+            problems.push(format!("{}: cannot read: {e}", file_name(path)));
             return None;
         }
     };
+    read_data(path, &data, defs, problems, reading, None)
+}
+
+/// [`read_stream`] of the file's bytes `data`; in windows given to `sink`
+/// (with how many events each holds) when given one (its events then not
+/// in the stream given).
+fn read_data(
+    path: &Path,
+    data: &[u8],
+    defs: &mut ChunkDefs,
+    problems: &mut Vec<String>,
+    reading: Reading,
+    mut windows: Option<(&mut dyn WindowSink, usize)>,
+) -> Option<ReadStream> {
+    let name = file_name(path);
     // Sized once from the chunk headers: no copy as they grow, no memory
     // touched for nothing.
-    let announced = gaspard_format::stream::announced_in(&data).min(MAX_STREAM_EVENTS);
+    let announced = match &windows {
+        Some((_, every)) => *every,
+        None => gaspard_format::stream::announced_in(data).min(MAX_STREAM_EVENTS),
+    };
     // Read light only where its argument words could not pass
     // MAX_STREAM_EVENTS (which the light reading does not count): at most
     // 256 words an event (a user event's id, and 255 words).
-    let light = reading == Reading::Light
-        && (announced as u64).saturating_mul(256) <= MAX_STREAM_EVENTS as u64;
+    let light = reading == Reading::Ahead
+        || (reading == Reading::Light
+            && (announced as u64).saturating_mul(256) <= MAX_STREAM_EVENTS as u64);
+    let limit = if reading == Reading::Ahead {
+        u64::MAX
+    } else {
+        MAX_STREAM_EVENTS as u64
+    };
     let mut seen = 0u64;
     let mut events = Vec::with_capacity(if light { 64 } else { announced });
     // Events keep about one argument word each (those equal to the previous
     // ones of their kind are shared): reserved for 1.25, grown past it.
     let mut arg_words = Vec::with_capacity(if light { 0 } else { announced + announced / 4 });
     let mut local = Local::default();
+    if light {
+        // Where return addresses are depends on the size of pointers to
+        // shared (a header that cannot be read stops the reading below).
+        local.pts_words = gaspard_format::chunk::parse_file_header(data)
+            .map_or(DEFAULT_PTS_BYTES, |h| {
+                pts_bytes(&h).unwrap_or(DEFAULT_PTS_BYTES)
+            })
+            .div_ceil(8) as usize;
+    }
     let mut headers = Vec::new();
     // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
     let mut left_out = 0u32;
-    let walked = gaspard_format::stream::walk(&name, &data, |h, payload| {
+    let mut cap = windows.as_ref().map_or(usize::MAX, |w| w.1);
+    let walked = gaspard_format::stream::walk(&name, data, |h, payload| {
         if left_out > 0 {
             left_out += 1;
             return Ok(());
@@ -2099,12 +2400,16 @@ fn read_stream(
                     defs: &mut *defs,
                     full: false,
                     seen: &mut seen,
+                    limit,
                     classes: kind_classes(),
                     lo: u64::MAX,
                     hi: 0,
                     kept_classes: 0,
+                    cap,
+                    windows: windows.as_mut().map(|w| &mut *w.0 as &mut dyn WindowSink),
                 };
                 let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
+                cap = sink.cap;
                 (decoded, sink.full, (sink.lo, sink.hi, sink.kept_classes))
             }};
         }
@@ -2135,6 +2440,14 @@ fn read_stream(
             return None;
         }
     };
+    if let Some((sink, _)) = windows {
+        // The last window.
+        if !events.is_empty() {
+            sink.window(&mut events, &mut arg_words, false);
+        }
+        events = Vec::new();
+        arg_words = Vec::new();
+    }
     let mut s = new_stream(path, &name, &file.header, problems);
     // Words that grew past what was reserved (by doubling) are copied to
     // their size (the allocator keeps a block shrunk by less than half as

@@ -25,6 +25,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use crate::summary::Summarizer;
 use crate::trace::Stream;
 
 /// Where a [`Stream`]'s events lie in the whole stream when they are one
@@ -274,6 +275,122 @@ fn stream_of(w: &Stream, given: Vec<Held>) -> Stream {
         in_order: true,
     });
     s
+}
+
+/// A stream read in windows ([`crate::trace::read_windows`]) and
+/// summarized as they come: each window's events renumbered, then given to
+/// the stream's [`Summarizer`], the STARTs it leaves open carried into the
+/// next one.
+pub(crate) struct Summarize<'a> {
+    t: &'a crate::trace::Trace,
+    sum: Summarizer<'a>,
+    renumber: crate::trace::Renumber<'a>,
+    /// The stream, without events.
+    like: Stream,
+    /// How many events a window holds besides those it carries.
+    every: usize,
+    /// The window to come: how many STARTs it carries, their places, and
+    /// the place of its first own event.
+    carried: u32,
+    carried_at: Vec<u64>,
+    first: u64,
+    /// The stream's first event's time, and its last event (time, kind,
+    /// phase).
+    pub(crate) first_t: Option<u64>,
+    pub(crate) last: Option<(u64, u16, u8)>,
+}
+
+impl<'a> Summarize<'a> {
+    /// For stream `like` (without events) of `t`, its windows summarized by
+    /// `sum` after `renumber`, `every` events each.
+    pub(crate) fn new(
+        t: &'a crate::trace::Trace,
+        sum: Summarizer<'a>,
+        renumber: crate::trace::Renumber<'a>,
+        like: Stream,
+        every: usize,
+    ) -> Summarize<'a> {
+        Summarize {
+            t,
+            sum,
+            renumber,
+            like,
+            every,
+            carried: 0,
+            carried_at: Vec::new(),
+            first: 0,
+            first_t: None,
+            last: None,
+        }
+    }
+
+    /// The stream's summary, once its last window is given (`None` when it
+    /// had no events).
+    pub(crate) fn finish(self) -> Option<crate::summary::StreamSummary> {
+        self.last.map(|_| self.sum.finish(self.t))
+    }
+}
+
+impl crate::trace::WindowSink for Summarize<'_> {
+    fn window(
+        &mut self,
+        events: &mut Vec<crate::trace::Event>,
+        words: &mut Vec<u64>,
+        more: bool,
+    ) -> usize {
+        let carried = (self.carried as usize).min(events.len());
+        self.renumber.apply(&mut events[carried..], words);
+        let own = (events.len() - carried) as u64;
+        if own > 0 {
+            self.first_t.get_or_insert(events[carried].t_ns);
+            self.last = events.last().map(|e| (e.t_ns, e.kind, e.phase));
+        }
+        let mut w = self.like.like();
+        w.events = std::mem::take(events);
+        w.arg_words = std::mem::take(words);
+        w.window = Window {
+            carried: carried as u32,
+            more,
+            first: self.first,
+            carried_at: std::mem::take(&mut self.carried_at),
+        };
+        self.sum.feed(self.t, &w);
+        self.first += own;
+        if !more {
+            return usize::MAX;
+        }
+        // The STARTs it leaves open begin the next one, in their order.
+        let mut open: Vec<u32> = crate::intervals::intervals(&w)
+            .iter()
+            .filter(|iv| iv.end == OPEN)
+            .map(|iv| iv.start_event)
+            .collect();
+        open.sort_unstable();
+        self.carried_at = open.iter().map(|&i| w.place(i)).collect();
+        self.carried = open.len() as u32;
+        let mut kept = Vec::new();
+        for &i in &open {
+            let e = &w.events[i as usize];
+            kept.extend_from_slice(w.args(e));
+        }
+        let (mut evs, mut ws) = (
+            std::mem::take(&mut w.events),
+            std::mem::take(&mut w.arg_words),
+        );
+        let mut at = 0u32;
+        for (k, &i) in open.iter().enumerate() {
+            let mut e = evs[i as usize].clone();
+            e.args_at = at;
+            at += e.nargs;
+            evs[k] = e;
+        }
+        evs.truncate(open.len());
+        ws.clear();
+        ws.extend_from_slice(&kept);
+        *events = evs;
+        *words = ws;
+        open.len() + self.every
+    }
 }
 
 #[cfg(test)]
