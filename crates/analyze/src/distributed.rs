@@ -1234,6 +1234,214 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
+    /// Writes process `h-<pid>` into `dir`: `streams` stream files of model
+    /// `model`, each of `chunks` chunks of about 60 events drawn from `seed`:
+    /// gets, split barriers, forall loops, functions and user events, some
+    /// STARTs never closed and some ENDs without a START, nested and
+    /// interleaved; with `backwards`, the clock goes back once.
+    fn write_process(
+        dir: &Path,
+        pid: u32,
+        model: u32,
+        streams: u32,
+        chunks: u32,
+        seed: u64,
+        backwards: bool,
+    ) {
+        use gaspard_format::chunk::{file_header, ChunkHeader};
+        use gaspard_format::codec::{Encoder, Resolver, UserDef};
+        use gaspard_format::kinds;
+        use gaspard_format::raw::RawHeader;
+        struct Names;
+        impl Resolver for Names {
+            fn string_at(&mut self, ptr: u64) -> Vec<u8> {
+                format!("f{ptr:x}").into_bytes()
+            }
+            fn user_event(&mut self, id: u64) -> Option<UserDef> {
+                Some(UserDef {
+                    id,
+                    name: format!("phase{id}"),
+                    desc: Some("%d".into()),
+                    unreadable: None,
+                })
+            }
+        }
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = move |m: u64| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x % m
+        };
+        let mut files = Vec::new();
+        let mut total = 0u64;
+        for stream in 0..streams {
+            let mut bytes = file_header(&[
+                ("stream", stream.to_string()),
+                ("thread", stream.to_string()),
+                ("host", "h".into()),
+                ("pid", pid.to_string()),
+                ("model", model.to_string()),
+                ("pts_bytes", "16".into()),
+            ]);
+            let mut ts = 5_000u64;
+            for c in 0..chunks {
+                let mut enc = Encoder::new();
+                for i in 0..60u64 {
+                    ts += 1 + next(40);
+                    if backwards && stream == 0 && c == chunks / 2 && i == 7 {
+                        ts -= 3_000;
+                    }
+                    let kind = [
+                        kinds::UPC_GET,
+                        kinds::UPC_NOTIFY,
+                        kinds::UPC_WAIT,
+                        kinds::UPC_FORALL,
+                        kinds::C_FUNC,
+                        kinds::GASPARD_USER,
+                    ][next(6) as usize];
+                    let phase = [0u8, 0, 1, 1, 1][next(5) as usize];
+                    let words: usize = gaspard_format::codec::arg_layout(kind, phase, 2, 0)
+                        .iter()
+                        .map(|&(_, _, n)| n)
+                        .sum();
+                    // Two sets of words a kind: an event often has those of
+                    // the one before of its kind (kept once).
+                    let set = 1 + next(2);
+                    let mut args: Vec<u64> = (0..words as u64).map(|w| set * (w + 1)).collect();
+                    if kind == kinds::GASPARD_USER {
+                        args = vec![1 + next(3), next(100)];
+                    }
+                    if kind == kinds::C_FUNC {
+                        args[0] = 0x100 * (1 + next(3));
+                    }
+                    let h = RawHeader {
+                        ts,
+                        kind,
+                        phase,
+                        flags: 0,
+                        nwords: args.len() as u8,
+                        line: 10 + next(7) as u32,
+                        col: 0,
+                        file: if next(9) == 0 { 0 } else { 0x40 + next(2) },
+                    };
+                    let mut w = h.pack().to_vec();
+                    w.extend_from_slice(&args);
+                    enc.push(&w, &mut Names).unwrap();
+                }
+                total += u64::from(enc.events());
+                let (chunk, _) = enc.finish(ChunkHeader {
+                    stream,
+                    seq: c,
+                    ref_ticks: ts,
+                    ref_ns: ts,
+                    ..Default::default()
+                });
+                bytes.extend_from_slice(&chunk);
+            }
+            let name = format!("h-{pid}-{stream}.gst");
+            std::fs::write(dir.join(&name), &bytes).unwrap();
+            files.push(name);
+        }
+        let m = gaspard_format::manifest::Manifest {
+            host: "h".into(),
+            pid,
+            clock: "monotonic".into(),
+            clock_refs: vec![(1000, 1000)],
+            pts_bytes: 16,
+            streams: files
+                .iter()
+                .zip(0u32..)
+                .map(|(file, id)| gaspard_format::manifest::StreamEntry {
+                    id,
+                    file: file.clone(),
+                    ..Default::default()
+                })
+                .collect(),
+            status: "complete".into(),
+            events: total,
+            ..Default::default()
+        };
+        std::fs::write(dir.join(format!("h-{pid}.manifest")), m.to_text()).unwrap();
+    }
+
+    /// What [`summarize_alone`] or [`summarize_windowed`] gave, in words.
+    fn described(heads: &[Head], p: &Provisional) -> Vec<String> {
+        let mut v: Vec<String> = heads.iter().map(|h| format!("{h:?}")).collect();
+        v.push(format!(
+            "{:?} {:?} {:?} {:?}",
+            p.clocks.1, p.ids, p.lens, p.span
+        ));
+        for (placed, s) in &p.summaries {
+            v.push(format!(
+                "{} {} {} {} {:?} {}",
+                placed.file,
+                placed.process,
+                placed.stream,
+                placed.damaged,
+                placed.last,
+                placed.late
+            ));
+            v.push(serde_json::to_string(s).unwrap());
+        }
+        v
+    }
+
+    /// A process read in windows of any size gives what it gives read
+    /// whole: its streams' heads, numbering, first events, span and
+    /// summaries; one that cannot be (its clock goes back, or it is an MPI
+    /// process) is not read so.
+    #[test]
+    fn a_process_read_in_windows_is_the_process_read_whole() {
+        let dir = std::env::temp_dir().join(format!("gaspard-windowed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        write_process(&dir, 7, 0, 3, 9, 1, false);
+        write_process(&dir, 8, 0, 2, 5, 2, true);
+        write_process(&dir, 9, 3, 1, 4, 3, false);
+        let listing = trace::list(&dir).unwrap();
+        let tables = tables_of(&listing.trace);
+        for pid in [7, 8, 9] {
+            let process = format!("h-{pid}");
+            let files: Vec<usize> = (0..listing.streams.len())
+                .filter(|&i| process_of(&listing.streams[i]) == process)
+                .collect();
+            let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
+            let parts = trace::read_streams(&paths, &listing.refs);
+            let (heads, bodies) = trace::split_parts(&dir, parts);
+            let whole = summarize_alone(&dir, &tables, &files, &heads, bodies);
+            let want = described(&heads, &whole);
+            for every in [1, 2, 3, 7, 50, 100_000] {
+                let windowed =
+                    summarize_windowed(&dir, &tables, &files, &paths, &listing.refs, None, every);
+                match windowed {
+                    Some((heads, p)) => {
+                        assert_eq!(pid, 7, "process {pid} cannot be read in windows");
+                        let got = described(&heads, &p);
+                        assert_eq!(got.len(), want.len());
+                        for (a, b) in got.iter().zip(&want) {
+                            // (The first difference, not the whole summary.)
+                            let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                            let around = |s: &str| {
+                                s.get(at.saturating_sub(80)..(at + 80).min(s.len()))
+                                    .unwrap_or("")
+                                    .to_string()
+                            };
+                            assert!(
+                                a == b,
+                                "windows of {every}: {} against {}",
+                                around(a),
+                                around(b)
+                            );
+                        }
+                    }
+                    None => assert_ne!(pid, 7, "windows of {every}"),
+                }
+            }
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn damaged_messages_are_refused() {
         assert!(decode::<Vec<(usize, SentHead)>>(&[], "heads", 1).is_err());

@@ -2270,10 +2270,69 @@ fn file_name(path: &Path) -> String {
         .into_owned()
 }
 
+/// A stream file's bytes: read, or mapped when big, and then given back
+/// to the system as they are decoded ([`FileBytes::release`]), so that
+/// reading a big file holds a few pages of it, not all.
+pub(crate) enum FileBytes {
+    Read(Vec<u8>),
+    Mapped(memmap2::Mmap),
+}
+
+/// Stream files of at least this many bytes are mapped.
+const MAP_BYTES: u64 = 16 << 20;
+
+/// How many bytes of a mapped file are decoded between two givings back.
+const RELEASE_BYTES: usize = 8 << 20;
+
+impl std::ops::Deref for FileBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            FileBytes::Read(v) => v,
+            FileBytes::Mapped(m) => m,
+        }
+    }
+}
+
+impl FileBytes {
+    /// The bytes of the file at `path`.
+    fn open(path: &Path) -> std::io::Result<FileBytes> {
+        let f = std::fs::File::open(path)?;
+        if f.metadata()?.len() >= MAP_BYTES {
+            // SAFETY: stream files are only ever appended to (by the
+            // recorder), never cut or rewritten, so the mapped bytes stay
+            // valid while they are read; their content is checked
+            // (checksums) like any other input.
+            if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+                // (Only a hint.)
+                let _ = m.advise(memmap2::Advice::Sequential);
+                return Ok(FileBytes::Mapped(m));
+            }
+        }
+        std::fs::read(path).map(FileBytes::Read)
+    }
+
+    /// Gives the pages of a mapped file before byte `upto` back to the
+    /// system (read from the file again if touched again).
+    fn release(&self, upto: usize) {
+        if let FileBytes::Mapped(m) = self {
+            let len = upto.min(m.len()) & !0xfff;
+            if len > 0 {
+                // SAFETY: the map is read-only and private: a page given
+                // back is read again from the file, unchanged, if touched
+                // again (no write made to it is lost); nothing else is
+                // changed. (Only a hint: its failure changes nothing.)
+                let _ =
+                    unsafe { m.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, len) };
+            }
+        }
+    }
+}
+
 /// A stream file read to be read in windows: its bytes and its stream,
 /// without events (`None` when it cannot be read, or its header).
-pub(crate) fn open_stream(path: &Path) -> Option<(Vec<u8>, Stream)> {
-    let data = std::fs::read(path).ok()?;
+pub(crate) fn open_stream(path: &Path) -> Option<(FileBytes, Stream)> {
+    let data = FileBytes::open(path).ok()?;
     let header = gaspard_format::chunk::parse_file_header(&data).ok()?;
     let s = new_stream(path, &file_name(path), &header, &mut Vec::new());
     Some((data, s))
@@ -2286,7 +2345,7 @@ pub(crate) fn open_stream(path: &Path) -> Option<(Vec<u8>, Stream)> {
 /// ([`MAX_STREAM_EVENTS`]), read whole here.
 pub(crate) fn read_windows(
     path: &Path,
-    data: &[u8],
+    data: &FileBytes,
     every: usize,
     sink: &mut dyn WindowSink,
 ) -> Option<()> {
@@ -2315,7 +2374,7 @@ fn read_stream(
     problems: &mut Vec<String>,
     reading: Reading,
 ) -> Option<ReadStream> {
-    let data = match std::fs::read(path) {
+    let data = match FileBytes::open(path) {
         Ok(d) => d,
         Err(e) => {
             problems.push(format!("{}: cannot read: {e}", file_name(path)));
@@ -2330,7 +2389,7 @@ fn read_stream(
 /// in the stream given).
 fn read_data(
     path: &Path,
-    data: &[u8],
+    data: &FileBytes,
     defs: &mut ChunkDefs,
     problems: &mut Vec<String>,
     reading: Reading,
@@ -2373,7 +2432,15 @@ fn read_data(
     // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
     let mut left_out = 0u32;
     let mut cap = windows.as_ref().map_or(usize::MAX, |w| w.1);
+    // Where the file's bytes start, and where they were given back up to.
+    let (start, mut released) = (data.as_ptr() as usize, 0usize);
     let walked = gaspard_format::stream::walk(&name, data, |h, payload| {
+        // Those before this chunk are decoded (the walk goes forward).
+        let done = payload.as_ptr() as usize - start;
+        if done >= released + RELEASE_BYTES {
+            data.release(done);
+            released = done;
+        }
         if left_out > 0 {
             left_out += 1;
             return Ok(());
