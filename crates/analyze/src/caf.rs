@@ -67,7 +67,7 @@ fn calls(s: &Stream) -> Vec<Call> {
         .collect()
 }
 
-fn is_caf(dir: &Path, s: &Stream) -> bool {
+pub(crate) fn is_caf(dir: &Path, s: &Stream) -> bool {
     let gfortran = std::fs::read_to_string(dir.join(format!("{}.maps", s.process)))
         .map(|m| m.contains("libgfortran"))
         .unwrap_or(false);

@@ -55,6 +55,13 @@ impl Correction {
         self.first.offset_ns + (t as f64 - self.first.local_ns as f64) * self.drift_ppm * 1e-6
     }
 
+    /// Whether a later time is never made an earlier one by
+    /// [`Correction::correct`] (a drift below 10 %; a clock measured
+    /// drifting more is damaged).
+    pub fn keeps_order(&self) -> bool {
+        self.drift_ppm.is_finite() && self.drift_ppm < 1e5 && self.first.offset_ns.is_finite()
+    }
+
     /// `t` (absolute ns of the process's clock) in the reference's time.
     pub fn correct(&self, t: u64) -> u64 {
         (t as f64 - self.offset_at(t)).max(0.0).round() as u64

@@ -264,13 +264,13 @@ fn summarize_alone(
 /// `every` events rather than whole ([`crate::window`]), for the memory of
 /// a few windows rather than all its events: a light first reading of its
 /// files (`paths`, the trace's files `files`; `refs`: the trace's clock
-/// references) gives their heads, its clock and numbering, the span of its
-/// events and what the analyses need before a window; then each stream is
-/// read again and summarized window by window. `None` when the process
-/// cannot be read so (its streams are then read whole): one of its
-/// streams is of MPI or OpenSHMEM (whose analyses need its rank and shared
-/// objects beforehand), measures its clock, or has times that go
-/// backwards, or its events span more than [`trace::MAX_T_NS`].
+/// references) gives their heads, its clock, numbering and clock
+/// correction, the span of its events and what the analyses need before a
+/// window (its rank, its shared objects); then each stream is read again
+/// and summarized window by window. `None` when the process cannot be read
+/// so (it is then read whole): it runs Coarray Fortran (whose coarray
+/// operations are recognised in a whole stream's MPI calls), the times of a
+/// stream go backwards, or its events span more than [`trace::MAX_T_NS`].
 fn summarize_windowed(
     dir: &Path,
     tables: &Trace,
@@ -283,19 +283,59 @@ fn summarize_windowed(
     let parts = trace::read_streams_shown(paths, refs, progress, trace::Reading::Ahead);
     let (heads, bodies) = trace::split_parts(dir, parts);
     let windowable = bodies.iter().all(|(s, clock, seen)| {
-        !matches!(s.model, 3 | 4) && seen.windowable() && clock.is_none_or(|c| c.keeps_order())
+        seen.windowable() && clock.is_none_or(|c| c.keeps_order()) && !crate::caf::is_caf(dir, s)
     });
-    let span = trace::span_read(&bodies)
-        .filter(|span| span.is_none_or(|(lo, hi)| hi - lo <= trace::MAX_T_NS))
-        .filter(|_| windowable)?;
+    if !windowable {
+        return None;
+    }
+    // The clock correction, from the measurements the light reading kept
+    // (their times in ns as the whole reading gives them), and the span of
+    // the corrected times: the corrected times of the earliest and latest
+    // events (a correction keeps the order of times).
+    let mut light: Vec<Stream> = bodies.iter().map(trace::body_in_ns).collect();
+    let corrections = crate::clocksync::apply(&mut light);
+    let correction = corrections.first().filter(|_| crate::clocksync::enabled());
+    if correction.is_some_and(|c| !c.keeps_order()) {
+        return None;
+    }
+    let ends = trace::span_uncorrected(&bodies)?;
+    let span = match correction {
+        None => ends,
+        Some(c) => ends.map(|(lo, hi)| (c.correct(lo), c.correct(hi))),
+    };
+    if span.is_some_and(|(lo, hi)| hi - lo > trace::MAX_T_NS) {
+        return None;
+    }
     let base = span.map_or(0, |(lo, _)| lo);
     let read_files = read_of(files, &heads);
     let mut tp = tables_of(tables);
     let read: Vec<&StreamHead> = heads.iter().filter_map(|h| h.stream.as_ref()).collect();
     let numbering = trace::number(&mut tp, &read);
     let lens = (tp.callsites.len(), tp.user_events.len(), tp.texts.len());
-    // A process without a manifest is one of the trace's all the same.
-    for (s, _, _) in &bodies {
+    let renumber = |i: usize| {
+        trace::Renumber::new(
+            read[i],
+            &bodies[i],
+            (base, correction),
+            &numbering.ids[i],
+            numbering.nowhere,
+        )
+    };
+    // What the analyses need before a window, from what the light reading
+    // kept, made as the whole reading makes it: the rank of each stream's
+    // process (from its start-up), its shared objects and MPI rank, and
+    // its binaries.
+    tp.streams = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, (s, _, _))| {
+            let mut s = s.clone();
+            renumber(i).apply(&mut s.events, &s.arg_words);
+            s.events_changed();
+            s
+        })
+        .collect();
+    for s in &tp.streams {
         if !tp.processes.iter().any(|p| p.name == s.process) {
             tp.processes.push(trace::Process {
                 name: s.process.clone(),
@@ -303,46 +343,39 @@ fn summarize_windowed(
             });
         }
     }
-    let mut locks = HashMap::default();
-    for (s, _, _) in &bodies {
-        locks
-            .entry(s.process.clone())
-            .or_insert_with(|| crate::locks::Context::of(&tp, &s.process));
-    }
-    let cx = Context {
-        waits: Default::default(),
-        locks,
-    };
-    // (No rank, no coarrays, no shared objects: none of its streams is of
-    // MPI or OpenSHMEM.)
-    let facts = crate::summary::Facts::default();
-    let objects = crate::objects::Objects::default();
+    tp.objects = crate::objects::Objects::build(&tp.streams, &tp.callsites);
+    let cx = Context::of(&tp);
+    let facts: Vec<crate::summary::Facts> = tp
+        .streams
+        .iter()
+        .map(|s| crate::summary::Facts {
+            rank: crate::matrix::rank(s),
+            ..Default::default()
+        })
+        .collect();
     if let Some(pb) = progress {
         // The files are read a second time.
         pb.inc_length(bytes_of(paths));
     }
     let tp = &tp;
-    let streams: Vec<_> = read
-        .par_iter()
-        .zip(&bodies)
-        .zip(&numbering.ids)
-        .zip(&read_files)
-        .map(|(((head, body), ids), &file)| {
+    let streams: Vec<_> = (0..read.len())
+        .into_par_iter()
+        .map(|i| {
+            let head = read[i];
             let (data, like) = trace::open_stream(&head.path)?;
             if let Some(pb) = progress {
                 pb.inc(data.len() as u64);
             }
-            let renumber = trace::Renumber::new(head, body, base, ids, numbering.nowhere);
-            let sum = crate::summary::Summarizer::new(&cx, &objects, &facts, &like);
+            let sum = crate::summary::Summarizer::new(&cx, &tp.objects, &facts[i], &like);
             let placed = Placed {
-                file,
+                file: read_files[i],
                 process: like.process.clone(),
                 stream: like.stream,
                 damaged: head.damaged,
                 last: None,
                 late: 0,
             };
-            let mut w = crate::window::Summarize::new(tp, sum, renumber, like.like(), every);
+            let mut w = crate::window::Summarize::new(tp, sum, renumber(i), like.like(), every);
             trace::read_windows(&head.path, &data, every, &mut w)?;
             let first = w.first_t.map(|t| (like.process.clone(), t + base));
             let last = w.last;
@@ -361,7 +394,7 @@ fn summarize_windowed(
     Some((
         heads,
         Provisional {
-            clocks: (Vec::new(), firsts),
+            clocks: (corrections, firsts),
             summaries,
             ids: numbering.ids,
             lens,
@@ -1234,20 +1267,46 @@ mod tests {
         std::fs::remove_dir_all(&d).unwrap();
     }
 
-    /// Writes process `h-<pid>` into `dir`: `streams` stream files of model
-    /// `model`, each of `chunks` chunks of about 60 events drawn from `seed`:
-    /// gets, split barriers, forall loops, functions and user events, some
-    /// STARTs never closed and some ENDs without a START, nested and
-    /// interleaved; with `backwards`, the clock goes back once.
-    fn write_process(
-        dir: &Path,
+    /// A process [`write_process`] writes.
+    struct Spec {
         pid: u32,
         model: u32,
         streams: u32,
         chunks: u32,
-        seed: u64,
+        /// The kinds of its events, drawn at random.
+        kinds: Vec<u16>,
+        /// Events each stream starts with: (kind, phase, argument words).
+        prologue: Vec<(u16, u8, Vec<u64>)>,
+        /// Whether it measures its clock (at its start and end, 2 ms ahead
+        /// then 2.001 ms).
+        measures: bool,
+        /// Whether its clock goes back once.
         backwards: bool,
-    ) {
+    }
+
+    /// UPC events: gets, split barriers, forall loops, functions and user
+    /// events.
+    fn upc_kinds() -> Vec<u16> {
+        use gaspard_format::kinds;
+        vec![
+            kinds::UPC_GET,
+            kinds::UPC_NOTIFY,
+            kinds::UPC_WAIT,
+            kinds::UPC_FORALL,
+            kinds::C_FUNC,
+            kinds::GASPARD_USER,
+        ]
+    }
+
+    /// The number of the kind named `name`.
+    fn kind(name: &str) -> u16 {
+        gaspard_format::kinds::kind_by_name(name).unwrap().id
+    }
+
+    /// Writes process `h-<pid>` into `dir` as `spec` says, each stream of
+    /// chunks of about 60 events drawn from `seed` (some STARTs never
+    /// closed, some ENDs without a START, nested and interleaved).
+    fn write_process(dir: &Path, spec: &Spec, seed: u64) {
         use gaspard_format::chunk::{file_header, ChunkHeader};
         use gaspard_format::codec::{Encoder, Resolver, UserDef};
         use gaspard_format::kinds;
@@ -1273,33 +1332,56 @@ mod tests {
             x ^= x << 17;
             x % m
         };
+        let pid = spec.pid;
         let mut files = Vec::new();
         let mut total = 0u64;
-        for stream in 0..streams {
+        for stream in 0..spec.streams {
             let mut bytes = file_header(&[
                 ("stream", stream.to_string()),
                 ("thread", stream.to_string()),
                 ("host", "h".into()),
                 ("pid", pid.to_string()),
-                ("model", model.to_string()),
+                ("model", spec.model.to_string()),
                 ("pts_bytes", "16".into()),
             ]);
-            let mut ts = 5_000u64;
-            for c in 0..chunks {
+            let mut ts = 10_000_000u64;
+            let record = |ts: u64, kind: u16, phase: u8, line: u32, file: u64, args: &[u64]| {
+                let h = RawHeader {
+                    ts,
+                    kind,
+                    phase,
+                    flags: 0,
+                    nwords: args.len() as u8,
+                    line,
+                    col: 0,
+                    file,
+                };
+                let mut w = h.pack().to_vec();
+                w.extend_from_slice(args);
+                w
+            };
+            let sync = |ts: u64, ahead: u64| {
+                let args = [0, ts - 10, ts - ahead, ts + 10];
+                record(ts, kinds::GASPARD_CLOCK_SYNC, 2, 1, 0x40, &args)
+            };
+            for c in 0..spec.chunks {
                 let mut enc = Encoder::new();
+                if c == 0 {
+                    for (kind, phase, args) in &spec.prologue {
+                        ts += 10;
+                        enc.push(&record(ts, *kind, *phase, 3, 0x40, args), &mut Names)
+                            .unwrap();
+                    }
+                    if spec.measures && stream == 0 {
+                        enc.push(&sync(ts, 2_000_000), &mut Names).unwrap();
+                    }
+                }
                 for i in 0..60u64 {
                     ts += 1 + next(40);
-                    if backwards && stream == 0 && c == chunks / 2 && i == 7 {
+                    if spec.backwards && stream == 0 && c == spec.chunks / 2 && i == 7 {
                         ts -= 3_000;
                     }
-                    let kind = [
-                        kinds::UPC_GET,
-                        kinds::UPC_NOTIFY,
-                        kinds::UPC_WAIT,
-                        kinds::UPC_FORALL,
-                        kinds::C_FUNC,
-                        kinds::GASPARD_USER,
-                    ][next(6) as usize];
+                    let kind = spec.kinds[next(spec.kinds.len() as u64) as usize];
                     let phase = [0u8, 0, 1, 1, 1][next(5) as usize];
                     let words: usize = gaspard_format::codec::arg_layout(kind, phase, 2, 0)
                         .iter()
@@ -1315,19 +1397,13 @@ mod tests {
                     if kind == kinds::C_FUNC {
                         args[0] = 0x100 * (1 + next(3));
                     }
-                    let h = RawHeader {
-                        ts,
-                        kind,
-                        phase,
-                        flags: 0,
-                        nwords: args.len() as u8,
-                        line: 10 + next(7) as u32,
-                        col: 0,
-                        file: if next(9) == 0 { 0 } else { 0x40 + next(2) },
-                    };
-                    let mut w = h.pack().to_vec();
-                    w.extend_from_slice(&args);
+                    let file = if next(9) == 0 { 0 } else { 0x40 + next(2) };
+                    let w = record(ts, kind, phase, 10 + next(7) as u32, file, &args);
                     enc.push(&w, &mut Names).unwrap();
+                }
+                if spec.measures && stream == 0 && c + 1 == spec.chunks {
+                    ts += 2_000_000;
+                    enc.push(&sync(ts, 2_001_000), &mut Names).unwrap();
                 }
                 total += u64::from(enc.events());
                 let (chunk, _) = enc.finish(ChunkHeader {
@@ -1388,21 +1464,133 @@ mod tests {
     }
 
     /// A process read in windows of any size gives what it gives read
-    /// whole: its streams' heads, numbering, first events, span and
-    /// summaries; one that cannot be (its clock goes back, or it is an MPI
-    /// process) is not read so.
+    /// whole: its streams' heads, numbering, clock correction, first
+    /// events, span and summaries (a UPC process; an MPI process with its
+    /// rank, windows, messages and clock measurements; an OpenSHMEM process
+    /// with its allocations); one that cannot be (its clock goes back, or
+    /// it runs Coarray Fortran) is not read so.
     #[test]
     fn a_process_read_in_windows_is_the_process_read_whole() {
         let dir = std::env::temp_dir().join(format!("gaspard-windowed-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        write_process(&dir, 7, 0, 3, 9, 1, false);
-        write_process(&dir, 8, 0, 2, 5, 2, true);
-        write_process(&dir, 9, 3, 1, 4, 3, false);
+        let upc_spec = || Spec {
+            pid: 7,
+            model: 0,
+            streams: 3,
+            chunks: 9,
+            kinds: upc_kinds(),
+            prologue: Vec::new(),
+            measures: false,
+            backwards: false,
+        };
+        let mpi_init = |rank: u64| {
+            vec![
+                (kind("GASP_MPI_INIT"), 0, vec![0x500]),
+                (kind("GASP_MPI_INIT"), 1, vec![rank, 4, 0x500]),
+            ]
+        };
+        let mpi_kinds: Vec<u16> = [
+            "GASP_MPI_SEND",
+            "GASP_MPI_RECV",
+            "GASP_MPI_ISEND",
+            "GASP_MPI_IRECV",
+            "GASP_MPI_WAIT",
+            "GASP_MPI_BARRIER",
+            "GASP_MPI_WIN_CREATE",
+            "GASP_MPI_PUT",
+            "GASP_MPI_WIN_FENCE",
+            "GASP_MPI_ALLREDUCE",
+        ]
+        .iter()
+        .map(|n| kind(n))
+        .collect();
+        let shmem_kinds: Vec<u16> = [
+            "GASP_SHMEM_MALLOC",
+            "GASP_SHMEM_FREE",
+            "GASP_SHMEM_PUTMEM",
+            "GASP_SHMEM_GETMEM",
+            "GASP_SHMEM_BARRIER_ALL",
+            "GASP_SHMEM_QUIET",
+            "GASP_SHMEM_SET_LOCK",
+            "GASP_SHMEM_CLEAR_LOCK",
+        ]
+        .iter()
+        .map(|n| kind(n))
+        .collect();
+        let specs = [
+            (upc_spec(), true),
+            (
+                Spec {
+                    pid: 8,
+                    streams: 2,
+                    chunks: 5,
+                    backwards: true,
+                    ..upc_spec()
+                },
+                false,
+            ),
+            (
+                Spec {
+                    pid: 9,
+                    model: 3,
+                    streams: 2,
+                    chunks: 6,
+                    kinds: mpi_kinds.clone(),
+                    prologue: mpi_init(2),
+                    measures: true,
+                    backwards: false,
+                },
+                true,
+            ),
+            (
+                Spec {
+                    pid: 10,
+                    model: 4,
+                    streams: 1,
+                    chunks: 6,
+                    kinds: shmem_kinds,
+                    prologue: vec![
+                        (kind("GASP_SHMEM_INIT"), 0, vec![0x500]),
+                        (kind("GASP_SHMEM_INIT"), 1, vec![1, 4, 0x500]),
+                    ],
+                    measures: false,
+                    backwards: false,
+                },
+                true,
+            ),
+            (
+                // Coarray Fortran: gfortran's runtime over MPI, with a
+                // dynamic window.
+                Spec {
+                    pid: 11,
+                    model: 3,
+                    streams: 1,
+                    chunks: 3,
+                    kinds: mpi_kinds,
+                    prologue: [
+                        mpi_init(0),
+                        vec![(kind("GASP_MPI_WIN_CREATE_DYNAMIC"), 1, vec![1, 2, 3, 4])],
+                    ]
+                    .concat(),
+                    measures: false,
+                    backwards: false,
+                },
+                false,
+            ),
+        ];
+        for (seed, (spec, _)) in specs.iter().enumerate() {
+            write_process(&dir, spec, seed as u64 + 1);
+        }
+        std::fs::write(
+            dir.join("h-11.maps"),
+            "0-1 r-xp 0 0:0 0 /usr/lib/libgfortran.so.5\n",
+        )
+        .unwrap();
         let listing = trace::list(&dir).unwrap();
         let tables = tables_of(&listing.trace);
-        for pid in [7, 8, 9] {
-            let process = format!("h-{pid}");
+        for (spec, windowable) in &specs {
+            let process = format!("h-{}", spec.pid);
             let files: Vec<usize> = (0..listing.streams.len())
                 .filter(|&i| process_of(&listing.streams[i]) == process)
                 .collect();
@@ -1410,32 +1598,32 @@ mod tests {
             let parts = trace::read_streams(&paths, &listing.refs);
             let (heads, bodies) = trace::split_parts(&dir, parts);
             let whole = summarize_alone(&dir, &tables, &files, &heads, bodies);
+            assert_eq!(!whole.clocks.0.is_empty(), spec.measures, "{process}");
             let want = described(&heads, &whole);
             for every in [1, 2, 3, 7, 50, 100_000] {
                 let windowed =
                     summarize_windowed(&dir, &tables, &files, &paths, &listing.refs, None, every);
-                match windowed {
-                    Some((heads, p)) => {
-                        assert_eq!(pid, 7, "process {pid} cannot be read in windows");
-                        let got = described(&heads, &p);
-                        assert_eq!(got.len(), want.len());
-                        for (a, b) in got.iter().zip(&want) {
-                            // (The first difference, not the whole summary.)
-                            let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-                            let around = |s: &str| {
-                                s.get(at.saturating_sub(80)..(at + 80).min(s.len()))
-                                    .unwrap_or("")
-                                    .to_string()
-                            };
-                            assert!(
-                                a == b,
-                                "windows of {every}: {} against {}",
-                                around(a),
-                                around(b)
-                            );
-                        }
-                    }
-                    None => assert_ne!(pid, 7, "windows of {every}"),
+                let Some((heads, p)) = windowed else {
+                    assert!(!windowable, "{process} is not read in windows of {every}");
+                    continue;
+                };
+                assert!(windowable, "{process} is read in windows");
+                let got = described(&heads, &p);
+                assert_eq!(got.len(), want.len());
+                for (a, b) in got.iter().zip(&want) {
+                    // (The first difference, not the whole summary.)
+                    let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+                    let around = |s: &str| {
+                        s.get(at.saturating_sub(80)..(at + 80).min(s.len()))
+                            .unwrap_or("")
+                            .to_string()
+                    };
+                    assert!(
+                        a == b,
+                        "{process}, windows of {every}: {} against {}",
+                        around(a),
+                        around(b)
+                    );
                 }
             }
         }

@@ -320,8 +320,16 @@ struct Kinds {
     releasing: Vec<u16>,
     /// Whether a kind takes part, by number: most events do not.
     involved: Vec<bool>,
+    /// Whether a kind is a call that takes or releases a lock, by number.
+    calls: Vec<bool>,
     /// The kinds that take part.
     lock_kinds: Vec<u16>,
+}
+
+/// The calls that take or release a lock, by number: their intervals are
+/// given to [`Builder::feed_calls`] in START order.
+pub(crate) fn call_kinds() -> &'static [bool] {
+    &lock_kinds().calls
 }
 
 fn lock_kinds() -> &'static Kinds {
@@ -348,7 +356,12 @@ fn lock_kinds() -> &'static Kinds {
             involved[k as usize] = true;
         }
         let lock_kinds = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
+        let mut calls = vec![false; 1 << 16];
+        for &k in acquiring.iter().chain(&releasing).chain(&attempt) {
+            calls[k as usize] = true;
+        }
         Kinds {
+            calls,
             acquired,
             omp_mutex,
             acquiring,
@@ -431,7 +444,8 @@ impl Part {
     /// and whose process's context is `cx`.
     pub fn of(s: &Stream, objects: &Objects, cx: &Context) -> Part {
         let mut b = Builder::default();
-        b.feed(s, objects, cx);
+        b.feed_omp(s, cx);
+        b.feed_calls(s, objects, cx);
         b.finish()
     }
 }
@@ -455,12 +469,12 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    /// Adds window `s` (the next of its stream), whose process's shared
-    /// objects are among `objects` and whose process's context is `cx`.
-    pub(crate) fn feed(&mut self, s: &Stream, objects: &Objects, cx: &Context) {
+    /// Adds the OpenMP locks of window `s` (the next of its stream), whose
+    /// process's context is `cx`.
+    pub(crate) fn feed_omp(&mut self, s: &Stream, cx: &Context) {
         let k = lock_kinds();
         if !k
-            .lock_kinds
+            .omp_mutex
             .iter()
             .any(|&k| crate::intervals::has_kind(s, k))
         {
@@ -501,6 +515,22 @@ impl Builder {
                     met.hold((s.process.clone(), id), from, e.t_ns);
                 }
             }
+        }
+    }
+
+    /// Adds the locks taken and released by the calls of `s`: a whole
+    /// stream, or the intervals of the calls of its windows in START order
+    /// ([`crate::window::Resolver`] of [`call_kinds`]), whose process's
+    /// shared objects are among `objects` and whose process's context is
+    /// `cx`.
+    pub(crate) fn feed_calls(&mut self, s: &Stream, objects: &Objects, cx: &Context) {
+        let k = lock_kinds();
+        if !k
+            .lock_kinds
+            .iter()
+            .any(|&k| crate::intervals::has_kind(s, k))
+        {
+            return;
         }
         // Locks taken by a call (the call is the wait) and released by another.
         // Locks of other processes are the same lock when the model shares them.

@@ -291,6 +291,8 @@ pub(crate) struct Summarizer<'a> {
     findings: crate::findings::Builder,
     waits: crate::waitstates::Builder,
     resolver: crate::window::Resolver,
+    /// The lock calls' intervals in START order.
+    lock_calls: crate::window::Resolver,
     blocks: crate::blocks::Builder,
 }
 
@@ -318,6 +320,7 @@ impl<'a> Summarizer<'a> {
             findings: crate::findings::Builder::new(s),
             waits: crate::waitstates::Builder::new(cx.waits.rank(&s.process), Some(facts.rank)),
             resolver: crate::window::Resolver::new(crate::waitstates::wanted_kinds()),
+            lock_calls: crate::window::Resolver::new(crate::locks::call_kinds()),
             blocks: crate::blocks::Builder::new(facts.caf),
         }
     }
@@ -328,7 +331,13 @@ impl<'a> Summarizer<'a> {
         self.id.feed(w);
         self.matrix.feed(w);
         self.profile.feed(w);
-        self.locks.feed(w, objects, self.locks_cx);
+        self.locks.feed_omp(w, self.locks_cx);
+        let calls = self.lock_calls.feed(w);
+        self.locks.feed_calls(&calls, objects, self.locks_cx);
+        if !w.window.more {
+            let calls = self.lock_calls.finish(w);
+            self.locks.feed_calls(&calls, objects, self.locks_cx);
+        }
         self.findings.feed(t, w);
         self.waits.feed(&self.resolver.feed(w), objects);
         if !w.window.more {

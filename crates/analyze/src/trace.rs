@@ -1113,6 +1113,9 @@ pub(crate) fn finish_bodies_from(
 /// numbers the process's.
 pub(crate) struct Renumber<'a> {
     times: Times,
+    /// The process's clock correction, and the base its corrected times are
+    /// made from (`times` then gives ns on the process's clock).
+    corrected: Option<(&'a crate::clocksync::Correction, u64)>,
     ids: &'a StreamIds,
     nowhere: u32,
     /// Whether the stream numbers as its process does.
@@ -1126,19 +1129,23 @@ pub(crate) struct Renumber<'a> {
 
 impl<'a> Renumber<'a> {
     /// For the stream of `head` (its light reading `body`, on its process's
-    /// clock), its times made ns from `base`, numbered by its process as
-    /// `ids` say (`nowhere`: the callsite of a number it does not give).
+    /// clock), its times made ns from `base` (corrected by `correction`
+    /// first, as [`crate::clocksync::apply`] does, when given), numbered by
+    /// its process as `ids` say (`nowhere`: the callsite of a number it does
+    /// not give).
     pub(crate) fn new(
         head: &'a StreamHead,
         body: &Body,
-        base: u64,
+        (base, correction): (u64, Option<&'a crate::clocksync::Correction>),
         ids: &'a StreamIds,
         nowhere: u32,
     ) -> Renumber<'a> {
         let (s, clock, seen) = body;
         let same = |ids: &[u32]| ids.iter().enumerate().all(|(i, &n)| n == i as u32);
+        let from = if correction.is_some() { 0 } else { base };
         Renumber {
-            times: Times::of(*clock, seen.ticks, base),
+            times: Times::of(*clock, seen.ticks, from),
+            corrected: correction.map(|c| (c, base)),
             ids,
             nowhere,
             same: same(&ids.0) && same(&ids.1) && same(&ids.2),
@@ -1154,6 +1161,9 @@ impl<'a> Renumber<'a> {
         let times = self.times;
         for e in events {
             e.t_ns = times.ns(e.t_ns);
+            if let Some((c, base)) = self.corrected {
+                e.t_ns = c.correct(e.t_ns).saturating_sub(base);
+            }
             if let Some((sites, addresses)) = self.sources {
                 if codeptr[e.kind as usize]
                     && sites
@@ -1201,9 +1211,17 @@ impl<'a> Renumber<'a> {
 /// one), or a clock measurement (the process's times are then corrected,
 /// which is known only once its events are in ns).
 pub(crate) fn span_read(bodies: &[Body]) -> Option<Option<(u64, u64)>> {
+    if bodies.iter().any(|(_, _, seen)| seen.clock_sync()) {
+        return None;
+    }
+    span_uncorrected(bodies)
+}
+
+/// [`span_read`], of the times before a clock correction.
+pub(crate) fn span_uncorrected(bodies: &[Body]) -> Option<Option<(u64, u64)>> {
     let mut span: Option<(u64, u64)> = None;
     for (_, clock, seen) in bodies {
-        if seen.clock_sync() || clock.as_ref().is_some_and(|c| !c.keeps_order()) {
+        if clock.as_ref().is_some_and(|c| !c.keeps_order()) {
             return None;
         }
         let Some((lo, hi)) = seen.ticks else {
@@ -1217,6 +1235,17 @@ pub(crate) fn span_read(bodies: &[Body]) -> Option<Option<(u64, u64)>> {
         });
     }
     Some(span)
+}
+
+/// The stream of `body` with its times in ns (as [`in_ns`] gives it).
+pub(crate) fn body_in_ns((s, clock, _): &Body) -> Stream {
+    let mut s = s.clone();
+    if let Some(c) = clock {
+        for e in &mut s.events {
+            e.t_ns = c.ns_u64(e.t_ns);
+        }
+    }
+    s
 }
 
 /// The streams read with their times in ns, their events still numbered
@@ -1457,10 +1486,11 @@ fn kind_classes() -> &'static [u8] {
             .map(|k| {
                 let kind = k as u16;
                 let mut c = 0;
-                if codeptr[k] || kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC {
+                let name = gaspard_format::kinds::kind(kind).map_or("", |k| k.name);
+                if kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC || FACT_KINDS.contains(&name) {
                     c |= KindClass::LIGHT_KEEP;
                 }
-                if c != 0 || kind == gaspard_format::kinds::C_FUNC {
+                if c != 0 || codeptr[k] || kind == gaspard_format::kinds::C_FUNC {
                     c |= KindClass::LIGHT_ARGS;
                 }
                 if kind == gaspard_format::kinds::C_FUNC
@@ -1474,10 +1504,8 @@ fn kind_classes() -> &'static [u8] {
                 if codeptr[k] {
                     c |= KindClass::CODEPTR;
                 }
-                if gaspard_format::kinds::kind(kind).is_some_and(|k| {
-                    FACT_KINDS.contains(&k.name) || k.name.starts_with("GASP_CAF_")
-                }) {
-                    c |= KindClass::FACTS;
+                if name.starts_with("GASP_CAF_") {
+                    c |= KindClass::CAF;
                 }
                 c
             })
@@ -1492,8 +1520,9 @@ impl KindClass {
     /// Its arguments are decoded in a light reading (a function's
     /// signature, a clock measurement, a return address).
     const LIGHT_ARGS: u8 = 1;
-    /// Its events are kept in a light reading (clock measurements, return
-    /// addresses).
+    /// Its events are all kept in a light reading, with their arguments
+    /// (clock measurements, [`FACT_KINDS`]); of those that carry a return
+    /// address, the first of each address is.
     const LIGHT_KEEP: u8 = 2;
     /// Its events name a text or a user event ([`Local::number`]).
     const NAMED: u8 = 4;
@@ -1501,15 +1530,17 @@ impl KindClass {
     const CLOCK_SYNC: u8 = 8;
     /// Its events may carry a return address (`codeptr`).
     const CODEPTR: u8 = 16;
-    /// What a stream's analyses need to know before its first window
-    /// ([`crate::summary::Facts`], shared objects): a start-up that gives
-    /// a rank, an allocation of shared objects, a dynamic window (which
-    /// makes a Coarray Fortran process).
-    const FACTS: u8 = 32;
+    /// A coarray operation (`GASP_CAF_*`), whose analyses need the whole
+    /// stream.
+    const CAF: u8 = 32;
 }
 
-/// Kinds whose events tell what only the whole stream does
-/// ([`KindClass::FACTS`]), with the coarray kinds (`GASP_CAF_*`).
+/// Kinds whose events tell a stream's analyses what they need to know
+/// before its first window when it is read in windows
+/// ([`crate::summary::Facts`], the shared objects, the MPI rank): a
+/// start-up that gives a rank, an allocation of shared objects, a dynamic
+/// window (which makes a Coarray Fortran process). A light reading keeps
+/// them.
 const FACT_KINDS: [&str; 10] = [
     "GASP_MPI_INIT",
     "GASP_MPI_INIT_THREAD",
@@ -1729,16 +1760,15 @@ impl Seen {
         self.classes |= classes;
     }
 
-    /// Whether the events' times never go backwards and none of them
-    /// needs what only the whole stream tells ([`KindClass::FACTS`],
-    /// clock measurements): what reading the stream in windows needs
-    /// (known of a light reading).
+    /// Whether the events' times never go backwards and none of them is a
+    /// coarray operation: what reading the stream in windows needs (known
+    /// of a light reading).
     pub(crate) fn windowable(&self) -> bool {
-        !self.backwards && self.classes & (KindClass::FACTS | KindClass::CLOCK_SYNC) == 0
+        !self.backwards && self.classes & KindClass::CAF == 0
     }
 
     /// Whether some event is a clock measurement.
-    fn clock_sync(&self) -> bool {
+    pub(crate) fn clock_sync(&self) -> bool {
         self.classes & KindClass::CLOCK_SYNC != 0
     }
 
@@ -1860,7 +1890,7 @@ pub(crate) fn chunk_callsite(
 /// order). `LIGHT`: for [`Reading::Light`]; `CHECK`: whether the chunk could
 /// pass [`MAX_STREAM_EVENTS`] events or argument words (each event is
 /// checked then; most chunks cannot).
-struct Convert<'a, const LIGHT: bool, const CHECK: bool> {
+struct Convert<'a, const LIGHT: bool, const CHECK: bool, const WINDOW: bool> {
     events: &'a mut Vec<Event>,
     arg_words: &'a mut Vec<u64>,
     local: &'a mut Local,
@@ -1958,7 +1988,7 @@ impl Local {
     }
 }
 
-impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
+impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> Convert<'_, LIGHT, CHECK, WINDOW> {
     /// Hands the full window to the sink (another event follows), before
     /// an event is kept: the events it leaves begin the next one.
     #[cold]
@@ -2011,8 +2041,8 @@ impl<const LIGHT: bool, const CHECK: bool> Convert<'_, LIGHT, CHECK> {
     }
 }
 
-impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
-    for Convert<'_, LIGHT, CHECK>
+impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> gaspard_format::codec::Sink
+    for Convert<'_, LIGHT, CHECK, WINDOW>
 {
     fn string(&mut self, id: u32, s: String) {
         self.defs.strings.insert(id, s);
@@ -2030,7 +2060,7 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
 
     #[inline]
     fn event_same_args(&mut self, e: gaspard_format::codec::Event, words: &[u64]) {
-        if self.events.len() >= self.cap {
+        if WINDOW && self.events.len() >= self.cap {
             self.next_window();
         }
         // The previous event of the kind in the chunk was kept with the same
@@ -2051,7 +2081,7 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
 
     #[inline]
     fn event(&mut self, e: gaspard_format::codec::Event, user_id: Option<u64>, words: &[u64]) {
-        if self.events.len() >= self.cap {
+        if WINDOW && self.events.len() >= self.cap {
             self.next_window();
         }
         let site = self.defs.site(e.callsite, self.local);
@@ -2070,9 +2100,8 @@ impl<const LIGHT: bool, const CHECK: bool> gaspard_format::codec::Sink
             order.backwards |= e.ts < order.last;
             order.last = e.ts;
             let keep = *self.seen == 1
-                || (class & KindClass::LIGHT_KEEP != 0
-                    && (class & KindClass::CODEPTR == 0
-                        || self.local.new_address(&e, site, words)));
+                || class & KindClass::LIGHT_KEEP != 0
+                || (class & KindClass::CODEPTR != 0 && self.local.new_address(&e, site, words));
             if !keep {
                 let first = user_id.or_else(|| words.first().copied());
                 let d = &*self.defs;
@@ -2362,6 +2391,17 @@ pub(crate) fn read_windows(
     .map(|_| ())
 }
 
+/// Decodes a chunk into `sink`: a function of its own for each kind of
+/// conversion, the decoder and the conversion inlined in it.
+#[inline(never)]
+fn decode_chunk<const LIGHT: bool, const CHECK: bool, const WINDOW: bool>(
+    h: &ChunkHeader,
+    payload: &[u8],
+    sink: &mut Convert<'_, LIGHT, CHECK, WINDOW>,
+) -> Result<(), gaspard_format::codec::DecodeError> {
+    gaspard_format::codec::decode_into(h, payload, sink)
+}
+
 /// Most events a window holds (its own, besides the STARTs it carries).
 const MAX_WINDOW_EVENTS: usize = 1 << 26;
 
@@ -2432,6 +2472,7 @@ fn read_data(
     // Chunks left out past MAX_STREAM_EVENTS events (or argument words).
     let mut left_out = 0u32;
     let mut cap = windows.as_ref().map_or(usize::MAX, |w| w.1);
+    let windowed = windows.is_some();
     // Where the file's bytes start, and where they were given back up to.
     let (start, mut released) = (data.as_ptr() as usize, 0usize);
     let walked = gaspard_format::stream::walk(&name, data, |h, payload| {
@@ -2459,8 +2500,8 @@ fn read_data(
                 .saturating_add(payload.len().saturating_mul(256))
                 <= MAX_STREAM_EVENTS;
         macro_rules! convert {
-            ($light:literal, $check:literal) => {{
-                let mut sink = Convert::<$light, $check> {
+            ($light:literal, $check:literal, $window:literal) => {{
+                let mut sink = Convert::<$light, $check, $window> {
                     events: &mut events,
                     arg_words: &mut arg_words,
                     local: &mut local,
@@ -2475,15 +2516,17 @@ fn read_data(
                     cap,
                     windows: windows.as_mut().map(|w| &mut *w.0 as &mut dyn WindowSink),
                 };
-                let decoded = gaspard_format::codec::decode_into(h, payload, &mut sink);
+                let decoded = decode_chunk(h, payload, &mut sink);
                 cap = sink.cap;
                 (decoded, sink.full, (sink.lo, sink.hi, sink.kept_classes))
             }};
         }
         let (decoded, full, (lo, hi, classes)) = match (light, roomy) {
-            (true, _) => convert!(true, true),
-            (false, true) => convert!(false, false),
-            (false, false) => convert!(false, true),
+            (true, _) => convert!(true, true, false),
+            (false, true) if windowed => convert!(false, false, true),
+            (false, true) => convert!(false, false, false),
+            (false, false) if windowed => convert!(false, true, true),
+            (false, false) => convert!(false, true, false),
         };
         if !full {
             local.seen.add(lo, hi, classes);
