@@ -368,8 +368,9 @@ impl<'a> Summarizer<'a> {
 }
 
 /// What summarizing a stream window by window needs to know of it
-/// beforehand (here from the whole stream; a reader of windows is to find
-/// it in a first look at the stream).
+/// beforehand: from the whole stream ([`Facts::of`]), or, for a stream read
+/// in windows, from the events its light first reading keeps (its
+/// start-up; a Coarray Fortran process is read whole).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Facts {
     /// Whether it holds coarray events.
