@@ -75,6 +75,63 @@ impl TryFrom<Packed> for Epochs {
     }
 }
 
+/// [`Epochs`] made barrier by barrier, in order ([`Epochs::new`]): a
+/// stream read in windows packs each barrier once it is known, rather than
+/// keeping them all until its end.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Packer {
+    len: usize,
+    bytes: Vec<u8>,
+    /// The callsites, each once, in the order met.
+    sites: Vec<u32>,
+    /// The last barrier's departure and callsite.
+    end: u64,
+    site: Option<u32>,
+    latest: u64,
+}
+
+impl Packer {
+    /// Adds the next barrier, with the time the thread spent in
+    /// synchronization and communication since leaving the one before
+    /// (not used for the first).
+    pub(crate) fn push(&mut self, b: BarrierSpan, busy: u64) {
+        let gap = zigzag(b.start.wrapping_sub(self.end) as i64);
+        let code = if self.site == Some(b.callsite) {
+            0
+        } else {
+            // A thread's barriers are at a few callsites.
+            let at = match self.sites.iter().position(|&s| s == b.callsite) {
+                Some(at) => at,
+                None => {
+                    self.sites.push(b.callsite);
+                    self.sites.len() - 1
+                }
+            };
+            at as u64 + 1
+        };
+        let busy = if self.len > 0 { busy } else { 0 };
+        put(
+            &mut self.bytes,
+            [gap, b.end.wrapping_sub(b.start), code, busy],
+        );
+        (self.end, self.site) = (b.end, Some(b.callsite));
+        self.latest = self.latest.max(b.start).max(b.end);
+        self.len += 1;
+    }
+
+    /// The barriers added.
+    pub(crate) fn finish(mut self) -> Epochs {
+        self.bytes.shrink_to_fit();
+        Epochs {
+            len: self.len,
+            base: 0,
+            latest: self.latest,
+            sites: self.sites,
+            bytes: self.bytes,
+        }
+    }
+}
+
 /// One barrier as [`Epochs::iter_with_work`] gives it.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Barrier {
@@ -93,39 +150,15 @@ impl Epochs {
     /// synchronization and communication between leaving the previous one
     /// and arriving at it (the first's is not used).
     pub(crate) fn new(barriers: impl ExactSizeIterator<Item = (BarrierSpan, u64)>) -> Epochs {
-        let len = barriers.len();
         // Mostly 6 to 8 bytes a barrier: reserved so, then made to size.
-        let mut bytes = Vec::with_capacity(len * 8);
-        let mut sites: Vec<u32> = Vec::new();
-        let (mut end, mut site, mut latest) = (0u64, None, 0u64);
-        for (k, (b, busy)) in barriers.enumerate() {
-            let gap = zigzag(b.start.wrapping_sub(end) as i64);
-            let code = if site == Some(b.callsite) {
-                0
-            } else {
-                // A thread's barriers are at a few callsites.
-                let at = match sites.iter().position(|&s| s == b.callsite) {
-                    Some(at) => at,
-                    None => {
-                        sites.push(b.callsite);
-                        sites.len() - 1
-                    }
-                };
-                at as u64 + 1
-            };
-            let busy = if k > 0 { busy } else { 0 };
-            put(&mut bytes, [gap, b.end.wrapping_sub(b.start), code, busy]);
-            (end, site) = (b.end, Some(b.callsite));
-            latest = latest.max(b.start).max(b.end);
+        let mut p = Packer {
+            bytes: Vec::with_capacity(barriers.len() * 8),
+            ..Default::default()
+        };
+        for (b, busy) in barriers {
+            p.push(b, busy);
         }
-        bytes.shrink_to_fit();
-        Epochs {
-            len,
-            base: 0,
-            latest,
-            sites,
-            bytes,
-        }
+        p.finish()
     }
 
     /// How many barriers.

@@ -295,11 +295,15 @@ pub(crate) struct Builder {
 }
 
 impl Builder {
-    /// For the windows of `s`.
-    pub(crate) fn new(s: &Stream) -> Builder {
+    /// For the windows of `s`; `packs`: whether its barriers may be packed
+    /// as they are known (not in a stream with a coarray `sync all`, whose
+    /// barriers are known only at its end: [`syncs_all`]).
+    pub(crate) fn new(s: &Stream, packs: bool) -> Builder {
+        let mut walk = Walk::new(s);
+        walk.packs = packs;
         Builder {
             stream: s.like(),
-            walk: Walk::new(s),
+            walk,
             first: None,
             last: None,
             startup_ns: 0,
@@ -341,11 +345,12 @@ impl Builder {
         }
         .saturating_sub(self.startup_ns);
         let parallel = (self.stream.model == 5).then(|| self.parallel.finish(self.last));
-        let w = self.walk.finish();
+        let mut w = self.walk.finish();
+        let packed = w.packed.take();
         self.region_starts.sort_unstable();
         Part {
             breakdown: split_of(&self.stream, span, parallel, &w),
-            barriers: epochs_of(&w),
+            barriers: epochs_from(packed, &w),
             region_starts: self.region_starts,
             regions: w
                 .regions
@@ -447,6 +452,9 @@ pub(crate) struct Walked {
     pub(crate) regions: Vec<crate::balance::RegionTime>,
     /// Their names, when made window by window (their events are gone).
     region_names: Vec<String>,
+    /// Made window by window: the barriers before `barriers`, packed, with
+    /// the union's length up to the last one's end ([`Walk::pack`]).
+    packed: Option<(crate::epochs::Packer, u64)>,
 }
 
 /// What the walk over a stream's intervals does with those of a kind, a bit
@@ -512,6 +520,11 @@ pub(crate) struct Walk {
     /// barrier closed after one that starts later.
     barrier_places: Vec<u64>,
     unsorted: bool,
+    /// Windows only: whether barriers are packed as they are known
+    /// ([`Walk::pack`]), and those packed, with the union's length up to
+    /// the last one's end.
+    packs: bool,
+    packed: Option<(crate::epochs::Packer, u64)>,
     has_caf: bool,
     caf_sync: Option<u16>,
     mpi_barrier: Option<u16>,
@@ -570,6 +583,8 @@ impl Walk {
             barriers: Vec::new(),
             deferred: None,
             barrier_places: Vec::new(),
+            packs: false,
+            packed: None,
             unsorted: false,
             has_caf: false,
             caf_sync: kinds::kind_by_name("GASP_CAF_SYNC_ALL").map(|k| k.id),
@@ -585,6 +600,7 @@ impl Walk {
         let firsts = self.firsts.get_or_insert_with(Firsts::default);
         let (transfers, regions) = (firsts.transfers.len(), firsts.regions.len());
         self.feed_with::<true>(s);
+        self.pack();
         // The entries the window made, each by its first START in it.
         let firsts = self.firsts.get_or_insert_with(Firsts::default);
         for &x in &self.transfers.made_at[transfers..] {
@@ -784,6 +800,35 @@ impl Walk {
         }
     }
 
+    /// Packs the barriers known for good: those whose union lengths are
+    /// answered, while nothing given open waits (what the union is given is
+    /// not kept aside), their order is START order (nothing closed after a
+    /// barrier that starts later) and none is to be left out (no coarray
+    /// `sync all`). Those left are packed at the end.
+    fn pack(&mut self) {
+        if !self.packs
+            || self.deferred.is_some()
+            || self.unsorted
+            || self.has_caf
+            || self.barriers.len() != self.union.at.len()
+        {
+            return;
+        }
+        let n = self.union.answered();
+        if n == 0 {
+            return;
+        }
+        let (p, previous_end) = self.packed.get_or_insert_with(Default::default);
+        for (iv, &[at_start, at_end]) in self.barriers.iter().zip(&self.union.at).take(n) {
+            p.push(iv.into(), at_start.saturating_sub(*previous_end));
+            *previous_end = at_end;
+        }
+        self.barriers.drain(..n);
+        self.union.drop_first(n);
+        let places = self.barrier_places.len().min(n);
+        self.barrier_places.drain(..places);
+    }
+
     /// What the walk found.
     fn finish(mut self) -> Walked {
         // (Those given open and never closed left out.)
@@ -828,6 +873,7 @@ impl Walk {
             transfers,
             regions,
             region_names,
+            packed: self.packed,
         }
     }
 }
@@ -841,22 +887,44 @@ fn epochs(s: &Stream) -> crate::epochs::Epochs {
 /// The barriers of `w` and the computation between each two consecutive
 /// ones.
 fn epochs_of(w: &Walked) -> crate::epochs::Epochs {
+    epochs_from(w.packed.clone(), w)
+}
+
+/// [`epochs_of`] `w`, after the barriers `packed` already (a walk made
+/// window by window: [`Walk::pack`]).
+fn epochs_from(packed: Option<(crate::epochs::Packer, u64)>, w: &Walked) -> crate::epochs::Epochs {
     // Before each barrier, the time in the union from the previous one's
     // end to its start (none when they overlap: the union's length up to a
     // time never decreases).
-    let mut previous_end = 0;
-    crate::epochs::Epochs::new(w.barriers.iter().zip(&w.busy_at).map(
-        |(iv, &[at_start, at_end])| {
+    let mut previous_end = packed.as_ref().map_or(0, |p| p.1);
+    let barriers = w
+        .barriers
+        .iter()
+        .zip(&w.busy_at)
+        .map(|(iv, &[at_start, at_end])| {
             let busy = at_start.saturating_sub(previous_end);
             previous_end = at_end;
-            let span = BarrierSpan {
-                start: iv.start,
-                end: iv.end,
-                callsite: iv.callsite,
-            };
-            (span, busy)
-        },
-    ))
+            (iv.into(), busy)
+        });
+    match packed {
+        None => crate::epochs::Epochs::new(barriers),
+        Some((mut p, _)) => {
+            for (b, busy) in barriers {
+                p.push(b, busy);
+            }
+            p.finish()
+        }
+    }
+}
+
+impl From<&Interval> for BarrierSpan {
+    fn from(iv: &Interval) -> BarrierSpan {
+        BarrierSpan {
+            start: iv.start,
+            end: iv.end,
+            callsite: iv.callsite,
+        }
+    }
 }
 
 /// The union of a thread's synchronization and communication intervals,
@@ -873,8 +941,11 @@ struct Union {
     /// ([`Walked::busy_at`]).
     at: Vec<[u64; 2]>,
     /// The barriers' ends not answered yet in `at` (with the barrier's
-    /// place): answered before a span starts after them.
+    /// number): answered before a span starts after them.
     asked: Vec<(u64, usize)>,
+    /// The number of the barrier of `at[0]` (those before are dropped:
+    /// [`Union::drop_first`]).
+    base: usize,
     /// The earliest time of `asked` (`u64::MAX` when none).
     earliest: u64,
 }
@@ -886,8 +957,24 @@ impl Union {
             open: None,
             at: Vec::new(),
             asked: Vec::new(),
+            base: 0,
             earliest: u64::MAX,
         }
+    }
+
+    /// How many barriers of `at` (from its start) are answered.
+    fn answered(&self) -> usize {
+        self.asked
+            .iter()
+            .map(|&(_, k)| k - self.base)
+            .min()
+            .unwrap_or(self.at.len())
+    }
+
+    /// Drops the first `n` barriers of `at` (answered).
+    fn drop_first(&mut self, n: usize) {
+        self.at.drain(..n);
+        self.base += n;
     }
 
     /// Adds the interval `[a, b]`, the next in START order; the lengths
@@ -919,7 +1006,7 @@ impl Union {
     /// `at_start` (asked when it was its last interval).
     fn barrier_from(&mut self, at_start: u64, end: u64) {
         self.at.push([at_start, 0]);
-        self.asked.push((end, self.at.len() - 1));
+        self.asked.push((end, self.base + self.at.len() - 1));
         self.earliest = self.earliest.min(end);
     }
 
@@ -942,7 +1029,7 @@ impl Union {
         // Mostly one: the last barrier's end.
         if let [(t, k)] = self.asked[..] {
             if t <= until {
-                self.at[k][1] = self.upto(t);
+                self.at[k - self.base][1] = self.upto(t);
                 self.asked.clear();
                 self.earliest = u64::MAX;
             }
@@ -952,7 +1039,7 @@ impl Union {
         while i < self.asked.len() {
             let (t, k) = self.asked[i];
             if t <= until {
-                self.at[k][1] = self.upto(t);
+                self.at[k - self.base][1] = self.upto(t);
                 self.asked.swap_remove(i);
             } else {
                 earliest = earliest.min(t);

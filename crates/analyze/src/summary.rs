@@ -317,7 +317,7 @@ impl<'a> Summarizer<'a> {
             matrix: crate::matrix::Builder::new(s),
             profile: crate::profile::Builder::new(s),
             locks: crate::locks::Builder::default(),
-            findings: crate::findings::Builder::new(s),
+            findings: crate::findings::Builder::new(s, !facts.syncs_all),
             waits: crate::waitstates::Builder::new(cx.waits.rank(&s.process), Some(facts.rank)),
             resolver: crate::window::Resolver::new(crate::waitstates::wanted_kinds()),
             lock_calls: crate::window::Resolver::new(crate::locks::call_kinds()),

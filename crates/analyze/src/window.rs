@@ -590,7 +590,7 @@ mod tests {
             for every in [1, 2, 3, 7, 19, 1000] {
                 let ws = split(&s, every);
                 windowed += usize::from(ws.len() > 1);
-                let mut b = crate::findings::Builder::new(&s);
+                let mut b = crate::findings::Builder::new(&s, !crate::findings::syncs_all(&s));
                 for w in &ws {
                     b.feed(&t, w);
                 }

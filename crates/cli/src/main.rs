@@ -148,9 +148,11 @@ enum Command {
         /// Read the trace one process at a time, keeping in memory only the
         /// events of the processes being read and a summary of each stream
         /// (renumbered and shifted to the trace's callsites and start once
-        /// every process is read). This is how the
-        /// report is made without --html: its memory does not grow with the
-        /// trace. With --html, the trace is read whole for its timeline,
+        /// every process is read); a process whose stream files hold 64 MiB
+        /// or more is read in windows of a million events per stream (after
+        /// a light first reading), so that not even it is held whole. This
+        /// is how the report is made without --html: its memory grows with
+        /// the barriers the threads meet, not with the events. With --html, the trace is read whole for its timeline,
         /// unless it looks too big for the memory available or this is
         /// given: then the file's timeline is a quick scan's (without the
         /// coarray operations recognised in MPI calls or the source lines
