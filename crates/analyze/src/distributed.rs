@@ -270,7 +270,8 @@ fn summarize_alone(
 /// and summarized window by window. `None` when the process cannot be read
 /// so (it is then read whole): it runs Coarray Fortran (whose coarray
 /// operations are recognised in a whole stream's MPI calls), the times of a
-/// stream go backwards, or its events span more than [`trace::MAX_T_NS`].
+/// stream go backwards, a stream names another process (damage), or its
+/// events span more than [`trace::MAX_T_NS`].
 fn summarize_windowed(
     dir: &Path,
     tables: &Trace,
@@ -282,8 +283,14 @@ fn summarize_windowed(
 ) -> Option<(Vec<Head>, Provisional)> {
     let parts = trace::read_streams_shown(paths, refs, progress, trace::Reading::Ahead);
     let (heads, bodies) = trace::split_parts(dir, parts);
+    // (Streams that name another process than their file, from damage,
+    // are read whole with it: each process has its own clock correction.)
+    let process = bodies.first().map(|b| b.0.process.as_str());
     let windowable = bodies.iter().all(|(s, clock, seen)| {
-        seen.windowable() && clock.is_none_or(|c| c.keeps_order()) && !crate::caf::is_caf(dir, s)
+        seen.windowable()
+            && clock.is_none_or(|c| c.keeps_order())
+            && Some(s.process.as_str()) == process
+            && !crate::caf::is_caf(dir, s)
     });
     if !windowable {
         return None;

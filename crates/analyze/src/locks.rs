@@ -322,8 +322,6 @@ struct Kinds {
     involved: Vec<bool>,
     /// Whether a kind is a call that takes or releases a lock, by number.
     calls: Vec<bool>,
-    /// The kinds that take part.
-    lock_kinds: Vec<u16>,
 }
 
 /// The calls that take or release a lock, by number: their intervals are
@@ -355,7 +353,6 @@ fn lock_kinds() -> &'static Kinds {
         {
             involved[k as usize] = true;
         }
-        let lock_kinds = (0..=u16::MAX).filter(|&k| involved[k as usize]).collect();
         let mut calls = vec![false; 1 << 16];
         for &k in acquiring.iter().chain(&releasing).chain(&attempt) {
             calls[k as usize] = true;
@@ -368,7 +365,6 @@ fn lock_kinds() -> &'static Kinds {
             attempt,
             releasing,
             involved,
-            lock_kinds,
         }
     })
 }
@@ -525,11 +521,8 @@ impl Builder {
     /// `cx`.
     pub(crate) fn feed_calls(&mut self, s: &Stream, objects: &Objects, cx: &Context) {
         let k = lock_kinds();
-        if !k
-            .lock_kinds
-            .iter()
-            .any(|&k| crate::intervals::has_kind(s, k))
-        {
+        let calls = k.acquiring.iter().chain(&k.releasing).chain(&k.attempt);
+        if !calls.into_iter().any(|&k| crate::intervals::has_kind(s, k)) {
             return;
         }
         // Locks taken by a call (the call is the wait) and released by another.

@@ -1514,11 +1514,11 @@ fn kind_classes() -> &'static [u8] {
 }
 
 /// The bits of [`kind_classes`].
-pub(crate) struct KindClass;
+struct KindClass;
 
 impl KindClass {
     /// Its arguments are decoded in a light reading (a function's
-    /// signature, a clock measurement, a return address).
+    /// signature, a clock measurement, a return address, [`FACT_KINDS`]).
     const LIGHT_ARGS: u8 = 1;
     /// Its events are all kept in a light reading, with their arguments
     /// (clock measurements, [`FACT_KINDS`]); of those that carry a return
@@ -1887,9 +1887,10 @@ pub(crate) fn chunk_callsite(
 /// to its `arg_words`) as the chunk is decoded, with their times in ticks
 /// (`t_ns` is in ns once the stream's clock is known), and callsite and user
 /// event numbers of the stream's own (renumbered by the reader in stream
-/// order). `LIGHT`: for [`Reading::Light`]; `CHECK`: whether the chunk could
-/// pass [`MAX_STREAM_EVENTS`] events or argument words (each event is
-/// checked then; most chunks cannot).
+/// order). `LIGHT`: for [`Reading::Light`] (and [`Reading::Ahead`]);
+/// `CHECK`: whether the chunk could pass [`MAX_STREAM_EVENTS`] events or
+/// argument words (each event is checked then; most chunks cannot);
+/// `WINDOW`: reading in windows ([`read_windows`]).
 struct Convert<'a, const LIGHT: bool, const CHECK: bool, const WINDOW: bool> {
     events: &'a mut Vec<Event>,
     arg_words: &'a mut Vec<u64>,
