@@ -197,6 +197,11 @@ impl Resolver {
     /// as a stream of theirs: each one's START and END (with their argument
     /// words), its intervals them in START order.
     pub(crate) fn feed(&mut self, w: &Stream) -> Stream {
+        // A window of none of the kinds, with nothing held: nothing to give
+        // (most windows of most streams, for the calls' kinds).
+        if self.held.is_empty() && !self.any_kind(w) {
+            return stream_of(w, Vec::new());
+        }
         let event = |i: u32| {
             let e = &w.events[i as usize];
             (e.clone(), w.args(e).to_vec())
@@ -231,6 +236,15 @@ impl Resolver {
             .unwrap_or(self.held.len());
         let given: Vec<Held> = self.held.drain(..ready).collect();
         stream_of(w, given)
+    }
+
+    /// Whether window `w` has intervals of one of the kinds.
+    fn any_kind(&self, w: &Stream) -> bool {
+        crate::intervals::kind_bits(w)
+            .iter()
+            .enumerate()
+            .filter(|(_, &b)| b != 0)
+            .any(|(i, &b)| (0..64).any(|j| b & (1 << j) != 0 && self.kinds[i * 64 + j]))
     }
 
     /// What is still held once the last window is given, those never
