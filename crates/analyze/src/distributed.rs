@@ -1289,6 +1289,9 @@ mod tests {
         measures: bool,
         /// Whether its clock goes back once.
         backwards: bool,
+        /// A kind whose events are all STARTs, never closed (a runtime
+        /// that misuses the interface).
+        unclosed: Option<u16>,
     }
 
     /// UPC events: gets, split barriers, forall loops, functions and user
@@ -1389,7 +1392,10 @@ mod tests {
                         ts -= 3_000;
                     }
                     let kind = spec.kinds[next(spec.kinds.len() as u64) as usize];
-                    let phase = [0u8, 0, 1, 1, 1][next(5) as usize];
+                    let mut phase = [0u8, 0, 1, 1, 1][next(5) as usize];
+                    if Some(kind) == spec.unclosed {
+                        phase = 0;
+                    }
                     let words: usize = gaspard_format::codec::arg_layout(kind, phase, 2, 0)
                         .iter()
                         .map(|&(_, _, n)| n)
@@ -1490,6 +1496,7 @@ mod tests {
             prologue: Vec::new(),
             measures: false,
             backwards: false,
+            unclosed: None,
         };
         let mpi_init = |rank: u64| {
             vec![
@@ -1528,6 +1535,16 @@ mod tests {
         let specs = [
             (upc_spec(), true),
             (
+                // Loops that never end: more STARTs left open than a window
+                // carries.
+                Spec {
+                    pid: 12,
+                    unclosed: Some(gaspard_format::kinds::UPC_FORALL),
+                    ..upc_spec()
+                },
+                true,
+            ),
+            (
                 Spec {
                     pid: 8,
                     streams: 2,
@@ -1547,6 +1564,7 @@ mod tests {
                     prologue: mpi_init(2),
                     measures: true,
                     backwards: false,
+                    unclosed: None,
                 },
                 true,
             ),
@@ -1563,6 +1581,7 @@ mod tests {
                     ],
                     measures: false,
                     backwards: false,
+                    unclosed: None,
                 },
                 true,
             ),
@@ -1582,6 +1601,7 @@ mod tests {
                     .concat(),
                     measures: false,
                     backwards: false,
+                    unclosed: None,
                 },
                 false,
             ),
