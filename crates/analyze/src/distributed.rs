@@ -1335,13 +1335,7 @@ mod tests {
                 })
             }
         }
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::testing::below(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let pid = spec.pid;
         let mut files = Vec::new();
         let mut total = 0u64;
@@ -1356,7 +1350,7 @@ mod tests {
             ]);
             let mut ts = 10_000_000u64;
             let record = |ts: u64, kind: u16, phase: u8, line: u32, file: u64, args: &[u64]| {
-                let h = RawHeader {
+                RawHeader {
                     ts,
                     kind,
                     phase,
@@ -1365,10 +1359,8 @@ mod tests {
                     line,
                     col: 0,
                     file,
-                };
-                let mut w = h.pack().to_vec();
-                w.extend_from_slice(args);
-                w
+                }
+                .record(args)
             };
             let sync = |ts: u64, ahead: u64| {
                 let args = [0, ts - 10, ts - ahead, ts + 10];

@@ -28,3 +28,24 @@ pub mod symbolize;
 pub mod trace;
 pub mod waitstates;
 pub(crate) mod window;
+
+/// What the unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    /// Numbers spread over all 64 bits (xorshift from `x`, not 0), the
+    /// same on every run.
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// [`xorshift`] from `x`, each number taken below the one asked.
+    pub(crate) fn below(x: u64) -> impl FnMut(u64) -> u64 {
+        let mut next = xorshift(x);
+        move |m| next() % m
+    }
+}

@@ -360,6 +360,16 @@ fn site_name(sites: &[Callsite], e: &Event, fallback: String) -> String {
     }
 }
 
+/// The kinds whose events make and free shared objects ([`Objects::build`]).
+pub(crate) const OBJECT_KINDS: [&str; 6] = [
+    "GASP_SHMEM_MALLOC",
+    "GASP_SHMEM_CALLOC",
+    "GASP_SHMEM_REALLOC",
+    "GASP_SHMEM_FREE",
+    "GASP_MPI_WIN_ALLOCATE",
+    "GASP_MPI_WIN_CREATE",
+];
+
 impl Objects {
     /// Finds the objects the streams allocate.
     pub fn build(streams: &[Stream], sites: &[Callsite]) -> Objects {
@@ -368,14 +378,7 @@ impl Objects {
         static WANTED: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
         let wanted = WANTED.get_or_init(|| {
             let mut v = vec![false; 1 << 16];
-            for name in [
-                "GASP_SHMEM_MALLOC",
-                "GASP_SHMEM_CALLOC",
-                "GASP_SHMEM_REALLOC",
-                "GASP_SHMEM_FREE",
-                "GASP_MPI_WIN_ALLOCATE",
-                "GASP_MPI_WIN_CREATE",
-            ] {
+            for name in OBJECT_KINDS {
                 if let Some(k) = kinds::kind_by_name(name) {
                     v[k.id as usize] = true;
                 }
@@ -591,13 +594,7 @@ mod tests {
     #[test]
     fn allocations_found_by_address_as_by_looking_at_all() {
         // A small generator, the same on every run.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = |n: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % n
-        };
+        let mut next = crate::testing::below(0x9e37_79b9_7f4a_7c15);
         for case in 0..200 {
             let mut v = Vec::new();
             // Addresses used again after a free (lifetimes in turn), nested

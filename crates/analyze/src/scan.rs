@@ -121,7 +121,7 @@ impl Quick {
 /// What one stream file gives before its events are decoded.
 struct Opened {
     stream: crate::trace::Stream,
-    data: Data,
+    data: crate::trace::FileBytes,
     /// Intact chunks: header, and where the payload is in `data`.
     chunks: Vec<(ChunkHeader, usize, usize)>,
 }
@@ -159,36 +159,9 @@ pub fn scan(dir: &Path) -> Result<Quick, TraceError> {
     Ok(merge(listing.trace, scanned))
 }
 
-/// A stream file's bytes: mapped, or read where it cannot be mapped.
-enum Data {
-    Mapped(memmap2::Mmap),
-    Read(Vec<u8>),
-}
-
-impl std::ops::Deref for Data {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match self {
-            Data::Mapped(m) => m,
-            Data::Read(v) => v,
-        }
-    }
-}
-
-fn map(path: &Path) -> Option<Data> {
-    let f = std::fs::File::open(path).ok()?;
-    // SAFETY: stream files are only ever appended to (by the recorder), never
-    // cut or rewritten, so the mapped bytes stay valid while they are read;
-    // their content is checked (checksums) like any other input.
-    match unsafe { memmap2::MmapOptions::new().populate().map(&f) } {
-        Ok(m) => Some(Data::Mapped(m)),
-        Err(_) => std::fs::read(path).ok().map(Data::Read),
-    }
-}
-
 fn open(path: &Path) -> Option<Opened> {
     let name = path.file_name()?.to_string_lossy().into_owned();
-    let data = map(path)?;
+    let data = crate::trace::FileBytes::mapped(path)?;
     let mut chunks = Vec::new();
     let base = data.as_ptr() as usize;
     let walk = gaspard_format::stream::walk(&name, &data, |h, payload| {

@@ -1077,18 +1077,10 @@ pub(crate) fn finish_bodies_from(
                 }
                 return s;
             }
+            let ids = (&site_ids[..], &user_ids[..], &text_ids[..]);
             for (i, e) in s.events.iter_mut().enumerate() {
                 e.t_ns = times.ns(e.t_ns);
-                e.callsite = site_ids
-                    .get(e.callsite as usize)
-                    .copied()
-                    .unwrap_or(numbering.nowhere);
-                if e.user != NO_USER {
-                    e.user = user_ids.get(e.user as usize).copied().unwrap_or(NO_USER);
-                }
-                if e.text != NO_TEXT {
-                    e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
-                }
+                renumber_event(e, ids, numbering.nowhere);
                 if let Some(m) = matcher.as_mut() {
                     m.event(i, e);
                 }
@@ -1202,21 +1194,25 @@ impl<'a> Renumber<'a> {
                     }
                 }
             }
-            if self.same {
-                continue;
-            }
-            let (site_ids, user_ids, text_ids) = self.ids;
-            e.callsite = site_ids
-                .get(e.callsite as usize)
-                .copied()
-                .unwrap_or(self.nowhere);
-            if e.user != NO_USER {
-                e.user = user_ids.get(e.user as usize).copied().unwrap_or(NO_USER);
-            }
-            if e.text != NO_TEXT {
-                e.text = text_ids.get(e.text as usize).copied().unwrap_or(NO_TEXT);
+            if !self.same {
+                let (sites, users, texts) = self.ids;
+                renumber_event(e, (&sites[..], &users[..], &texts[..]), self.nowhere);
             }
         }
+    }
+}
+
+/// Gives event `e`, numbered by its stream, the numbers `ids` give its
+/// callsite, user event and text (`nowhere`: the callsite of a number they
+/// do not give).
+#[inline(always)]
+fn renumber_event(e: &mut Event, (sites, users, texts): (&[u32], &[u32], &[u32]), nowhere: u32) {
+    e.callsite = sites.get(e.callsite as usize).copied().unwrap_or(nowhere);
+    if e.user != NO_USER {
+        e.user = users.get(e.user as usize).copied().unwrap_or(NO_USER);
+    }
+    if e.text != NO_TEXT {
+        e.text = texts.get(e.text as usize).copied().unwrap_or(NO_TEXT);
     }
 }
 
@@ -1256,12 +1252,17 @@ pub(crate) fn span_uncorrected(bodies: &[Body]) -> Option<Option<(u64, u64)>> {
 /// The stream of `body` with its times in ns (as [`in_ns`] gives it).
 pub(crate) fn body_in_ns((s, clock, _): &Body) -> Stream {
     let mut s = s.clone();
+    to_ns(&mut s, *clock);
+    s
+}
+
+/// Makes the times of `s` ns on `clock` (ticks).
+fn to_ns(s: &mut Stream, clock: Option<Clock>) {
     if let Some(c) = clock {
         for e in &mut s.events {
             e.t_ns = c.ns_u64(e.t_ns);
         }
     }
-    s
 }
 
 /// The streams read with their times in ns, their events still numbered
@@ -1270,11 +1271,7 @@ pub(crate) fn in_ns(bodies: Vec<Body>) -> Vec<Stream> {
     bodies
         .into_par_iter()
         .map(|(mut s, clock, _)| {
-            if let Some(c) = clock {
-                for e in &mut s.events {
-                    e.t_ns = c.ns_u64(e.t_ns);
-                }
-            }
+            to_ns(&mut s, clock);
             s
         })
         .collect()
@@ -1503,7 +1500,10 @@ fn kind_classes() -> &'static [u8] {
                 let kind = k as u16;
                 let mut c = 0;
                 let name = gaspard_format::kinds::kind(kind).map_or("", |k| k.name);
-                if kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC || FACT_KINDS.contains(&name) {
+                if kind == gaspard_format::kinds::GASPARD_CLOCK_SYNC
+                    || FACT_KINDS.contains(&name)
+                    || crate::objects::OBJECT_KINDS.contains(&name)
+                {
                     c |= KindClass::LIGHT_KEEP;
                 }
                 if c != 0 || codeptr[k] || kind == gaspard_format::kinds::C_FUNC {
@@ -1537,7 +1537,8 @@ impl KindClass {
     /// signature, a clock measurement, a return address, [`FACT_KINDS`]).
     const LIGHT_ARGS: u8 = 1;
     /// Its events are all kept in a light reading, with their arguments
-    /// (clock measurements, [`FACT_KINDS`]); of those that carry a return
+    /// (clock measurements, [`FACT_KINDS`], the shared objects'); of those
+    /// that carry a return
     /// address, the first of each address is.
     const LIGHT_KEEP: u8 = 2;
     /// Its events name a text or a user event ([`Local::number`]).
@@ -1553,20 +1554,14 @@ impl KindClass {
 
 /// Kinds whose events tell a stream's analyses what they need to know
 /// before its first window when it is read in windows
-/// ([`crate::summary::Facts`], the shared objects, the MPI rank): a
-/// start-up that gives a rank, an allocation of shared objects, a dynamic
-/// window (which makes a Coarray Fortran process). A light reading keeps
-/// them.
-const FACT_KINDS: [&str; 10] = [
+/// ([`crate::summary::Facts`], the MPI rank), besides the shared objects'
+/// ([`crate::objects::OBJECT_KINDS`]): a start-up that gives a rank, a
+/// dynamic window (which makes a Coarray Fortran process). A light reading
+/// keeps them.
+const FACT_KINDS: [&str; 4] = [
     "GASP_MPI_INIT",
     "GASP_MPI_INIT_THREAD",
     "GASP_SHMEM_INIT",
-    "GASP_SHMEM_MALLOC",
-    "GASP_SHMEM_CALLOC",
-    "GASP_SHMEM_REALLOC",
-    "GASP_SHMEM_FREE",
-    "GASP_MPI_WIN_ALLOCATE",
-    "GASP_MPI_WIN_CREATE",
     "GASP_MPI_WIN_CREATE_DYNAMIC",
 ];
 
@@ -2341,21 +2336,42 @@ impl std::ops::Deref for FileBytes {
 }
 
 impl FileBytes {
-    /// The bytes of the file at `path`.
+    /// The bytes of the file at `path`: mapped when big, to be read in
+    /// order and given back ([`FileBytes::release`]).
     fn open(path: &Path) -> std::io::Result<FileBytes> {
         let f = std::fs::File::open(path)?;
         if f.metadata()?.len() >= MAP_BYTES {
-            // SAFETY: stream files are only ever appended to (by the
-            // recorder), never cut or rewritten, so the mapped bytes stay
-            // valid while they are read; their content is checked
-            // (checksums) like any other input.
-            if let Ok(m) = unsafe { memmap2::Mmap::map(&f) } {
+            if let Some(m) = FileBytes::map(&f, false) {
                 // (Only a hint.)
                 let _ = m.advise(memmap2::Advice::Sequential);
                 return Ok(FileBytes::Mapped(m));
             }
         }
         std::fs::read(path).map(FileBytes::Read)
+    }
+
+    /// The bytes of the file at `path`, mapped and read in at once
+    /// (read where it cannot be mapped): for a file read here and there
+    /// (the quick scan's).
+    pub(crate) fn mapped(path: &Path) -> Option<FileBytes> {
+        let f = std::fs::File::open(path).ok()?;
+        match FileBytes::map(&f, true) {
+            Some(m) => Some(FileBytes::Mapped(m)),
+            None => std::fs::read(path).ok().map(FileBytes::Read),
+        }
+    }
+
+    /// `f` mapped (its pages read in at once with `populate`).
+    fn map(f: &std::fs::File, populate: bool) -> Option<memmap2::Mmap> {
+        let mut options = memmap2::MmapOptions::new();
+        if populate {
+            options.populate();
+        }
+        // SAFETY: stream files are only ever appended to (by the recorder),
+        // never cut or rewritten, so the mapped bytes stay valid while they
+        // are read; their content is checked (checksums) like any other
+        // input.
+        unsafe { options.map(f) }.ok()
     }
 
     /// Gives the pages of a mapped file before byte `upto` back to the
@@ -2664,15 +2680,7 @@ mod tests {
         f64::INFINITY,
     ];
 
-    /// Numbers spread over all 64 bits (xorshift from `x`, not 0).
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
-    }
+    use crate::testing::xorshift;
 
     #[test]
     fn clock_conversion_is_the_128_bit_one() {

@@ -308,9 +308,8 @@ pub(crate) struct Summarize<'a> {
     like: Stream,
     /// How many events a window holds besides those it carries.
     every: usize,
-    /// The window to come: how many STARTs it carries, their places, and
-    /// the place of its first own event.
-    carried: u32,
+    /// The window to come: the places of the STARTs it carries, and the
+    /// place of its first own event.
     carried_at: Vec<u64>,
     first: u64,
     /// The stream's first event's time, and its last event (time, kind,
@@ -335,7 +334,6 @@ impl<'a> Summarize<'a> {
             renumber,
             like,
             every,
-            carried: 0,
             carried_at: Vec::new(),
             first: 0,
             first_t: None,
@@ -357,7 +355,7 @@ impl crate::trace::WindowSink for Summarize<'_> {
         words: &mut Vec<u64>,
         more: bool,
     ) -> usize {
-        let carried = (self.carried as usize).min(events.len());
+        let carried = self.carried_at.len().min(events.len());
         self.renumber.apply(&mut events[carried..], words);
         let own = (events.len() - carried) as u64;
         if own > 0 {
@@ -386,7 +384,6 @@ impl crate::trace::WindowSink for Summarize<'_> {
             .collect();
         open.sort_unstable();
         self.carried_at = open.iter().map(|&i| w.place(i)).collect();
-        self.carried = open.len() as u32;
         let mut kept = Vec::new();
         for &i in &open {
             let e = &w.events[i as usize];
@@ -451,13 +448,7 @@ mod tests {
 
     /// [`stream`] of kinds `kinds`.
     fn stream_of(seed: u64, n: usize, kinds: &[u16]) -> Stream {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = move |m: u64| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x % m
-        };
+        let mut next = crate::testing::below(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let mut s = Stream::empty("h-1", 0, 0, 16);
         let mut t = 0;
         for i in 0..n {

@@ -889,7 +889,7 @@ mod tests {
     }
 
     fn rec(ts: u64, kind: u16, phase: u8, file: u64, line: u32, args: &[u64]) -> Vec<u64> {
-        let h = RawHeader {
+        RawHeader {
             ts,
             kind,
             phase,
@@ -898,10 +898,8 @@ mod tests {
             line,
             col: 3,
             file,
-        };
-        let mut v = h.pack().to_vec();
-        v.extend_from_slice(args);
-        v
+        }
+        .record(args)
     }
 
     #[test]

@@ -63,6 +63,14 @@ impl RawHeader {
             file: w[2] & 0xffff_ffff_ffff,
         }
     }
+    /// The raw record of an event: its three header words, then its
+    /// argument words `args`.
+    pub fn record(&self, args: &[u64]) -> Vec<u64> {
+        let mut w = self.pack().to_vec();
+        w.extend_from_slice(args);
+        w
+    }
+
     /// Packs into three header words (as the C side does).
     pub fn pack(&self) -> [u64; 3] {
         [

@@ -50,7 +50,7 @@ pub fn says(t: &gaspard_analyze::trace::Trace, any: &[&str]) {
 /// the file at `file`, of `nbytes` bytes.
 pub fn get(ts: u64, start: bool, line: u32, file: u64, nbytes: u64) -> Vec<u64> {
     use gaspard_format::raw::{RawHeader, PHASE_END, PHASE_START};
-    let h = RawHeader {
+    RawHeader {
         ts,
         kind: gaspard_format::kinds::UPC_GET,
         phase: if start { PHASE_START } else { PHASE_END },
@@ -59,8 +59,6 @@ pub fn get(ts: u64, start: bool, line: u32, file: u64, nbytes: u64) -> Vec<u64> 
         line,
         col: 0,
         file,
-    };
-    let mut w = h.pack().to_vec();
-    w.extend_from_slice(&[1, 0x10, 0, 0, nbytes]);
-    w
+    }
+    .record(&[1, 0x10, 0, 0, nbytes])
 }
