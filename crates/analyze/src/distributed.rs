@@ -37,6 +37,7 @@
 
 use std::path::{Path, PathBuf};
 
+use gaspard_format::chunk::ChunkHeader;
 use gaspard_format::codec::UserDef;
 use serde::{Deserialize, Serialize};
 
@@ -186,6 +187,11 @@ struct Provisional {
     lens: (usize, usize, usize),
     /// Its earliest and latest event times (corrected, absolute ns).
     span: Option<(u64, u64)>,
+    /// When each stream was summarized on its own ([`summarize_as_read`]):
+    /// how much later than the process's earliest event each stream's first
+    /// event is (the stream's times are from it, its numbers its file's;
+    /// `ids` and `lens` are then not used).
+    own: Option<Vec<u64>>,
 }
 
 /// Reads nothing: renumbers, corrects and summarizes the streams of one
@@ -226,6 +232,7 @@ fn summarize_alone(
             ids: numbering.ids,
             lens,
             span,
+            own: None,
         };
     }
     let mut streams = trace::finish_bodies(dir, bodies, &numbering, true);
@@ -257,6 +264,7 @@ fn summarize_alone(
         ids: numbering.ids,
         lens,
         span,
+        own: None,
     }
 }
 
@@ -383,7 +391,7 @@ fn summarize_windowed(
                 late: 0,
             };
             let mut w = crate::window::Summarize::new(tp, sum, renumber(i), like.like(), every);
-            trace::read_windows(&head.path, &data, every, &mut w)?;
+            trace::read_windows(&head.path, &data, every, &mut w).0?;
             let first = w.first_t.map(|t| (like.process.clone(), t + base));
             let last = w.last;
             let summary = w
@@ -406,9 +414,159 @@ fn summarize_windowed(
             ids: numbering.ids,
             lens,
             span,
+            own: None,
         },
     ))
 }
+
+/// [`summarize_alone`] of a process whose streams are each read once and
+/// summarized as they are read, in windows of `every` events, on their own:
+/// in their files' numbering and with times from their first events
+/// (each made the trace's by [`Provisional::rebase`]), so that no first
+/// reading is needed and a process takes the memory of a few windows.
+/// `None` when the process cannot be read so (it is then read as before):
+/// a stream holds what the analyses of the process's streams need
+/// beforehand ([`trace::Local::alone`]: clock measurements, a start-up,
+/// shared objects, coarrays), events whose source lines come from their
+/// return addresses, times that go backwards or span more than
+/// [`trace::MAX_T_NS`], a file damaged or that cannot be read, or streams
+/// of another process. `files`, `paths`, `refs`, `progress`: as
+/// [`summarize_windowed`] has them.
+fn summarize_as_read(
+    dir: &Path,
+    tables: &Trace,
+    files: &[usize],
+    paths: &[PathBuf],
+    refs: &trace::ClockRefs,
+    progress: Option<&indicatif::ProgressBar>,
+    every: usize,
+) -> Option<(Vec<Head>, Provisional)> {
+    let opened: Vec<(trace::FileBytes, Stream)> =
+        paths.iter().map(|p| trace::open_stream(p)).collect::<Option<_>>()?;
+    let process = opened.first()?.1.process.clone();
+    if opened.iter().any(|(_, s)| s.process != process) {
+        return None;
+    }
+    // The process's clock, fitted to its chunks' references as the reading
+    // finds them (checked below): from the chunk headers alone.
+    let headers: Vec<Vec<ChunkHeader>> = opened
+        .iter()
+        .map(|(data, _)| gaspard_format::stream::chunk_headers(data))
+        .collect();
+    let p = process.as_str();
+    let named = headers
+        .iter()
+        .flat_map(|hs| std::iter::once((p, None)).chain(hs.iter().map(move |h| (p, Some(h)))));
+    let clock = trace::fit_clocks(refs, named)
+        .get(&process)
+        .copied();
+    if clock.is_some_and(|c| !c.keeps_order()) {
+        return None;
+    }
+    // What the analyses need before a window: none of the start-ups,
+    // clock measurements and shared objects that would make it more.
+    let mut tp = tables_of(tables);
+    tp.streams = opened.iter().map(|(_, s)| s.like()).collect();
+    if !tp.processes.iter().any(|p| p.name == process) {
+        tp.processes.push(trace::Process {
+            name: process.clone(),
+            manifest: None,
+        });
+    }
+    let cx = Context::of(&tp);
+    let objects = crate::objects::Objects::default();
+    let facts = crate::summary::Facts::default();
+    let counted = std::sync::atomic::AtomicU64::new(0);
+    let read: Option<Vec<_>> = opened
+        .into_par_iter()
+        .zip(paths.par_iter().zip(headers.par_iter()))
+        .map(|((data, like), (path, headers))| {
+            if let Some(pb) = progress {
+                pb.inc(data.len() as u64);
+                counted.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
+            }
+            let sum = crate::summary::Summarizer::new(&cx, &objects, &facts, &like);
+            let mut w = crate::window::Summarize::alone(sum, clock, like.like(), every);
+            let (read, problems) = trace::read_windows(path, &data, every, &mut w);
+            let (s, read_headers, local) = read?;
+            // (Anything wrong with the file: it is read as before, with
+            // what is wrong said as that reading says it.)
+            if w.stopped()
+                || !problems.is_empty()
+                || s.damaged
+                || !local.placed()
+                || read_headers != *headers
+            {
+                return None;
+            }
+            let (base, events, last) = (w.base(), w.events(), w.last);
+            let summary = w.finish().unwrap_or_else(|| StreamSummary::of(&tp, &cx, &like));
+            Some((s, local, base, events, last, summary))
+        })
+        .collect();
+    let Some(read) = read else {
+        if let Some(pb) = progress {
+            // Read again.
+            pb.inc_length(counted.into_inner());
+        }
+        return None;
+    };
+    // The span of the process's events: from each stream's first event to
+    // its last (their times never go backwards).
+    let span = read
+        .iter()
+        .filter_map(|r| Some((r.2?, r.2? + r.4?.0)))
+        .reduce(|(a, b), (c, d)| (a.min(c), b.max(d)));
+    if span.is_some_and(|(lo, hi)| hi - lo > trace::MAX_T_NS) {
+        if let Some(pb) = progress {
+            pb.inc_length(counted.into_inner());
+        }
+        return None;
+    }
+    let lo = span.map_or(0, |s| s.0);
+    let mut parts = Vec::with_capacity(read.len());
+    let mut summaries = Vec::with_capacity(read.len());
+    let mut firsts = Vec::new();
+    let mut own = Vec::with_capacity(read.len());
+    for ((s, local, base, events, last, summary), &file) in read.into_iter().zip(files) {
+        summaries.push((
+            Placed {
+                file,
+                process: s.process.clone(),
+                stream: s.stream,
+                damaged: false,
+                last,
+                late: 0,
+            },
+            summary,
+        ));
+        firsts.extend(base.map(|b| (s.process.clone(), b)));
+        own.push(base.map_or(0, |b| b - lo));
+        parts.push(trace::StreamPart {
+            problems: Vec::new(),
+            stream: Some((s, local)),
+            clock,
+            counted: Some(events),
+        });
+    }
+    let (heads, _) = trace::split_parts(dir, parts);
+    Some((
+        heads,
+        Provisional {
+            clocks: (Vec::new(), firsts),
+            summaries,
+            ids: Vec::new(),
+            lens: (0, 0, 0),
+            span,
+            own: Some(own),
+        },
+    ))
+}
+
+/// How many events make a window when a process's streams are summarized
+/// as they are read ([`summarize_as_read`]), unless `GASPARD_WINDOW_EVENTS`
+/// says: windows that stay in the processor's caches.
+const AS_READ_EVENTS: usize = 1 << 16;
 
 /// How many events make a window when a process is read in windows
 /// ([`summarize_windowed`]), unless `GASPARD_WINDOW_EVENTS` says.
@@ -459,6 +617,24 @@ impl Provisional {
                 return None;
             }
             after = (lo - base) as u64;
+        }
+        if let Some(own) = &self.own {
+            // Each stream in its own numbers and times.
+            let mut out = self.summaries;
+            for (((p, s), theirs), &later) in out.iter_mut().zip(global).zip(own) {
+                let r = crate::summary::Rebase {
+                    after: after + later,
+                    sites: theirs.0.clone(),
+                    users: theirs.1.clone(),
+                    texts: theirs.2.clone(),
+                    nowhere,
+                };
+                if let Some(last) = &mut p.last {
+                    last.0 = r.t(last.0);
+                }
+                s.rebase(&r);
+            }
+            return Some(out);
         }
         let (sites, users, texts) = self.lens;
         // A callsite no file of the process gives (its own `nowhere`) is
@@ -725,6 +901,18 @@ pub fn report(
             .map(|files| {
                 let paths: Vec<PathBuf> =
                     files.iter().map(|&i| listing.streams[i].clone()).collect();
+                let as_read = summarize_as_read(
+                    dir,
+                    &processes,
+                    files,
+                    &paths,
+                    &listing.refs,
+                    progress.as_ref(),
+                    crate::window::events_per_window().unwrap_or(AS_READ_EVENTS),
+                );
+                if let Some(done) = as_read {
+                    return done;
+                }
                 if let Some(every) = windows_of(&paths) {
                     let windowed = summarize_windowed(
                         dir,

@@ -1202,6 +1202,78 @@ impl<'a> Renumber<'a> {
     }
 }
 
+/// The times of a stream summarized on its own as it is read, made ns
+/// window by window ([`OwnTimes::apply`]) from its first event's time:
+/// [`finish_bodies_from`]'s times, but for the base, when the stream's
+/// times never go backwards.
+#[derive(Debug, Clone)]
+pub(crate) struct OwnTimes {
+    clock: Option<Clock>,
+    /// The stream's first event's time in ns on the clock.
+    base: Option<u64>,
+    /// The latest tick made ns.
+    last: u64,
+    /// Whether a time was earlier than the one before (nothing is made ns
+    /// then).
+    backwards: bool,
+}
+
+impl OwnTimes {
+    /// For a stream on `clock` (which keeps the order of times).
+    pub(crate) fn new(clock: Option<Clock>) -> OwnTimes {
+        OwnTimes {
+            clock,
+            base: None,
+            last: 0,
+            backwards: false,
+        }
+    }
+
+    /// Makes the ticks of `events` (the stream's next ones) ns from the
+    /// stream's first event: false when a time is earlier than the one
+    /// before (the times are then left as they are).
+    pub(crate) fn apply(&mut self, events: &mut [Event]) -> bool {
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return !self.backwards;
+        };
+        let (lo, hi) = (first.t_ns, last.t_ns);
+        let mut prev = if self.base.is_some() { self.last } else { lo };
+        for e in events.iter() {
+            self.backwards |= e.t_ns < prev;
+            prev = e.t_ns;
+        }
+        if self.backwards {
+            return false;
+        }
+        let clock = self.clock;
+        let base = *self
+            .base
+            .get_or_insert_with(|| clock.map_or(lo, |c| c.ns_u64(lo)));
+        self.last = hi;
+        // Every tick of the window within (lo, hi): as the whole stream's
+        // are made ns within its earliest and latest.
+        match Times::of(clock, Some((lo, hi)), base) {
+            Times::Linear { t0, slope, add } => {
+                for e in events {
+                    e.t_ns = Times::linear(e.t_ns, t0, slope, add);
+                }
+            }
+            times => {
+                for e in events {
+                    e.t_ns = times.ns(e.t_ns);
+                }
+            }
+        }
+        true
+    }
+
+    /// The stream's first event's time in ns on its clock (none before
+    /// its first event).
+    pub(crate) fn base(&self) -> Option<u64> {
+        self.base
+    }
+}
+
 /// Gives event `e`, numbered by its stream, the numbers `ids` give its
 /// callsite, user event and text (`nowhere`: the callsite of a number they
 /// do not give).
@@ -2010,7 +2082,7 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> Convert<'_, LIGHT
             self.cap = usize::MAX;
             return;
         };
-        self.cap = sink.window(self.events, self.arg_words, true);
+        self.cap = sink.window(self.events, self.arg_words, true, self.local);
         // The words the last events of each kind were kept with are no
         // longer where it says: an event shares the words kept before it only
         // once they are compared.
@@ -2160,6 +2232,23 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> gaspard_format::c
 }
 
 impl Local {
+    /// Whether the events read so far let their stream be summarized on its
+    /// own as it is read, before the rest of its process is known: none is
+    /// a clock measurement, a start-up, a dynamic window or a shared
+    /// object's event (what the light reading keeps for the analyses of the
+    /// process's streams: [`KindClass::LIGHT_KEEP`]), nor a coarray
+    /// operation.
+    pub(crate) fn alone(&self) -> bool {
+        self.seen.classes & (KindClass::LIGHT_KEEP | KindClass::CAF) == 0
+    }
+
+    /// Whether every event read has its source position where the reading
+    /// put it: none carries a return address with a callsite without a
+    /// file ([`split_parts`] then looks for its source line).
+    pub(crate) fn placed(&self) -> bool {
+        !self.seen.codeptr() || self.sites.iter().all(|c| c.file.is_some())
+    }
+
     /// Whether `e` (its callsite `site`, its argument `words`) is the
     /// first event of its return address and callsite (one without a
     /// return address is not kept): those that give the stream's callsites
@@ -2298,9 +2387,23 @@ pub(crate) trait WindowSink {
     /// those the sink left there last time first, then the stream's next
     /// ones, with their times in ticks and the stream's own numbers of
     /// callsites, user events and texts; `more`: whether other events
-    /// follow. Leaves in `events` and `words` those the next window begins
-    /// with, and gives how many events make it full.
-    fn window(&mut self, events: &mut Vec<Event>, words: &mut Vec<u64>, more: bool) -> usize;
+    /// follow; `local`: the stream's numbering so far. Leaves in `events`
+    /// and `words` those the next window begins with, and gives how many
+    /// events make it full.
+    fn window(
+        &mut self,
+        events: &mut Vec<Event>,
+        words: &mut Vec<u64>,
+        more: bool,
+        local: &Local,
+    ) -> usize;
+
+    /// Whether to read on, after each chunk (`local`: what the reading
+    /// numbered and saw so far): the chunks after one it says no to are
+    /// not decoded.
+    fn read_on(&mut self, _local: &Local) -> bool {
+        true
+    }
 }
 
 /// A stream file's name, for its problems.
@@ -2404,24 +2507,27 @@ pub(crate) fn open_stream(path: &Path) -> Option<(FileBytes, Stream)> {
 /// in windows of `every` events handed to `sink` in turn (each but the first
 /// after the events the last one left), the last one when the stream ends:
 /// as [`read_streams`] reads it whole, but for a stream too long for that
-/// ([`MAX_STREAM_EVENTS`]), read whole here.
+/// ([`MAX_STREAM_EVENTS`]), read whole here. Gives the stream read (without
+/// its events: `sink` had them), its chunk headers and numbering, and what
+/// was wrong with the file.
 pub(crate) fn read_windows(
     path: &Path,
     data: &FileBytes,
     every: usize,
     sink: &mut dyn WindowSink,
-) -> Option<()> {
+) -> (Option<(Stream, Vec<ChunkHeader>, Local)>, Vec<String>) {
     let mut defs = ChunkDefs::default();
     let every = every.clamp(1, MAX_WINDOW_EVENTS);
-    read_data(
+    let mut problems = Vec::new();
+    let read = read_data(
         path,
         data,
         &mut defs,
-        &mut Vec::new(),
+        &mut problems,
         Reading::Whole,
         Some((sink, every)),
-    )
-    .map(|_| ())
+    );
+    (read.map(|(s, h, l, _)| (s, h, l)), problems)
 }
 
 /// Decodes a chunk into `sink`: a function of its own for each kind of
@@ -2508,7 +2614,12 @@ fn read_data(
     let windowed = windows.is_some();
     // Where the file's bytes start, and where they were given back up to.
     let (start, mut released) = (data.as_ptr() as usize, 0usize);
+    // Whether the sink of the windows said to read no further.
+    let mut stopped = false;
     let walked = gaspard_format::stream::walk(&name, data, |h, payload| {
+        if stopped {
+            return Ok(());
+        }
         // Those before this chunk are decoded (the walk goes forward).
         let done = payload.as_ptr() as usize - start;
         if done >= released + RELEASE_BYTES {
@@ -2564,6 +2675,9 @@ fn read_data(
         if !full {
             local.seen.add(lo, hi, classes);
         }
+        if let Some((sink, _)) = windows.as_mut() {
+            stopped = !sink.read_on(&local);
+        }
         if full {
             // The chunk is left out whole, and every chunk after it.
             seen = seen_before;
@@ -2586,7 +2700,7 @@ fn read_data(
     if let Some((sink, _)) = windows {
         // The last window.
         if !events.is_empty() {
-            sink.window(&mut events, &mut arg_words, false);
+            sink.window(&mut events, &mut arg_words, false, &local);
         }
         events = Vec::new();
         arg_words = Vec::new();

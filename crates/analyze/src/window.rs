@@ -301,9 +301,9 @@ const MOST_CARRIED: usize = if cfg!(test) { 16 } else { 1 << 16 };
 /// the stream's [`Summarizer`], the STARTs it leaves open carried into the
 /// next one.
 pub(crate) struct Summarize<'a> {
-    t: &'a crate::trace::Trace,
     sum: Summarizer<'a>,
-    renumber: crate::trace::Renumber<'a>,
+    /// How its events are given their numbers and times.
+    made: Made<'a>,
     /// The stream, without events.
     like: Stream,
     /// How many events a window holds besides those it carries.
@@ -318,6 +318,24 @@ pub(crate) struct Summarize<'a> {
     pub(crate) last: Option<(u64, u16, u8)>,
 }
 
+/// How the events of a stream read in windows get their numbers and
+/// times ([`Summarize`]).
+enum Made<'a> {
+    /// As its process numbers them (its trace `t`, the process's tables)
+    /// and from its process's first event, known from a first reading.
+    Renumbered(&'a crate::trace::Trace, crate::trace::Renumber<'a>),
+    /// On its own ([`Summarize::alone`]): its file's numbers, and times
+    /// from its first event.
+    Alone {
+        times: crate::trace::OwnTimes,
+        /// The callsites, user events and texts its file numbered so far.
+        tables: Box<crate::trace::Trace>,
+        /// Whether it turned out to need its process read first: its
+        /// windows are then dropped.
+        stopped: bool,
+    },
+}
+
 impl<'a> Summarize<'a> {
     /// For stream `like` (without events) of `t`, its windows summarized by
     /// `sum` after `renumber`, `every` events each.
@@ -328,10 +346,34 @@ impl<'a> Summarize<'a> {
         like: Stream,
         every: usize,
     ) -> Summarize<'a> {
+        Summarize::with(sum, Made::Renumbered(t, renumber), like, every)
+    }
+
+    /// For stream `like` (without events) read on its own, before the rest
+    /// of its process is known: its windows summarized by `sum` in its
+    /// file's numbering and with times from its first event (`clock`: its
+    /// process's, which keeps the order of times), `every` events each. It
+    /// stops ([`Summarize::stopped`]) at the first chunk that holds what the
+    /// analyses of the process's streams need beforehand
+    /// ([`crate::trace::Local::alone`]), or where its times go backwards.
+    pub(crate) fn alone(
+        sum: Summarizer<'a>,
+        clock: Option<crate::trace::Clock>,
+        like: Stream,
+        every: usize,
+    ) -> Summarize<'a> {
+        let made = Made::Alone {
+            times: crate::trace::OwnTimes::new(clock),
+            tables: Box::default(),
+            stopped: false,
+        };
+        Summarize::with(sum, made, like, every)
+    }
+
+    fn with(sum: Summarizer<'a>, made: Made<'a>, like: Stream, every: usize) -> Summarize<'a> {
         Summarize {
-            t,
             sum,
-            renumber,
+            made,
             like,
             every,
             carried_at: Vec::new(),
@@ -344,7 +386,44 @@ impl<'a> Summarize<'a> {
     /// The stream's summary, once its last window is given (`None` when it
     /// had no events).
     pub(crate) fn finish(self) -> Option<crate::summary::StreamSummary> {
-        self.last.map(|_| self.sum.finish(self.t))
+        self.last?;
+        Some(match &self.made {
+            Made::Renumbered(t, _) => self.sum.finish(t),
+            Made::Alone { tables, .. } => self.sum.finish(tables),
+        })
+    }
+
+    /// Whether the stream read on its own had to stop: it needs its
+    /// process read first.
+    pub(crate) fn stopped(&self) -> bool {
+        matches!(self.made, Made::Alone { stopped: true, .. })
+    }
+
+    /// How many events of its own the windows gave.
+    pub(crate) fn events(&self) -> u64 {
+        self.first
+    }
+
+    /// Of a stream read on its own, its first event's time in ns on its
+    /// process's clock (its times are from it).
+    pub(crate) fn base(&self) -> Option<u64> {
+        match &self.made {
+            Made::Alone { times, .. } => times.base(),
+            Made::Renumbered(..) => None,
+        }
+    }
+}
+
+/// Adds to `tables` what `local` numbered since.
+fn sync_tables(tables: &mut crate::trace::Trace, local: &crate::trace::Local) {
+    if let Some(new) = local.sites.get(tables.callsites.len()..) {
+        tables.callsites.extend_from_slice(new);
+    }
+    if let Some(new) = local.users.get(tables.user_events.len()..) {
+        tables.user_events.extend_from_slice(new);
+    }
+    if let Some(new) = local.texts.get(tables.texts.len()..) {
+        tables.texts.extend_from_slice(new);
     }
 }
 
@@ -354,9 +433,26 @@ impl crate::trace::WindowSink for Summarize<'_> {
         events: &mut Vec<crate::trace::Event>,
         words: &mut Vec<u64>,
         more: bool,
+        local: &crate::trace::Local,
     ) -> usize {
         let carried = self.carried_at.len().min(events.len());
-        self.renumber.apply(&mut events[carried..], words);
+        match &mut self.made {
+            Made::Renumbered(_, renumber) => renumber.apply(&mut events[carried..], words),
+            Made::Alone {
+                times,
+                tables,
+                stopped,
+            } => {
+                if *stopped || !times.apply(&mut events[carried..]) {
+                    *stopped = true;
+                    events.clear();
+                    words.clear();
+                    self.carried_at.clear();
+                    return self.every;
+                }
+                sync_tables(tables, local);
+            }
+        }
         let own = (events.len() - carried) as u64;
         if own > 0 {
             self.first_t.get_or_insert(events[carried].t_ns);
@@ -371,7 +467,11 @@ impl crate::trace::WindowSink for Summarize<'_> {
             first: self.first,
             carried_at: std::mem::take(&mut self.carried_at),
         };
-        self.sum.feed(self.t, &w);
+        let t = match &self.made {
+            Made::Renumbered(t, _) => t,
+            Made::Alone { tables, .. } => &**tables,
+        };
+        self.sum.feed(t, &w);
         self.first += own;
         if !more {
             return usize::MAX;
@@ -413,6 +513,16 @@ impl crate::trace::WindowSink for Summarize<'_> {
             return usize::MAX;
         }
         open.len() + self.every
+    }
+
+    fn read_on(&mut self, local: &crate::trace::Local) -> bool {
+        match &mut self.made {
+            Made::Renumbered(..) => true,
+            Made::Alone { stopped, .. } => {
+                *stopped |= !local.alone();
+                !*stopped
+            }
+        }
     }
 }
 

@@ -193,6 +193,24 @@ where
     Ok(f)
 }
 
+/// The chunk headers of the stream file `data`, hopping from header to
+/// header without reading payloads or checking anything (damage ends the
+/// list): what a reading will find, unless the file is damaged.
+pub fn chunk_headers(data: &[u8]) -> Vec<ChunkHeader> {
+    let Ok(h) = chunk::parse_file_header(data) else {
+        return Vec::new();
+    };
+    let mut pos = h.len;
+    let mut out = Vec::new();
+    while let Some(c) = data.get(pos..).and_then(ChunkHeader::parse) {
+        pos = pos
+            .saturating_add(CHUNK_HEADER_LEN)
+            .saturating_add(c.payload_len as usize);
+        out.push(c);
+    }
+    out
+}
+
 /// The events the chunk headers of the stream file `data` announce, hopping
 /// from header to header without reading payloads or checking anything: a
 /// size to reserve before decoding, at most one event per byte of `data`.
