@@ -441,8 +441,10 @@ fn summarize_as_read(
     progress: Option<&indicatif::ProgressBar>,
     every: usize,
 ) -> Option<(Vec<Head>, Provisional)> {
-    let opened: Vec<(trace::FileBytes, Stream)> =
-        paths.iter().map(|p| trace::open_stream(p)).collect::<Option<_>>()?;
+    let opened: Vec<(trace::FileBytes, Stream)> = paths
+        .iter()
+        .map(|p| trace::open_stream(p))
+        .collect::<Option<_>>()?;
     let process = opened.first()?.1.process.clone();
     if opened.iter().any(|(_, s)| s.process != process) {
         return None;
@@ -457,9 +459,7 @@ fn summarize_as_read(
     let named = headers
         .iter()
         .flat_map(|hs| std::iter::once((p, None)).chain(hs.iter().map(move |h| (p, Some(h)))));
-    let clock = trace::fit_clocks(refs, named)
-        .get(&process)
-        .copied();
+    let clock = trace::fit_clocks(refs, named).get(&process).copied();
     if clock.is_some_and(|c| !c.keeps_order()) {
         return None;
     }
@@ -491,19 +491,22 @@ fn summarize_as_read(
             let (s, read_headers, local) = read?;
             // (Anything wrong with the file: it is read as before, with
             // what is wrong said as that reading says it.)
-            if w.stopped()
-                || !problems.is_empty()
-                || s.damaged
-                || !local.placed()
-                || read_headers != *headers
-            {
+            if w.stopped() || !problems.is_empty() || s.damaged || read_headers != *headers {
                 return None;
             }
             let (base, events, last) = (w.base(), w.events(), w.last);
-            let summary = w.finish().unwrap_or_else(|| StreamSummary::of(&tp, &cx, &like));
+            let summary = w
+                .finish()
+                .unwrap_or_else(|| StreamSummary::of(&tp, &cx, &like));
             Some((s, local, base, events, last, summary))
         })
         .collect();
+    // Events with a return address and a callsite without a file have
+    // their source line looked for in the binaries, when the trace has the
+    // process's maps ([`trace::split_parts`]): in the whole stream.
+    let read = read.filter(|read| {
+        read.iter().all(|r| r.1.placed()) || !dir.join(format!("{process}.maps")).is_file()
+    });
     let Some(read) = read else {
         if let Some(pb) = progress {
             // Read again.
@@ -811,7 +814,7 @@ struct Numbers {
 type Clocks = (Vec<Correction>, Vec<(String, u64)>);
 
 /// What placing a stream among the others needs once summarized.
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Placed {
     /// Its stream file's index.
     file: usize,
@@ -1661,7 +1664,11 @@ mod tests {
     /// events, span and summaries (a UPC process; an MPI process with its
     /// rank, windows, messages and clock measurements; an OpenSHMEM process
     /// with its allocations); one that cannot be (its clock goes back, or
-    /// it runs Coarray Fortran) is not read so.
+    /// it runs Coarray Fortran) is not read so. A process whose streams
+    /// need nothing of the rest of it beforehand (the UPC ones) is
+    /// summarized as it is read, each stream on its own, with the same
+    /// heads, span and, once made the trace's, summaries; the others are
+    /// not.
     #[test]
     fn a_process_read_in_windows_is_the_process_read_whole() {
         let dir = std::env::temp_dir().join(format!("gaspard-windowed-{}", std::process::id()));
@@ -1807,6 +1814,47 @@ mod tests {
             let whole = summarize_alone(&dir, &tables, &files, &heads, bodies);
             assert_eq!(!whole.clocks.0.is_empty(), spec.measures, "{process}");
             let want = described(&heads, &whole);
+            // Each stream summarized on its own as it is read: the same
+            // heads, first events and span, and once made the trace's (a
+            // start before the process's), the same summaries.
+            let rebased = |heads: &[Head], p: Provisional| -> Vec<String> {
+                let mut t = tables_of(&tables);
+                let read: Vec<&StreamHead> =
+                    heads.iter().filter_map(|h| h.stream.as_ref()).collect();
+                let numbering = trace::number(&mut t, &read);
+                let base = i128::from(p.span.map_or(0, |s| s.0)) - 5;
+                let mut v: Vec<String> = heads.iter().map(|h| format!("{h:?}")).collect();
+                v.push(format!("{:?} {:?}", p.clocks.1, p.span));
+                let summaries = p.rebase(base, &numbering.ids, numbering.nowhere);
+                for (placed, mut s) in summaries.unwrap() {
+                    // (Barriers packed from other bases.)
+                    s.findings.barriers = s.findings.barriers.repacked();
+                    // (A stream's profile rows in its own numbering's order.)
+                    s.profile.1.sort_by(|a, b| a.0.cmp(&b.0));
+                    v.push(format!("{placed:?}"));
+                    v.push(serde_json::to_string(&s).unwrap());
+                }
+                v
+            };
+            let want_rebased = rebased(&heads, whole);
+            let alone = spec.prologue.is_empty() && !spec.measures && !spec.backwards;
+            for every in [1, 2, 3, 7, 50, 100_000] {
+                let as_read =
+                    summarize_as_read(&dir, &tables, &files, &paths, &listing.refs, None, every);
+                let Some((heads, p)) = as_read else {
+                    assert!(
+                        !alone,
+                        "{process} is read as it is read, in windows of {every}"
+                    );
+                    continue;
+                };
+                assert!(alone, "{process} is not read as it is read");
+                assert_eq!(
+                    rebased(&heads, p),
+                    want_rebased,
+                    "{process}, windows of {every}"
+                );
+            }
             for every in [1, 2, 3, 7, 50, 100_000] {
                 let windowed =
                     summarize_windowed(&dir, &tables, &files, &paths, &listing.refs, None, every);

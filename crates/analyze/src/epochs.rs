@@ -235,6 +235,17 @@ impl Epochs {
     }
 }
 
+#[cfg(test)]
+impl Epochs {
+    /// The same barriers packed from a base of 0: summaries shifted by
+    /// different amounts ([`Epochs::rebase`]) compare as written.
+    pub(crate) fn repacked(&self) -> Epochs {
+        let mut it = self.iter_with_work();
+        let all: Vec<(BarrierSpan, u64)> = std::iter::from_fn(|| it.next_raw()).collect();
+        Epochs::new(all.into_iter())
+    }
+}
+
 /// The barriers of an [`Epochs`], in order ([`Epochs::iter_with_work`]).
 #[derive(Debug)]
 pub struct Iter<'a> {

@@ -2503,6 +2503,10 @@ pub(crate) fn open_stream(path: &Path) -> Option<(FileBytes, Stream)> {
     Some((data, s))
 }
 
+/// A stream file read in windows ([`read_windows`]): its stream without
+/// events, its chunk headers and its own numbering.
+pub(crate) type WindowsRead = (Stream, Vec<ChunkHeader>, Local);
+
 /// Reads the stream file at `path`, whose bytes are `data` ([`open_stream`]),
 /// in windows of `every` events handed to `sink` in turn (each but the first
 /// after the events the last one left), the last one when the stream ends:
@@ -2515,7 +2519,7 @@ pub(crate) fn read_windows(
     data: &FileBytes,
     every: usize,
     sink: &mut dyn WindowSink,
-) -> (Option<(Stream, Vec<ChunkHeader>, Local)>, Vec<String>) {
+) -> (Option<WindowsRead>, Vec<String>) {
     let mut defs = ChunkDefs::default();
     let every = every.clamp(1, MAX_WINDOW_EVENTS);
     let mut problems = Vec::new();

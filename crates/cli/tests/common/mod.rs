@@ -59,11 +59,12 @@ pub fn report(dir: &Path) -> Value {
 /// `gaspard report DIR --json` with `args` too, parsed. The same report
 /// must come of the trace's streams summarized window by window
 /// (`GASPARD_WINDOW_EVENTS`, windows of 7 events, or of 10 000 in a big
-/// trace): it is checked too.
+/// trace), and of the trace read whole (`--in-memory`): both are checked
+/// too.
 pub fn report_with(dir: &Path, args: &[&str]) -> Value {
-    let run = |window: Option<u64>| {
+    let run_with = |window: Option<u64>, more: &[&str]| {
         let mut c = Command::new(env!("CARGO_BIN_EXE_gaspard"));
-        c.arg("report").arg(dir).arg("--json").args(args);
+        c.arg("report").arg(dir).arg("--json").args(args).args(more);
         if let Some(n) = window {
             c.env("GASPARD_WINDOW_EVENTS", n.to_string());
         }
@@ -75,24 +76,32 @@ pub fn report_with(dir: &Path, args: &[&str]) -> Value {
         );
         out.stdout
     };
+    let run = |window: Option<u64>| run_with(window, &[]);
     let whole = run(None);
     let v: Value = serde_json::from_slice(&whole).unwrap();
     let events = v["events"].as_u64().unwrap_or(0);
     let window = if events > 200_000 { 10_000 } else { 7 };
     let windowed = run(Some(window));
-    if windowed != whole {
+    let differs = |other: &[u8], how: &str| {
+        if other == whole.as_slice() {
+            return;
+        }
         let (a, b) = (
             String::from_utf8_lossy(&whole),
-            String::from_utf8_lossy(&windowed),
+            String::from_utf8_lossy(other),
         );
         let line = a.lines().zip(b.lines()).position(|(x, y)| x != y);
         panic!(
-            "{}: the report made in windows of {window} events differs, from line {:?}: {:?} vs {:?}",
+            "{}: the report {how} differs, from line {:?}: {:?} vs {:?}",
             dir.display(),
             line.map(|l| l + 1),
             line.and_then(|l| a.lines().nth(l)),
             line.and_then(|l| b.lines().nth(l)),
         );
+    };
+    differs(&windowed, &format!("made in windows of {window} events"));
+    if !args.contains(&"--in-memory") {
+        differs(&run_with(None, &["--in-memory"]), "of the trace read whole");
     }
     v
 }
