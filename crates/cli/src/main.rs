@@ -148,9 +148,13 @@ enum Command {
         /// Read the trace one process at a time, keeping in memory only the
         /// events of the processes being read and a summary of each stream
         /// (renumbered and shifted to the trace's callsites and start once
-        /// every process is read); a process whose stream files hold 64 MiB
-        /// or more is read in windows of a million events per stream (after
-        /// a light first reading), so that not even it is held whole. This
+        /// every process is read). Most processes are summarized as they are
+        /// read, each stream in windows of 65,536 events; one whose streams
+        /// need more of it beforehand (clock measurements, MPI or OpenSHMEM
+        /// start-ups, shared objects, coarrays) is read whole, or, when its
+        /// stream files hold 64 MiB or more, in windows of a million events
+        /// per stream (after a light first reading), so that not even it is
+        /// held whole. This
         /// is how the report is made without --html: its memory grows with
         /// the barriers the threads meet, not with the events. With --html, the trace is read whole for its timeline,
         /// unless it looks too big for the memory available or this is
