@@ -568,12 +568,15 @@ fn summarize_as_read(
 
 /// How many events make a window when a process's streams are summarized
 /// as they are read ([`summarize_as_read`]), unless `GASPARD_WINDOW_EVENTS`
-/// says: windows that stay in the processor's caches.
-const AS_READ_EVENTS: usize = 1 << 16;
+/// says: a window's events (256 KiB) and what the analyses keep of them
+/// stay in the processor's caches from one analysis to the next
+/// (BENCHMARKS.md: 4,096 to 16,384 events did best).
+const AS_READ_EVENTS: usize = 1 << 13;
 
 /// How many events make a window when a process is read in windows
-/// ([`summarize_windowed`]), unless `GASPARD_WINDOW_EVENTS` says.
-const WINDOW_EVENTS: usize = 1 << 20;
+/// ([`summarize_windowed`]), unless `GASPARD_WINDOW_EVENTS` says: as many
+/// as [`AS_READ_EVENTS`].
+const WINDOW_EVENTS: usize = AS_READ_EVENTS;
 
 /// A process whose stream files hold at least this many bytes is read in
 /// windows (about 5 bytes an event on disk, some 75 in memory read whole),

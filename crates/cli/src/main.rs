@@ -149,11 +149,11 @@ enum Command {
         /// events of the processes being read and a summary of each stream
         /// (renumbered and shifted to the trace's callsites and start once
         /// every process is read). Most processes are summarized as they are
-        /// read, each stream in windows of 65,536 events; one whose streams
+        /// read, each stream in windows of 8,192 events; one whose streams
         /// need more of it beforehand (clock measurements, MPI or OpenSHMEM
         /// start-ups, shared objects, coarrays) is read whole, or, when its
-        /// stream files hold 64 MiB or more, in windows of a million events
-        /// per stream (after a light first reading), so that not even it is
+        /// stream files hold 64 MiB or more, in windows of 8,192 events per
+        /// stream (after a light first reading), so that not even it is
         /// held whole. This
         /// is how the report is made without --html: its memory grows with
         /// the barriers the threads meet, not with the events. With --html, the trace is read whole for its timeline,
