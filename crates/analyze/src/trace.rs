@@ -2423,7 +2423,7 @@ pub(crate) enum FileBytes {
 }
 
 /// Stream files of at least this many bytes are mapped.
-const MAP_BYTES: u64 = 16 << 20;
+const MAP_BYTES: u64 = 64 << 10;
 
 /// How many bytes of a mapped file are decoded between two givings back.
 const RELEASE_BYTES: usize = 8 << 20;

@@ -515,6 +515,18 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
+    if !matches!(cli.command, Command::Run { .. }) {
+        // The analyses allocate and free windows, tables and summaries as
+        // they go: backed by transparent huge pages (which the allocator
+        // asks for), each fresh 2 MiB would be cleared whole by the kernel,
+        // for a fraction of it used (BENCHMARKS.md: 60 % less memory, less
+        // system time). Not for `gaspard run`, whose measured program
+        // would inherit it.
+        // SAFETY: PR_SET_THP_DISABLE takes no pointer and only changes how
+        // this process's future page faults are backed; its failure (an old
+        // kernel) changes nothing.
+        unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    }
     let r = (|| -> Result<ExitCode> {
         let stdout = std::io::stdout();
         let mut out = std::io::BufWriter::new(stdout.lock());
