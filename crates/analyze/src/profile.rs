@@ -550,6 +550,9 @@ pub(crate) struct Builder {
     /// The times of the stream's first and last events.
     first: Option<u64>,
     last: Option<u64>,
+    /// Each event's (key, callsite) slot in the window being fed (kept from
+    /// window to window, so that it is allocated once).
+    site_of_event: Vec<u32>,
 }
 
 impl Builder {
@@ -565,6 +568,7 @@ impl Builder {
             events: 0,
             first: None,
             last: None,
+            site_of_event: Vec::new(),
         }
     }
 
@@ -581,7 +585,8 @@ impl Builder {
         }
         // Each event's (key, callsite) slot, for its interval to find again:
         // a carried START's was counted in an earlier window.
-        let mut site_of_event: Vec<u32> = Vec::with_capacity(s.events.len());
+        let mut site_of_event = std::mem::take(&mut self.site_of_event);
+        site_of_event.clear();
         site_of_event.extend(s.events[..carried].iter().map(|e| self.counting.slot(e).0));
         site_of_event.extend(own.iter().map(|e| self.counting.count(s, e)));
         let slots = &mut self.counting.slots;
@@ -607,6 +612,7 @@ impl Builder {
                 *c = (*c).max(iv.end);
                 sites[site].1.add_interval(d, new);
             }
+            self.site_of_event = site_of_event;
             return;
         }
         for iv in crate::intervals::intervals(s) {
@@ -618,15 +624,17 @@ impl Builder {
             let key = slots.site_key[site] as usize;
             let levels = &mut self.open[key];
             // Given open before: its level.
-            let place = s.place(iv.start_event);
-            let given = ((iv.start_event as usize) < carried)
-                .then(|| levels.iter().position(|l| l.place == place))
-                .flatten();
+            let given = if (iv.start_event as usize) < carried {
+                let place = s.place(iv.start_event);
+                levels.iter().position(|l| l.place == place)
+            } else {
+                None
+            };
             if iv.end == crate::window::OPEN {
                 if given.is_none() {
                     let covered = levels.last().map_or(self.covered[key], |l| l.covered);
                     levels.push(Level {
-                        place,
+                        place: s.place(iv.start_event),
                         covered,
                         pending: HashMap::default(),
                     });
@@ -658,6 +666,7 @@ impl Builder {
                 None => slots.sites[site].1.add_interval(d, new),
             }
         }
+        self.site_of_event = site_of_event;
     }
 
     /// The profile of the windows given, and its statistics per (name,

@@ -453,10 +453,21 @@ impl Times {
         }
     }
 
-    /// [`Times::Linear`]'s ns of tick `t`.
+    /// [`Times::ns`] of a tick that may lie outside the stream's earliest
+    /// and latest (its result then of no use), without overflowing.
+    #[inline(always)]
+    fn ns_unchecked(&self, t: u64) -> u64 {
+        match *self {
+            Times::Plain(base) => t.wrapping_sub(base),
+            times => times.ns(t),
+        }
+    }
+
+    /// [`Times::Linear`]'s ns of tick `t` (of no use, but without
+    /// overflowing, for a tick before `t0`).
     #[inline(always)]
     fn linear(t: u64, t0: u64, slope: f64, add: u64) -> u64 {
-        (((t - t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
+        ((t.wrapping_sub(t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
     }
 }
 
@@ -1237,12 +1248,8 @@ impl OwnTimes {
             return !self.backwards;
         };
         let (lo, hi) = (first.t_ns, last.t_ns);
-        let mut prev = if self.base.is_some() { self.last } else { lo };
-        for e in events.iter() {
-            self.backwards |= e.t_ns < prev;
-            prev = e.t_ns;
-        }
-        if self.backwards {
+        if self.base.is_some() && lo < self.last || hi < lo {
+            self.backwards = true;
             return false;
         }
         let clock = self.clock;
@@ -1250,21 +1257,30 @@ impl OwnTimes {
             .base
             .get_or_insert_with(|| clock.map_or(lo, |c| c.ns_u64(lo)));
         self.last = hi;
-        // Every tick of the window within (lo, hi): as the whole stream's
-        // are made ns within its earliest and latest.
+        // Every tick of the window within (lo, hi), as the whole stream's
+        // are made ns within its earliest and latest, when the times go
+        // forward (checked in the same pass: when they do not, what was
+        // made is not used).
+        let mut prev = lo;
+        let mut back = false;
         match Times::of(clock, Some((lo, hi)), base) {
             Times::Linear { t0, slope, add } => {
-                for e in events {
+                for e in events.iter_mut() {
+                    back |= e.t_ns < prev;
+                    prev = e.t_ns;
                     e.t_ns = Times::linear(e.t_ns, t0, slope, add);
                 }
             }
             times => {
-                for e in events {
-                    e.t_ns = times.ns(e.t_ns);
+                for e in events.iter_mut() {
+                    back |= e.t_ns < prev;
+                    prev = e.t_ns;
+                    e.t_ns = times.ns_unchecked(e.t_ns);
                 }
             }
         }
-        true
+        self.backwards = back;
+        !back
     }
 
     /// The stream's first event's time in ns on its clock (none before
