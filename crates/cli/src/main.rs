@@ -515,13 +515,13 @@ fn main() -> ExitCode {
         };
     }
     let cli = Cli::parse();
-    if !matches!(cli.command, Command::Run { .. }) {
+    if !matches!(cli.command, Command::Run { .. } | Command::Cc { .. }) {
         // The analyses allocate and free windows, tables and summaries as
         // they go: backed by transparent huge pages (which the allocator
         // asks for), each fresh 2 MiB would be cleared whole by the kernel,
         // for a fraction of it used (BENCHMARKS.md: 60 % less memory, less
-        // system time). Not for `gaspard run`, whose measured program
-        // would inherit it.
+        // system time). Not for `gaspard run` and `gaspard cc`, whose
+        // program and compiler would inherit it.
         // SAFETY: PR_SET_THP_DISABLE takes no pointer and only changes how
         // this process's future page faults are backed; its failure (an old
         // kernel) changes nothing.
