@@ -143,6 +143,17 @@ fn derive(s: &Stream) -> Derived {
     m.done()
 }
 
+/// The kinds of start-ups and shutdowns ([`crate::findings::is_startup`]),
+/// by number.
+fn startup_kinds() -> &'static [u16] {
+    static KINDS: std::sync::OnceLock<Vec<u16>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        (0..=u16::MAX)
+            .filter(|&k| crate::findings::is_startup(k))
+            .collect()
+    })
+}
+
 /// Sets what is derived from the events of `s` to what `m`, fed every one
 /// of them in order with their final times, found: the pass of
 /// [`derived`] is then not made. For a reading that makes a pass over the
@@ -267,13 +278,12 @@ impl Matcher {
         let in_order = self.in_order;
         let (intervals, kinds) = self.intervals();
         // Most streams have no start-up or shutdown event: their intervals
-        // are not walked for them.
-        let any_startup = kinds.iter().enumerate().any(|(w, &bits)| {
-            bits != 0
-                && (0..64u16)
-                    .filter(|b| bits & (1 << b) != 0)
-                    .any(|b| crate::findings::is_startup(w as u16 * 64 + b))
-        });
+        // are not walked for them (the few start-up kinds looked up, not
+        // every kind met: a window's matching is made for a few thousand
+        // events).
+        let any_startup = startup_kinds()
+            .iter()
+            .any(|&k| kinds[k as usize / 64] & (1 << (k % 64)) != 0);
         let startup_ns = if any_startup {
             intervals
                 .iter()
@@ -297,10 +307,18 @@ impl Matcher {
     fn intervals(self) -> (Vec<Interval>, Vec<u64>) {
         let mut out = self.slots;
         if self.open > 0 {
-            // The STARTs left open: no END.
-            let tops = self
-                .top_kind
-                .iter()
+            // The STARTs left open: no END. A kind with STARTs was noted in
+            // `kinds` at each of them: only its top is looked at.
+            let top_kind = &self.top_kind;
+            let kinds = &self.kinds;
+            let noted = (0..Self::KINDS / 64).flat_map(|w| {
+                let bits = kinds[w];
+                (0..64)
+                    .filter(move |b| bits & (1 << b) != 0)
+                    .map(move |b| w * 64 + b)
+            });
+            let tops = noted
+                .map(|k| &top_kind[k])
                 .chain(&self.top_user)
                 .chain(self.top_other.values());
             for &top in tops {
