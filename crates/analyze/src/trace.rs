@@ -1834,7 +1834,8 @@ pub(crate) struct Local {
 
 /// What the reading saw of a stream's events: the earliest and latest of
 /// their times, in ticks, and the [`KindClass`] bits of their kinds, or'ed
-/// (a light reading: of every event, kept or not; else of those kept), and
+/// (a light reading: of every event, kept or not; else of those kept, but
+/// for the times of a reading in windows, whose sink has them), and
 /// (a light reading) whether a time was ever earlier than the one before.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Seen {
@@ -2124,8 +2125,12 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> Convert<'_, LIGHT
         (args_at, nargs): (u32, u32),
         (text, user): (u32, u32),
     ) {
-        self.lo = self.lo.min(e.ts);
-        self.hi = self.hi.max(e.ts);
+        // (Read in windows, the times are the sink's: the earliest and
+        // latest are not used.)
+        if !WINDOW {
+            self.lo = self.lo.min(e.ts);
+            self.hi = self.hi.max(e.ts);
+        }
         self.kept_classes |= class;
         self.events.push(Event {
             t_ns: e.ts,
