@@ -189,9 +189,11 @@ struct Provisional {
     span: Option<(u64, u64)>,
     /// When each stream was summarized on its own ([`summarize_as_read`]):
     /// how much later than the process's earliest event each stream's first
-    /// event is (the stream's times are from it, its numbers its file's;
-    /// `ids` and `lens` are then not used).
-    own: Option<Vec<u64>>,
+    /// event is (the stream's times are from it, its numbers its file's,
+    /// the callsites found from return addresses numbered from
+    /// [`trace::FOUND_SITES`]), and how many callsites its file has (`ids`
+    /// and `lens` are then not used).
+    own: Option<Vec<(u64, usize)>>,
 }
 
 /// Reads nothing: renumbers, corrects and summarizes the streams of one
@@ -427,10 +429,11 @@ fn summarize_windowed(
 /// `None` when the process cannot be read so (it is then read as before):
 /// a stream holds what the analyses of the process's streams need
 /// beforehand ([`trace::Local::alone`]: clock measurements, a start-up,
-/// shared objects, coarrays), events whose source lines come from their
-/// return addresses, times that go backwards or span more than
+/// shared objects, coarrays), times that go backwards or span more than
 /// [`trace::MAX_T_NS`], a file damaged or that cannot be read, or streams
-/// of another process. `files`, `paths`, `refs`, `progress`: as
+/// of another process. Events with a return address and no source
+/// position get the source line of that address as they are read
+/// ([`trace::Sources`]), when the trace has the process's maps. `files`, `paths`, `refs`, `progress`: as
 /// [`summarize_windowed`] has them.
 fn summarize_as_read(
     dir: &Path,
@@ -477,6 +480,10 @@ fn summarize_as_read(
     let objects = crate::objects::Objects::default();
     let facts = crate::summary::Facts::default();
     let counted = std::sync::atomic::AtomicU64::new(0);
+    // The source lines of return addresses, from the process's binaries
+    // (as the whole reading finds them: [`trace::split_parts`]).
+    let maps = dir.join(format!("{process}.maps")).is_file();
+    let sym = std::sync::Mutex::new(None);
     let read: Option<Vec<_>> = opened
         .into_par_iter()
         .zip(paths.par_iter().zip(headers.par_iter()))
@@ -486,27 +493,31 @@ fn summarize_as_read(
                 counted.fetch_add(data.len() as u64, std::sync::atomic::Ordering::Relaxed);
             }
             let sum = crate::summary::Summarizer::new(&cx, &objects, &facts, &like);
-            let mut w = crate::window::Summarize::alone(sum, clock, like.like(), every);
+            let sources = maps.then(|| trace::Sources::new(&sym, dir, &like));
+            let mut w = crate::window::Summarize::alone(sum, (clock, sources), like.like(), every);
             let (read, problems) = trace::read_windows(path, &data, every, &mut w);
             let (s, read_headers, local) = read?;
             // (Anything wrong with the file: it is read as before, with
             // what is wrong said as that reading says it.)
-            if w.stopped() || !problems.is_empty() || s.damaged || read_headers != *headers {
+            if w.stopped()
+                || !problems.is_empty()
+                || s.damaged
+                || read_headers != *headers
+                || local.sites.len() >= trace::FOUND_SITES as usize
+            {
                 return None;
             }
+            let found = w
+                .take_sources()
+                .map(|f| f.finish(local.sites.len() as u32))
+                .unwrap_or_default();
             let (base, events, last) = (w.base(), w.events(), w.last);
             let summary = w
                 .finish()
                 .unwrap_or_else(|| StreamSummary::of(&tp, &cx, &like));
-            Some((s, local, base, events, last, summary))
+            Some((s, local, base, events, last, summary, found))
         })
         .collect();
-    // Events with a return address and a callsite without a file have
-    // their source line looked for in the binaries, when the trace has the
-    // process's maps ([`trace::split_parts`]): in the whole stream.
-    let read = read.filter(|read| {
-        read.iter().all(|r| r.1.placed()) || !dir.join(format!("{process}.maps")).is_file()
-    });
     let Some(read) = read else {
         if let Some(pb) = progress {
             // Read again.
@@ -531,7 +542,8 @@ fn summarize_as_read(
     let mut summaries = Vec::with_capacity(read.len());
     let mut firsts = Vec::new();
     let mut own = Vec::with_capacity(read.len());
-    for ((s, local, base, events, last, summary), &file) in read.into_iter().zip(files) {
+    let mut founds = Vec::with_capacity(read.len());
+    for ((s, local, base, events, last, summary, found), &file) in read.into_iter().zip(files) {
         summaries.push((
             Placed {
                 file,
@@ -544,7 +556,8 @@ fn summarize_as_read(
             summary,
         ));
         firsts.extend(base.map(|b| (s.process.clone(), b)));
-        own.push(base.map_or(0, |b| b - lo));
+        own.push((base.map_or(0, |b| b - lo), local.sites.len()));
+        founds.push(found);
         parts.push(trace::StreamPart {
             problems: Vec::new(),
             stream: Some((s, local)),
@@ -552,7 +565,12 @@ fn summarize_as_read(
             counted: Some(events),
         });
     }
-    let (heads, _) = trace::split_parts(dir, parts);
+    let (mut heads, _) = trace::split_parts(dir, parts);
+    for (h, (found, addresses)) in heads.iter_mut().zip(founds) {
+        if let Some(h) = &mut h.stream {
+            (h.found, h.addresses) = (found, addresses);
+        }
+    }
     Some((
         heads,
         Provisional {
@@ -627,13 +645,15 @@ impl Provisional {
         if let Some(own) = &self.own {
             // Each stream in its own numbers and times.
             let mut out = self.summaries;
-            for (((p, s), theirs), &later) in out.iter_mut().zip(global).zip(own) {
+            for (((p, s), theirs), &(later, known)) in out.iter_mut().zip(global).zip(own) {
+                let known = known.min(theirs.0.len());
                 let r = crate::summary::Rebase {
                     after: after + later,
-                    sites: theirs.0.clone(),
+                    sites: theirs.0[..known].to_vec(),
                     users: theirs.1.clone(),
                     texts: theirs.2.clone(),
                     nowhere,
+                    found: theirs.0[known..].to_vec(),
                 };
                 if let Some(last) = &mut p.last {
                     last.0 = r.t(last.0);
@@ -651,6 +671,7 @@ impl Provisional {
             users: vec![trace::NO_USER; users],
             texts: vec![trace::NO_TEXT; texts],
             nowhere,
+            found: Vec::new(),
         };
         for (mine, theirs) in self.ids.iter().zip(global) {
             let pairs = [

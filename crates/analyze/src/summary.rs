@@ -418,6 +418,10 @@ pub(crate) struct Rebase {
     pub(crate) texts: Vec<u32>,
     /// The trace's callsite for a number the process does not have.
     pub(crate) nowhere: u32,
+    /// The trace's number of each callsite found from a return address,
+    /// numbered [`crate::trace::FOUND_SITES`] on (a stream summarized as it
+    /// is read, before its file's callsites are all known).
+    pub(crate) found: Vec<u32>,
 }
 
 impl Rebase {
@@ -430,10 +434,11 @@ impl Rebase {
     /// The trace's number of the process's callsite `site`.
     #[inline]
     pub(crate) fn site(&self, site: u32) -> u32 {
-        self.sites
-            .get(site as usize)
-            .copied()
-            .unwrap_or(self.nowhere)
+        let (table, at) = match site.checked_sub(crate::trace::FOUND_SITES) {
+            Some(j) => (&self.found, j),
+            None => (&self.sites, site),
+        };
+        table.get(at as usize).copied().unwrap_or(self.nowhere)
     }
 
     /// The trace's number of the process's user event `user`.

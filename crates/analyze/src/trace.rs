@@ -885,6 +885,126 @@ fn find_sources(
     (list, by_addr)
 }
 
+/// The number, in a stream summarized as it is read, of the first callsite
+/// found from a return address ([`Sources`]); the others follow. Its file's
+/// own callsites are numbered below (a file with more is read whole).
+pub(crate) const FOUND_SITES: u32 = 1 << 31;
+
+/// What gives the events of a stream summarized as it is read, window by
+/// window, the source lines of their return addresses, as [`find_sources`]
+/// gives them to a stream read whole: the same callsites found, in the same
+/// order, but numbered from [`FOUND_SITES`] (its file's callsites are not
+/// all known yet).
+pub(crate) struct Sources<'a> {
+    /// The process's binaries, looked at once an address needs them (shared
+    /// by the process's streams).
+    sym: &'a std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
+    dir: &'a Path,
+    process: String,
+    pts_words: usize,
+    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// Each address met, and the number (from 0) of the callsite it gave.
+    by_addr: Addresses,
+    found: HashMap<Callsite, u32>,
+    list: Vec<Callsite>,
+}
+
+impl<'a> Sources<'a> {
+    /// For the stream `s` (without events) of a process whose binaries
+    /// `sym` reads (from the maps in `dir`).
+    pub(crate) fn new(
+        sym: &'a std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
+        dir: &'a Path,
+        s: &Stream,
+    ) -> Sources<'a> {
+        Sources {
+            sym,
+            dir,
+            process: s.process.clone(),
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            codeptr_at: HashMap::default(),
+            by_addr: HashMap::default(),
+            found: HashMap::default(),
+            list: Vec::new(),
+        }
+    }
+
+    /// Gives the events of `events` (their words in `words`) that carry a
+    /// return address and no source position (among `sites`, the stream's
+    /// callsites so far) the callsite of that address, when a binary gives
+    /// one.
+    pub(crate) fn place(&mut self, events: &mut [Event], words: &[u64], sites: &[Callsite]) {
+        let codeptr = codeptr_kinds();
+        for e in events {
+            if !codeptr[e.kind as usize]
+                || sites
+                    .get(e.callsite as usize)
+                    .is_none_or(|c| c.file.is_some())
+            {
+                continue;
+            }
+            let pts_words = self.pts_words;
+            let at = *self
+                .codeptr_at
+                .entry((e.kind, e.phase, e.flags))
+                .or_insert_with(|| {
+                    gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
+                });
+            let args = words
+                .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
+                .unwrap_or(&[]);
+            let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
+                continue;
+            };
+            let site = match self.by_addr.get(&addr) {
+                Some(&site) => site,
+                None => {
+                    let site = self.find(addr);
+                    self.by_addr.insert(addr, site);
+                    site
+                }
+            };
+            if let Some(j) = site {
+                e.callsite = FOUND_SITES + j;
+            }
+        }
+    }
+
+    /// The number of the callsite of return address `addr`, if a binary
+    /// gives one.
+    #[cold]
+    fn find(&mut self, addr: u64) -> Option<u32> {
+        let (file, line) = {
+            let mut sym = self.sym.lock().unwrap_or_else(|e| e.into_inner());
+            sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(self.dir))
+                .source_of_return_address(&self.process, addr)?
+        };
+        let c = Callsite {
+            file: Some(file),
+            line,
+            col: 0,
+        };
+        let n = self.list.len() as u32;
+        let list = &mut self.list;
+        Some(*self.found.entry(c.clone()).or_insert_with(|| {
+            list.push(c);
+            n
+        }))
+    }
+
+    /// The callsites found, first met first, and the callsite of each
+    /// address met, numbered after the file's `known` callsites (as
+    /// [`StreamHead::found`] and [`StreamHead::addresses`] have them).
+    pub(crate) fn finish(self, known: u32) -> (Vec<Callsite>, Addresses) {
+        let addresses = self
+            .by_addr
+            .into_iter()
+            .map(|(a, site)| (a, site.map(|j| known + j)))
+            .collect();
+        (self.list, addresses)
+    }
+}
+
 /// The trace's number of each of a stream's callsites, user events and
 /// texts.
 pub(crate) type StreamIds = (Vec<u32>, Vec<u32>, Vec<u32>);
@@ -2261,13 +2381,6 @@ impl Local {
     /// operation.
     pub(crate) fn alone(&self) -> bool {
         self.seen.classes & (KindClass::LIGHT_KEEP | KindClass::CAF) == 0
-    }
-
-    /// Whether every event read has its source position where the reading
-    /// put it: none carries a return address with a callsite without a
-    /// file ([`split_parts`] then looks for its source line).
-    pub(crate) fn placed(&self) -> bool {
-        !self.seen.codeptr() || self.sites.iter().all(|c| c.file.is_some())
     }
 
     /// Whether `e` (its callsite `site`, its argument `words`) is the

@@ -333,6 +333,9 @@ enum Made<'a> {
         /// Whether it turned out to need its process read first: its
         /// windows are then dropped.
         stopped: bool,
+        /// What finds the source lines of its return addresses, when the
+        /// trace has its process's maps.
+        sources: Option<crate::trace::Sources<'a>>,
     },
 }
 
@@ -358,7 +361,10 @@ impl<'a> Summarize<'a> {
     /// ([`crate::trace::Local::alone`]), or where its times go backwards.
     pub(crate) fn alone(
         sum: Summarizer<'a>,
-        clock: Option<crate::trace::Clock>,
+        (clock, sources): (
+            Option<crate::trace::Clock>,
+            Option<crate::trace::Sources<'a>>,
+        ),
         like: Stream,
         every: usize,
     ) -> Summarize<'a> {
@@ -366,6 +372,7 @@ impl<'a> Summarize<'a> {
             times: crate::trace::OwnTimes::new(clock),
             tables: Box::default(),
             stopped: false,
+            sources,
         };
         Summarize::with(sum, made, like, every)
     }
@@ -391,6 +398,15 @@ impl<'a> Summarize<'a> {
             Made::Renumbered(t, _) => self.sum.finish(t),
             Made::Alone { tables, .. } => self.sum.finish(tables),
         })
+    }
+
+    /// What found the source lines of the return addresses of a stream
+    /// read on its own, taken out.
+    pub(crate) fn take_sources(&mut self) -> Option<crate::trace::Sources<'a>> {
+        match &mut self.made {
+            Made::Alone { sources, .. } => sources.take(),
+            Made::Renumbered(..) => None,
+        }
     }
 
     /// Whether the stream read on its own had to stop: it needs its
@@ -442,6 +458,7 @@ impl crate::trace::WindowSink for Summarize<'_> {
                 times,
                 tables,
                 stopped,
+                sources,
             } => {
                 if *stopped || !times.apply(&mut events[carried..]) {
                     *stopped = true;
@@ -451,6 +468,9 @@ impl crate::trace::WindowSink for Summarize<'_> {
                     return self.every;
                 }
                 sync_tables(tables, local);
+                if let Some(sources) = sources {
+                    sources.place(&mut events[carried..], words, &tables.callsites);
+                }
             }
         }
         let own = (events.len() - carried) as u64;
