@@ -480,8 +480,9 @@ fn summarize_as_read(
     let objects = crate::objects::Objects::default();
     let facts = crate::summary::Facts::default();
     let counted = std::sync::atomic::AtomicU64::new(0);
-    // The source lines of return addresses, from the process's binaries
-    // (as the whole reading finds them: [`trace::split_parts`]).
+    // The source lines of return addresses, and the names of functions
+    // known by their address, from the process's binaries (as the whole
+    // reading finds them: [`trace::split_parts`], [`trace::number`]).
     let maps = dir.join(format!("{process}.maps")).is_file();
     let sym = std::sync::Mutex::new(None);
     let read: Option<Vec<_>> = opened
@@ -494,7 +495,12 @@ fn summarize_as_read(
             }
             let sum = crate::summary::Summarizer::new(&cx, &objects, &facts, &like);
             let sources = maps.then(|| trace::Sources::new(&sym, dir, &like));
-            let mut w = crate::window::Summarize::alone(sum, (clock, sources), like.like(), every);
+            let mut w = crate::window::Summarize::alone(
+                sum,
+                (clock, sources, (&sym, dir)),
+                like.like(),
+                every,
+            );
             let (read, problems) = trace::read_windows(path, &data, every, &mut w);
             let (s, read_headers, local) = read?;
             // (Anything wrong with the file: it is read as before, with

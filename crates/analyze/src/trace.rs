@@ -1116,7 +1116,7 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
 /// `sym` is made when first needed.
 ///
 /// [`Symbolizer::function_name`]: crate::symbolize::Symbolizer::function_name
-fn function_name<'a>(
+pub(crate) fn function_name<'a>(
     sym: &mut Option<crate::symbolize::Symbolizer>,
     dir: &Path,
     process: &str,

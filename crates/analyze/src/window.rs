@@ -336,8 +336,19 @@ enum Made<'a> {
         /// What finds the source lines of its return addresses, when the
         /// trace has its process's maps.
         sources: Option<crate::trace::Sources<'a>>,
+        /// What names its functions as the trace's numbering does
+        /// ([`crate::trace::function_name`]): the process's binaries (shared
+        /// by its streams) and the trace's directory.
+        names: Names<'a>,
     },
 }
+
+/// The binaries of a process, read once a name needs them, and the trace's
+/// directory ([`Summarize::alone`]).
+pub(crate) type Names<'a> = (
+    &'a std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
+    &'a std::path::Path,
+);
 
 impl<'a> Summarize<'a> {
     /// For stream `like` (without events) of `t`, its windows summarized by
@@ -361,9 +372,10 @@ impl<'a> Summarize<'a> {
     /// ([`crate::trace::Local::alone`]), or where its times go backwards.
     pub(crate) fn alone(
         sum: Summarizer<'a>,
-        (clock, sources): (
+        (clock, sources, names): (
             Option<crate::trace::Clock>,
             Option<crate::trace::Sources<'a>>,
+            Names<'a>,
         ),
         like: Stream,
         every: usize,
@@ -373,6 +385,7 @@ impl<'a> Summarize<'a> {
             tables: Box::default(),
             stopped: false,
             sources,
+            names,
         };
         Summarize::with(sum, made, like, every)
     }
@@ -430,8 +443,14 @@ impl<'a> Summarize<'a> {
     }
 }
 
-/// Adds to `tables` what `local` numbered since.
-fn sync_tables(tables: &mut crate::trace::Trace, local: &crate::trace::Local) {
+/// Adds to `tables` what `local` (of a stream of `process`) numbered since,
+/// its functions named as the trace names them (`names`).
+fn sync_tables(
+    tables: &mut crate::trace::Trace,
+    local: &crate::trace::Local,
+    (sym, dir): Names<'_>,
+    process: &str,
+) {
     if let Some(new) = local.sites.get(tables.callsites.len()..) {
         tables.callsites.extend_from_slice(new);
     }
@@ -439,7 +458,13 @@ fn sync_tables(tables: &mut crate::trace::Trace, local: &crate::trace::Local) {
         tables.user_events.extend_from_slice(new);
     }
     if let Some(new) = local.texts.get(tables.texts.len()..) {
-        tables.texts.extend_from_slice(new);
+        if !new.is_empty() {
+            let mut sym = sym.lock().unwrap_or_else(|e| e.into_inner());
+            for text in new {
+                let name = crate::trace::function_name(&mut sym, dir, process, text);
+                tables.texts.push(name.into_owned());
+            }
+        }
     }
 }
 
@@ -459,6 +484,7 @@ impl crate::trace::WindowSink for Summarize<'_> {
                 tables,
                 stopped,
                 sources,
+                names,
             } => {
                 if *stopped || !times.apply(&mut events[carried..]) {
                     *stopped = true;
@@ -467,7 +493,7 @@ impl crate::trace::WindowSink for Summarize<'_> {
                     self.carried_at.clear();
                     return self.every;
                 }
-                sync_tables(tables, local);
+                sync_tables(tables, local, *names, &self.like.process);
                 if let Some(sources) = sources {
                     sources.place(&mut events[carried..], words, &tables.callsites);
                 }
