@@ -433,8 +433,8 @@ fn summarize_windowed(
 /// [`trace::MAX_T_NS`], a file damaged or that cannot be read, or streams
 /// of another process. Events with a return address and no source
 /// position get the source line of that address as they are read
-/// ([`trace::Sources`]), when the trace has the process's maps. `files`, `paths`, `refs`, `progress`: as
-/// [`summarize_windowed`] has them.
+/// ([`trace::Sources`]), when the trace has the process's maps. `files`,
+/// `paths`, `refs`, `progress`: as [`summarize_windowed`] has them.
 fn summarize_as_read(
     dir: &Path,
     tables: &Trace,
