@@ -905,6 +905,10 @@ pub(crate) struct Sources<'a> {
     codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
     /// Each address met, and the number (from 0) of the callsite it gave.
     by_addr: Addresses,
+    /// How many of the stream's callsites were looked at, and whether one
+    /// of them has no file (else no event needs placing).
+    sites_seen: usize,
+    fileless: bool,
     found: HashMap<Callsite, u32>,
     list: Vec<Callsite>,
 }
@@ -924,6 +928,8 @@ impl<'a> Sources<'a> {
             pts_words: (s.pts_bytes as usize).div_ceil(8),
             codeptr_at: HashMap::default(),
             by_addr: HashMap::default(),
+            sites_seen: 0,
+            fileless: false,
             found: HashMap::default(),
             list: Vec::new(),
         }
@@ -934,6 +940,13 @@ impl<'a> Sources<'a> {
     /// callsites so far) the callsite of that address, when a binary gives
     /// one.
     pub(crate) fn place(&mut self, events: &mut [Event], words: &[u64], sites: &[Callsite]) {
+        if let Some(new) = sites.get(self.sites_seen..) {
+            self.fileless |= new.iter().any(|c| c.file.is_none());
+            self.sites_seen = sites.len();
+        }
+        if !self.fileless {
+            return;
+        }
         let codeptr = codeptr_kinds();
         for e in events {
             if !codeptr[e.kind as usize]
@@ -2219,7 +2232,13 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> Convert<'_, LIGHT
             self.cap = usize::MAX;
             return;
         };
-        self.cap = sink.window(self.events, self.arg_words, true, self.local);
+        let codeptr = (self.kept_classes | self.local.seen.classes) & KindClass::CODEPTR != 0;
+        let info = WindowInfo {
+            more: true,
+            local: self.local,
+            codeptr,
+        };
+        self.cap = sink.window(self.events, self.arg_words, info);
         // The words the last events of each kind were kept with are no
         // longer where it says: an event shares the words kept before it only
         // once they are compared.
@@ -2515,22 +2534,26 @@ pub(crate) fn new_stream(
     }
 }
 
+/// What a sink is told of a window beside its events
+/// ([`WindowSink::window`]).
+pub(crate) struct WindowInfo<'a> {
+    /// Whether other events follow.
+    pub(crate) more: bool,
+    /// The stream's numbering so far.
+    pub(crate) local: &'a Local,
+    /// Whether some event read so far may carry a return address.
+    pub(crate) codeptr: bool,
+}
+
 /// What reading a stream in windows does with them ([`read_windows`]).
 pub(crate) trait WindowSink {
     /// Takes a window: `events` (with their argument words in `words`),
     /// those the sink left there last time first, then the stream's next
     /// ones, with their times in ticks and the stream's own numbers of
-    /// callsites, user events and texts; `more`: whether other events
-    /// follow; `local`: the stream's numbering so far. Leaves in `events`
-    /// and `words` those the next window begins with, and gives how many
-    /// events make it full.
-    fn window(
-        &mut self,
-        events: &mut Vec<Event>,
-        words: &mut Vec<u64>,
-        more: bool,
-        local: &Local,
-    ) -> usize;
+    /// callsites, user events and texts, and what `info` says. Leaves in
+    /// `events` and `words` those the next window begins with, and gives
+    /// how many events make it full.
+    fn window(&mut self, events: &mut Vec<Event>, words: &mut Vec<u64>, info: WindowInfo) -> usize;
 
     /// Whether to read on, after each chunk (`local`: what the reading
     /// numbered and saw so far): the chunks after one it says no to are
@@ -2838,7 +2861,12 @@ fn read_data(
     if let Some((sink, _)) = windows {
         // The last window.
         if !events.is_empty() {
-            sink.window(&mut events, &mut arg_words, false, &local);
+            let info = WindowInfo {
+                more: false,
+                local: &local,
+                codeptr: local.seen.codeptr(),
+            };
+            sink.window(&mut events, &mut arg_words, info);
         }
         events = Vec::new();
         arg_words = Vec::new();

@@ -473,9 +473,9 @@ impl crate::trace::WindowSink for Summarize<'_> {
         &mut self,
         events: &mut Vec<crate::trace::Event>,
         words: &mut Vec<u64>,
-        more: bool,
-        local: &crate::trace::Local,
+        info: crate::trace::WindowInfo,
     ) -> usize {
+        let (more, local) = (info.more, info.local);
         let carried = self.carried_at.len().min(events.len());
         match &mut self.made {
             Made::Renumbered(_, renumber) => renumber.apply(&mut events[carried..], words),
@@ -494,7 +494,7 @@ impl crate::trace::WindowSink for Summarize<'_> {
                     return self.every;
                 }
                 sync_tables(tables, local, *names, &self.like.process);
-                if let Some(sources) = sources {
+                if let Some(sources) = sources.as_mut().filter(|_| info.codeptr) {
                     sources.place(&mut events[carried..], words, &tables.callsites);
                 }
             }
