@@ -270,6 +270,23 @@ fn summarize_alone(
     }
 }
 
+/// The stream files of one process, as the report reads them one process at
+/// a time ([`summarize_as_read`], [`summarize_windowed`]).
+#[derive(Clone, Copy)]
+struct ProcessFiles<'a> {
+    /// The trace's directory.
+    dir: &'a Path,
+    /// The trace's directory and processes ([`tables_of`]).
+    tables: &'a Trace,
+    /// The trace's numbers of the process's files, and their paths.
+    files: &'a [usize],
+    paths: &'a [PathBuf],
+    /// The trace's clock references.
+    refs: &'a trace::ClockRefs,
+    /// What the bytes of the files read are added to.
+    progress: Option<&'a indicatif::ProgressBar>,
+}
+
 /// [`summarize_alone`] of a process whose streams are read in windows of
 /// `every` events rather than whole ([`crate::window`]), for the memory of
 /// a few windows rather than all its events: a light first reading of its
@@ -282,15 +299,15 @@ fn summarize_alone(
 /// operations are recognised in a whole stream's MPI calls), the times of a
 /// stream go backwards, a stream names another process (damage), or its
 /// events span more than [`trace::MAX_T_NS`].
-fn summarize_windowed(
-    dir: &Path,
-    tables: &Trace,
-    files: &[usize],
-    paths: &[PathBuf],
-    refs: &trace::ClockRefs,
-    progress: Option<&indicatif::ProgressBar>,
-    every: usize,
-) -> Option<(Vec<Head>, Provisional)> {
+fn summarize_windowed(p: ProcessFiles<'_>, every: usize) -> Option<(Vec<Head>, Provisional)> {
+    let ProcessFiles {
+        dir,
+        tables,
+        files,
+        paths,
+        refs,
+        progress,
+    } = p;
     let parts = trace::read_streams_shown(paths, refs, progress, trace::Reading::Ahead);
     let (heads, bodies) = trace::split_parts(dir, parts);
     // (Streams that name another process than their file, from damage,
@@ -433,17 +450,16 @@ fn summarize_windowed(
 /// [`trace::MAX_T_NS`], a file damaged or that cannot be read, or streams
 /// of another process. Events with a return address and no source
 /// position get the source line of that address as they are read
-/// ([`trace::Sources`]), when the trace has the process's maps. `files`,
-/// `paths`, `refs`, `progress`: as [`summarize_windowed`] has them.
-fn summarize_as_read(
-    dir: &Path,
-    tables: &Trace,
-    files: &[usize],
-    paths: &[PathBuf],
-    refs: &trace::ClockRefs,
-    progress: Option<&indicatif::ProgressBar>,
-    every: usize,
-) -> Option<(Vec<Head>, Provisional)> {
+/// ([`trace::Sources`]), when the trace has the process's maps.
+fn summarize_as_read(p: ProcessFiles<'_>, every: usize) -> Option<(Vec<Head>, Provisional)> {
+    let ProcessFiles {
+        dir,
+        tables,
+        files,
+        paths,
+        refs,
+        progress,
+    } = p;
     let opened: Vec<(trace::FileBytes, Stream)> = paths
         .iter()
         .map(|p| trace::open_stream(p))
@@ -934,29 +950,20 @@ pub fn report(
             .map(|files| {
                 let paths: Vec<PathBuf> =
                     files.iter().map(|&i| listing.streams[i].clone()).collect();
-                let as_read = summarize_as_read(
+                let process = ProcessFiles {
                     dir,
-                    &processes,
+                    tables: &processes,
                     files,
-                    &paths,
-                    &listing.refs,
-                    progress.as_ref(),
-                    crate::window::events_per_window().unwrap_or(AS_READ_EVENTS),
-                );
-                if let Some(done) = as_read {
+                    paths: &paths,
+                    refs: &listing.refs,
+                    progress: progress.as_ref(),
+                };
+                let every = crate::window::events_per_window().unwrap_or(AS_READ_EVENTS);
+                if let Some(done) = summarize_as_read(process, every) {
                     return done;
                 }
                 if let Some(every) = windows_of(&paths) {
-                    let windowed = summarize_windowed(
-                        dir,
-                        &processes,
-                        files,
-                        &paths,
-                        &listing.refs,
-                        progress.as_ref(),
-                        every,
-                    );
-                    if let Some(done) = windowed {
+                    if let Some(done) = summarize_windowed(process, every) {
                         return done;
                     }
                     // Read again, whole.
@@ -1839,6 +1846,14 @@ mod tests {
                 .filter(|&i| process_of(&listing.streams[i]) == process)
                 .collect();
             let paths: Vec<PathBuf> = files.iter().map(|&i| listing.streams[i].clone()).collect();
+            let process_files = ProcessFiles {
+                dir: &dir,
+                tables: &tables,
+                files: &files,
+                paths: &paths,
+                refs: &listing.refs,
+                progress: None,
+            };
             let parts = trace::read_streams(&paths, &listing.refs);
             let (heads, bodies) = trace::split_parts(&dir, parts);
             let whole = summarize_alone(&dir, &tables, &files, &heads, bodies);
@@ -1869,8 +1884,7 @@ mod tests {
             let want_rebased = rebased(&heads, whole);
             let alone = spec.prologue.is_empty() && !spec.measures && !spec.backwards;
             for every in [1, 2, 3, 7, 50, 100_000] {
-                let as_read =
-                    summarize_as_read(&dir, &tables, &files, &paths, &listing.refs, None, every);
+                let as_read = summarize_as_read(process_files, every);
                 let Some((heads, p)) = as_read else {
                     assert!(
                         !alone,
@@ -1886,8 +1900,7 @@ mod tests {
                 );
             }
             for every in [1, 2, 3, 7, 50, 100_000] {
-                let windowed =
-                    summarize_windowed(&dir, &tables, &files, &paths, &listing.refs, None, every);
+                let windowed = summarize_windowed(process_files, every);
                 let Some((heads, p)) = windowed else {
                     assert!(!windowable, "{process} is not read in windows of {every}");
                     continue;

@@ -829,6 +829,53 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
     (heads, bodies)
 }
 
+/// Where the return address (`codeptr`) is among the argument words of a
+/// stream's events, looked up once per (kind, phase, flags).
+#[derive(Debug, Default)]
+pub(crate) struct ReturnAddresses {
+    /// Words of a pointer-to-shared in the stream's events.
+    pts_words: usize,
+    at: HashMap<(u16, u8, u8), Option<usize>>,
+}
+
+impl ReturnAddresses {
+    /// For a stream whose pointers-to-shared take `pts_bytes`.
+    fn new(pts_bytes: u64) -> ReturnAddresses {
+        ReturnAddresses {
+            pts_words: pts_bytes.div_ceil(8) as usize,
+            at: HashMap::default(),
+        }
+    }
+
+    /// The return address among `args`, the argument words of an event of
+    /// `kind`, `phase` and `flags`, if it carries one.
+    fn of(&mut self, (kind, phase, flags): (u16, u8, u8), args: &[u64]) -> Option<u64> {
+        let pts_words = self.pts_words;
+        let at = *self
+            .at
+            .entry((kind, phase, flags))
+            .or_insert_with(|| gaspard_format::codec::codeptr_word(kind, phase, pts_words, flags));
+        at.and_then(|i| args.get(i).copied())
+    }
+
+    /// The return address of `e` (its stream's argument words `words`) when
+    /// it has no source position of its own (its callsite, among `sites`,
+    /// has no file): what the binaries may place.
+    fn unplaced(&mut self, e: &Event, words: &[u64], sites: &[Callsite]) -> Option<u64> {
+        if !codeptr_kinds()[e.kind as usize]
+            || sites
+                .get(e.callsite as usize)
+                .is_none_or(|c| c.file.is_some())
+        {
+            return None;
+        }
+        let args = words
+            .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
+            .unwrap_or(&[]);
+        self.of((e.kind, e.phase, e.flags), args)
+    }
+}
+
 /// Gives the events of `s` that carry a code address (`codeptr`) and no
 /// source position (in `sites`, its file's callsites) the source line of
 /// that address, from the binaries' debug information: the callsites found,
@@ -842,25 +889,11 @@ fn find_sources(
     let known = sites.len();
     let mut found: HashMap<Callsite, u32> = HashMap::default();
     let mut list: Vec<Callsite> = Vec::new();
-    let mut slot: HashMap<(u16, u8, u8), Option<usize>> = HashMap::default();
+    let mut addresses = ReturnAddresses::new(u64::from(s.pts_bytes));
     let mut by_addr: HashMap<u64, Option<u32>> = HashMap::default();
-    let pts_words = (s.pts_bytes as usize).div_ceil(8);
     let words = &s.arg_words;
     for e in &mut s.events {
-        if (e.callsite as usize) >= known
-            || sites
-                .get(e.callsite as usize)
-                .is_none_or(|c| c.file.is_some())
-        {
-            continue;
-        }
-        let at = *slot.entry((e.kind, e.phase, e.flags)).or_insert_with(|| {
-            gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
-        });
-        let args = words
-            .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
-            .unwrap_or(&[]);
-        let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
+        let Some(addr) = addresses.unplaced(e, words, sites) else {
             continue;
         };
         // An address met before gives the same callsite (most events come
@@ -901,8 +934,7 @@ pub(crate) struct Sources<'a> {
     sym: &'a std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
     dir: &'a Path,
     process: String,
-    pts_words: usize,
-    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    addresses: ReturnAddresses,
     /// Each address met, and the number (from 0) of the callsite it gave.
     by_addr: Addresses,
     /// How many of the stream's callsites were looked at, and whether one
@@ -925,8 +957,7 @@ impl<'a> Sources<'a> {
             sym,
             dir,
             process: s.process.clone(),
-            pts_words: (s.pts_bytes as usize).div_ceil(8),
-            codeptr_at: HashMap::default(),
+            addresses: ReturnAddresses::new(u64::from(s.pts_bytes)),
             by_addr: HashMap::default(),
             sites_seen: 0,
             fileless: false,
@@ -947,26 +978,8 @@ impl<'a> Sources<'a> {
         if !self.fileless {
             return;
         }
-        let codeptr = codeptr_kinds();
         for e in events {
-            if !codeptr[e.kind as usize]
-                || sites
-                    .get(e.callsite as usize)
-                    .is_none_or(|c| c.file.is_some())
-            {
-                continue;
-            }
-            let pts_words = self.pts_words;
-            let at = *self
-                .codeptr_at
-                .entry((e.kind, e.phase, e.flags))
-                .or_insert_with(|| {
-                    gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
-                });
-            let args = words
-                .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
-                .unwrap_or(&[]);
-            let Some(addr) = at.and_then(|i| args.get(i).copied()) else {
+            let Some(addr) = self.addresses.unplaced(e, words, sites) else {
                 continue;
             };
             let site = match self.by_addr.get(&addr) {
@@ -1259,8 +1272,7 @@ pub(crate) struct Renumber<'a> {
     /// Its file's callsites and the callsite of each return address, when
     /// some events take their callsite from their return address.
     sources: Option<(&'a [Callsite], &'a Addresses)>,
-    pts_words: usize,
-    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    addresses: ReturnAddresses,
 }
 
 impl<'a> Renumber<'a> {
@@ -1286,8 +1298,7 @@ impl<'a> Renumber<'a> {
             nowhere,
             same: same(&ids.0) && same(&ids.1) && same(&ids.2),
             sources: (!head.addresses.is_empty()).then_some((&head.sites[..], &head.addresses)),
-            pts_words: (s.pts_bytes as usize).div_ceil(8),
-            codeptr_at: HashMap::default(),
+            addresses: ReturnAddresses::new(u64::from(s.pts_bytes)),
         }
     }
 
@@ -1309,33 +1320,16 @@ impl<'a> Renumber<'a> {
             }
             return;
         }
-        let codeptr = codeptr_kinds();
         let times = self.times;
         for e in events {
             e.t_ns = times.ns(e.t_ns);
             if let Some((c, base)) = self.corrected {
                 e.t_ns = c.correct(e.t_ns).saturating_sub(base);
             }
-            if let Some((sites, addresses)) = self.sources {
-                if codeptr[e.kind as usize]
-                    && sites
-                        .get(e.callsite as usize)
-                        .is_some_and(|c| c.file.is_none())
-                {
-                    let pts_words = self.pts_words;
-                    let at = *self
-                        .codeptr_at
-                        .entry((e.kind, e.phase, e.flags))
-                        .or_insert_with(|| {
-                            gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
-                        });
-                    let args = words
-                        .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
-                        .unwrap_or(&[]);
-                    let found = at.and_then(|i| args.get(i)).and_then(|a| addresses.get(a));
-                    if let Some(&Some(site)) = found {
-                        e.callsite = site;
-                    }
+            if let Some((sites, found)) = self.sources {
+                let site = self.addresses.unplaced(e, words, sites);
+                if let Some(&Some(site)) = site.and_then(|a| found.get(&a)) {
+                    e.callsite = site;
                 }
             }
             if !self.same {
@@ -1954,12 +1948,9 @@ pub(crate) struct Local {
     last_user: Option<(u64, u32)>,
     /// What the reading saw of the events kept.
     pub(crate) seen: Seen,
-    /// Words of a pointer-to-shared in the stream's events (a light
-    /// reading, which looks for their return addresses).
-    pts_words: usize,
-    /// Where the return address is among the words of events of each
-    /// (kind, phase, flags) (a light reading).
-    codeptr_at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// Where the return address is among the words of its events (a light
+    /// reading, which looks for them).
+    return_addresses: ReturnAddresses,
     /// The (return address, callsite) pairs met (a light reading keeps the
     /// first event of each).
     addresses: rustc_hash::FxHashSet<(u64, u32)>,
@@ -2408,15 +2399,8 @@ impl Local {
     /// found from return addresses ([`find_sources`]) in the same order as
     /// all of them do.
     fn new_address(&mut self, e: &gaspard_format::codec::Event, site: u32, words: &[u64]) -> bool {
-        let pts_words = self.pts_words;
-        let at = *self
-            .codeptr_at
-            .entry((e.kind, e.phase, e.flags))
-            .or_insert_with(|| {
-                gaspard_format::codec::codeptr_word(e.kind, e.phase, pts_words, e.flags)
-            });
-        match at.and_then(|i| words.get(i)) {
-            Some(&addr) => self.addresses.insert((addr, site)),
+        match self.return_addresses.of((e.kind, e.phase, e.flags), words) {
+            Some(addr) => self.addresses.insert((addr, site)),
             None => false,
         }
     }
@@ -2762,11 +2746,11 @@ fn read_data(
     if light {
         // Where return addresses are depends on the size of pointers to
         // shared (a header that cannot be read stops the reading below).
-        local.pts_words = gaspard_format::chunk::parse_file_header(data)
-            .map_or(DEFAULT_PTS_BYTES, |h| {
+        local.return_addresses = ReturnAddresses::new(
+            gaspard_format::chunk::parse_file_header(data).map_or(DEFAULT_PTS_BYTES, |h| {
                 pts_bytes(&h).unwrap_or(DEFAULT_PTS_BYTES)
-            })
-            .div_ceil(8) as usize;
+            }),
+        );
     }
     let mut headers = Vec::new();
     // Chunks left out past MAX_STREAM_EVENTS events (or argument words).

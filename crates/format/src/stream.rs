@@ -215,18 +215,10 @@ pub fn chunk_headers(data: &[u8]) -> Vec<ChunkHeader> {
 /// from header to header without reading payloads or checking anything: a
 /// size to reserve before decoding, at most one event per byte of `data`.
 pub fn announced_in(data: &[u8]) -> usize {
-    let Ok(h) = chunk::parse_file_header(data) else {
-        return 0;
-    };
-    let mut pos = h.len;
-    let mut events = 0usize;
-    while let Some(c) = data.get(pos..).and_then(ChunkHeader::parse) {
-        events = events.saturating_add(c.events as usize);
-        pos = pos
-            .saturating_add(CHUNK_HEADER_LEN)
-            .saturating_add(c.payload_len as usize);
-    }
-    events.min(data.len())
+    chunk_headers(data)
+        .iter()
+        .fold(0usize, |n, c| n.saturating_add(c.events as usize))
+        .min(data.len())
 }
 
 /// The events a stream file's chunk headers announce, read from the headers
