@@ -363,6 +363,39 @@ impl Builder {
     }
 }
 
+/// Asks for the events a walk over the intervals `ivs` of `s` reads for
+/// the intervals ahead of the `j`-th (as `crate::intervals::with_events`
+/// does): a region's START, a transfer's END and its argument words. A
+/// stream's events and intervals are arrays of megabytes: each would be a
+/// cache miss away when read.
+#[inline(always)]
+fn prefetch_ahead(s: &Stream, ivs: &[Interval], j: usize, roles: &[u8]) {
+    if let Some(a) = ivs.get(j + crate::intervals::AHEAD) {
+        let r = roles[a.kind as usize];
+        if r & REGION != 0 {
+            if let Some(e) = s.events.get(a.start_event as usize) {
+                crate::intervals::prefetch(e);
+            }
+        }
+        if r & COMM != 0 {
+            if let Some(e) = s.events.get(a.end_event as usize) {
+                crate::intervals::prefetch(e);
+            }
+        }
+    }
+    if let Some(a) = ivs.get(j + crate::intervals::ARGS_AHEAD) {
+        if roles[a.kind as usize] & COMM != 0 {
+            if let Some(w) = s
+                .events
+                .get(a.end_event as usize)
+                .and_then(|e| s.args(e).first())
+            {
+                crate::intervals::prefetch(w);
+            }
+        }
+    }
+}
+
 /// Barrier-like kinds: all threads of a group enter and leave together.
 const BARRIERS: [&str; 8] = [
     "GASP_UPC_BARRIER",
@@ -621,33 +654,11 @@ impl Walk {
         let roles = roles();
         let ivs = intervals(s);
         let carried = s.window.carried;
+        // (A window is in the caches already.)
+        let ahead = !WINDOW && s.events.len() > crate::intervals::IN_CACHE_EVENTS;
         for (j, iv) in ivs.iter().enumerate() {
-            // The events read for intervals ahead, asked for now (as
-            // `crate::intervals::with_events` does): a region's START, a
-            // transfer's END and its argument words.
-            if let Some(a) = ivs.get(j + crate::intervals::AHEAD) {
-                let r = roles[a.kind as usize];
-                if r & REGION != 0 {
-                    if let Some(e) = s.events.get(a.start_event as usize) {
-                        crate::intervals::prefetch(e);
-                    }
-                }
-                if r & COMM != 0 {
-                    if let Some(e) = s.events.get(a.end_event as usize) {
-                        crate::intervals::prefetch(e);
-                    }
-                }
-            }
-            if let Some(a) = ivs.get(j + crate::intervals::ARGS_AHEAD) {
-                if roles[a.kind as usize] & COMM != 0 {
-                    if let Some(w) = s
-                        .events
-                        .get(a.end_event as usize)
-                        .and_then(|e| s.args(e).first())
-                    {
-                        crate::intervals::prefetch(w);
-                    }
-                }
+            if ahead {
+                prefetch_ahead(s, ivs, j, roles);
             }
             let r = roles[iv.kind as usize];
             if r == 0 {

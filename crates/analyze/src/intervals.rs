@@ -68,11 +68,17 @@ pub fn with_events(
         Which::Start => iv.start_event,
         Which::End => iv.end_event,
     } as usize;
+    // A window's events are in the caches already.
+    let ahead = s.events.len() > IN_CACHE_EVENTS;
     ivs.iter().enumerate().filter_map(move |(j, iv)| {
-        if let Some(e) = ivs.get(j + AHEAD).and_then(|a| s.events.get(event(a))) {
+        if let Some(e) = ivs
+            .get(j + AHEAD)
+            .filter(|_| ahead)
+            .and_then(|a| s.events.get(event(a)))
+        {
             prefetch(e);
         }
-        if args {
+        if args && ahead {
             if let Some(e) = ivs.get(j + ARGS_AHEAD).and_then(|a| s.events.get(event(a))) {
                 if let Some(w) = s.args(e).first() {
                     prefetch(w);
@@ -83,6 +89,11 @@ pub fn with_events(
         Some((iv, s.events.get(event(iv))?))
     })
 }
+
+/// Streams of at most this many events (a window's: [`crate::window`])
+/// are read without asking for their events ahead: they were just made,
+/// and are in the caches.
+pub(crate) const IN_CACHE_EVENTS: usize = 1 << 16;
 
 /// Asks the processor to bring `x`'s cache line in, without waiting for it.
 #[inline(always)]
