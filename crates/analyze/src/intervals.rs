@@ -193,11 +193,13 @@ pub(crate) struct Matcher {
     // slot (plus one; 0: none) per kind below KINDS, per user event below
     // USERS, and for the other kinds in a map; an open slot's `end_event`
     // holds the slot under it (plus one).
-    top_kind: Vec<u32>,
+    top_kind: Box<[u32; Matcher::KINDS]>,
     top_user: Vec<u32>,
     top_other: HashMap<(u16, Option<u32>), u32>,
     slots: Vec<Interval>,
-    kinds: Vec<u64>,
+    /// The kinds met, a bit each (tables of a fixed size: indexed by a
+    /// kind, they need no bounds check).
+    kinds: Box<[u64; KIND_WORDS]>,
     // STARTs not yet closed, and whether the STARTs came in time order so
     // far: most streams need neither the pass dropping unclosed intervals
     // nor the one checking their order.
@@ -210,6 +212,17 @@ pub(crate) struct Matcher {
     pub(crate) keep_open: bool,
 }
 
+/// Words of a table of kinds, a bit each.
+const KIND_WORDS: usize = (u16::MAX as usize + 1) / 64;
+
+/// A boxed table of `N` zeros.
+fn zeros<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
+    vec![T::default(); N]
+        .into_boxed_slice()
+        .try_into()
+        .unwrap_or_else(|_| unreachable!("{N} entries"))
+}
+
 impl Matcher {
     const KINDS: usize = 2048;
     const USERS: usize = 4096;
@@ -217,14 +230,14 @@ impl Matcher {
     /// For a stream of `events` events.
     pub(crate) fn new(events: usize) -> Matcher {
         Matcher {
-            top_kind: vec![0; Self::KINDS],
+            top_kind: zeros(),
             top_user: Vec::new(),
             top_other: HashMap::default(),
             // At most one interval per two events, mostly: reserved at once
             // without a pass to count the STARTs (a stream's events are
             // megabytes to read).
             slots: Vec::with_capacity(events / 2 + 1),
-            kinds: vec![0u64; (u16::MAX as usize + 1) / 64],
+            kinds: zeros(),
             open: 0,
             in_order: true,
             last_start: 0,
@@ -237,23 +250,19 @@ impl Matcher {
     pub(crate) fn event(&mut self, i: usize, e: &Event) {
         // The kinds met, noted at STARTs, at ENDs without one, and at other
         // events: an END that closes a START is of a kind noted then.
-        let kind_met = |kinds: &mut Vec<u64>| kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
+        let kind_met =
+            |kinds: &mut [u64; KIND_WORDS]| kinds[e.kind as usize / 64] |= 1 << (e.kind % 64);
         if e.phase > 1 {
             kind_met(&mut self.kinds);
             return;
         }
-        let top = match e.user() {
-            None if (e.kind as usize) < Self::KINDS => &mut self.top_kind[e.kind as usize],
-            Some(u)
-                if (u as usize) < Self::USERS && e.kind == gaspard_format::kinds::GASPARD_USER =>
-            {
-                let u = u as usize;
-                if u >= self.top_user.len() {
-                    self.top_user.resize(u + 1, 0);
-                }
-                &mut self.top_user[u]
-            }
-            user => self.top_other.entry((e.kind, user)).or_default(),
+        let user = e.user as usize;
+        let top = if e.user == crate::trace::NO_USER && (e.kind as usize) < Self::KINDS {
+            &mut self.top_kind[e.kind as usize]
+        } else if user < self.top_user.len() && e.kind == gaspard_format::kinds::GASPARD_USER {
+            &mut self.top_user[user]
+        } else {
+            Self::top_of(&mut self.top_user, &mut self.top_other, e)
         };
         if e.phase == 0 {
             kind_met(&mut self.kinds);
@@ -281,6 +290,28 @@ impl Matcher {
             iv.end_event = i as u32;
         } else {
             kind_met(&mut self.kinds);
+        }
+    }
+
+    /// The top of the stack of `e`'s kind and user event, for a user event
+    /// or a kind past the table of kinds: in `top_user` or `top_other`.
+    #[inline(never)]
+    fn top_of<'a>(
+        top_user: &'a mut Vec<u32>,
+        top_other: &'a mut HashMap<(u16, Option<u32>), u32>,
+        e: &Event,
+    ) -> &'a mut u32 {
+        match e.user() {
+            Some(u)
+                if (u as usize) < Self::USERS && e.kind == gaspard_format::kinds::GASPARD_USER =>
+            {
+                let u = u as usize;
+                if u >= top_user.len() {
+                    top_user.resize(u + 1, 0);
+                }
+                &mut top_user[u]
+            }
+            user => top_other.entry((e.kind, user)).or_default(),
         }
     }
 
@@ -350,7 +381,8 @@ impl Matcher {
         if !self.in_order && !out.is_sorted_by_key(|i| i.start) {
             out.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
         }
-        (out, self.kinds)
+        let kinds: Box<[u64]> = self.kinds;
+        (out, kinds.into_vec())
     }
 }
 
