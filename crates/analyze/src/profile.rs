@@ -592,29 +592,6 @@ impl Builder {
         let slots = &mut self.counting.slots;
         self.covered.resize(slots.keys.len(), 0);
         self.open.resize_with(slots.keys.len(), Vec::new);
-        if carried == 0 && !s.window.more && self.open.iter().all(Vec::is_empty) {
-            // Nothing given open, nothing left open: a whole stream, or the
-            // last window of one that left nothing open before.
-            let covered = &mut self.covered[..];
-            let (sites, site_key) = (&mut slots.sites[..], &slots.site_key[..]);
-            for iv in crate::intervals::intervals(s) {
-                if tool_kind(iv.kind) {
-                    continue;
-                }
-                let site = site_of_event[iv.start_event as usize] as usize;
-                let c = &mut covered[site_key[site] as usize];
-                let d = iv.end.saturating_sub(iv.start);
-                let new = if iv.start >= *c {
-                    d
-                } else {
-                    iv.end.saturating_sub(*c)
-                };
-                *c = (*c).max(iv.end);
-                sites[site].1.add_interval(d, new);
-            }
-            self.site_of_event = site_of_event;
-            return;
-        }
         for iv in crate::intervals::intervals(s) {
             if tool_kind(iv.kind) {
                 continue;
@@ -623,6 +600,20 @@ impl Builder {
             let site = site_of_event[iv.start_event as usize] as usize;
             let key = slots.site_key[site] as usize;
             let levels = &mut self.open[key];
+            if levels.is_empty() && iv.end != crate::window::OPEN {
+                // Most intervals (those of a whole stream, all): closed, and
+                // within none of their key given open by a window before.
+                let c = &mut self.covered[key];
+                let d = iv.end.saturating_sub(iv.start);
+                let new = if iv.start >= *c {
+                    d
+                } else {
+                    iv.end.saturating_sub(*c)
+                };
+                *c = (*c).max(iv.end);
+                slots.sites[site].1.add_interval(d, new);
+                continue;
+            }
             // Given open before: its level.
             let given = if (iv.start_event as usize) < carried {
                 let place = s.place(iv.start_event);
