@@ -1430,7 +1430,7 @@ impl TransferTally {
 
     /// Adds `iv`, a communication interval of `s` whose END is `end`: its
     /// entry, if it moves bytes.
-    #[inline]
+    #[inline(always)]
     fn add(&mut self, s: &Stream, iv: &Interval, end: &crate::trace::Event) -> Option<usize> {
         use crate::objects::word_of;
         let shape = crate::shape::at_site(end, iv.callsite);
