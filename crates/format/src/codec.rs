@@ -281,10 +281,21 @@ impl PrevArgs {
 /// `extend_from_slice` once took 7 % of a report's time in `memmove`. The
 /// copied iterator checks the capacity once and copies with `memcpy`: 1.5 %
 /// fewer instructions in a report than pushing word by word, and the same
-/// time (8 interleaved runs of a 20 M-event report).
+/// time (8 interleaved runs of a 20 M-event report). Up to six words, a copy
+/// of a length known here, made in line: 1.9 % fewer instructions again
+/// than calling `memcpy` (and the same time).
 #[inline]
 pub fn push_words(v: &mut Vec<u64>, words: &[u64]) {
-    v.extend(words.iter().copied());
+    match *words {
+        [] => {}
+        [a] => v.push(a),
+        [a, b] => v.extend_from_slice(&[a, b]),
+        [a, b, c] => v.extend_from_slice(&[a, b, c]),
+        [a, b, c, d] => v.extend_from_slice(&[a, b, c, d]),
+        [a, b, c, d, e] => v.extend_from_slice(&[a, b, c, d, e]),
+        [a, b, c, d, e, f] => v.extend_from_slice(&[a, b, c, d, e, f]),
+        _ => v.extend(words.iter().copied()),
+    }
 }
 
 /// Whether two argument lists are the same, compared word by word (a few
