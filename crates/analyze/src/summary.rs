@@ -332,16 +332,22 @@ impl<'a> Summarizer<'a> {
         self.matrix.feed(w);
         self.profile.feed(w);
         self.locks.feed_omp(w, self.locks_cx);
-        let calls = self.lock_calls.feed(w);
-        self.locks.feed_calls(&calls, objects, self.locks_cx);
-        if !w.window.more {
-            let calls = self.lock_calls.finish(w);
+        if let Some(calls) = self.lock_calls.feed(w) {
             self.locks.feed_calls(&calls, objects, self.locks_cx);
         }
-        self.findings.feed(t, w);
-        self.waits.feed(&self.resolver.feed(w), objects);
         if !w.window.more {
-            self.waits.feed(&self.resolver.finish(w), objects);
+            if let Some(calls) = self.lock_calls.finish(w) {
+                self.locks.feed_calls(&calls, objects, self.locks_cx);
+            }
+        }
+        self.findings.feed(t, w);
+        if let Some(given) = self.resolver.feed(w) {
+            self.waits.feed(&given, objects);
+        }
+        if !w.window.more {
+            if let Some(rest) = self.resolver.finish(w) {
+                self.waits.feed(&rest, objects);
+            }
         }
         // (A stream of no rank, outside a coarray program, has none.)
         if self.facts.caf || self.facts.rank.is_some() {

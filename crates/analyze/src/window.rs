@@ -195,12 +195,12 @@ impl Resolver {
 
     /// The intervals window `w` (the next of its stream) lets be given,
     /// as a stream of theirs: each one's START and END (with their argument
-    /// words), its intervals them in START order.
-    pub(crate) fn feed(&mut self, w: &Stream) -> Stream {
+    /// words), its intervals them in START order (none when it gives none).
+    pub(crate) fn feed(&mut self, w: &Stream) -> Option<Stream> {
         // A window of none of the kinds, with nothing held: nothing to give
         // (most windows of most streams, for the calls' kinds).
         if self.held.is_empty() && !self.any_kind(w) {
-            return stream_of(w, Vec::new());
+            return None;
         }
         let event = |i: u32| {
             let e = &w.events[i as usize];
@@ -235,7 +235,7 @@ impl Resolver {
             .position(|h| h.end.is_none())
             .unwrap_or(self.held.len());
         let given: Vec<Held> = self.held.drain(..ready).collect();
-        stream_of(w, given)
+        (!given.is_empty()).then(|| stream_of(w, given))
     }
 
     /// Whether window `w` has intervals of one of the kinds.
@@ -249,9 +249,12 @@ impl Resolver {
 
     /// What is still held once the last window is given, those never
     /// closed left out.
-    pub(crate) fn finish(&mut self, w: &Stream) -> Stream {
-        let rest = std::mem::take(&mut self.held);
-        stream_of(w, rest.into_iter().filter(|h| h.end.is_some()).collect())
+    pub(crate) fn finish(&mut self, w: &Stream) -> Option<Stream> {
+        let rest: Vec<Held> = std::mem::take(&mut self.held)
+            .into_iter()
+            .filter(|h| h.end.is_some())
+            .collect();
+        (!rest.is_empty()).then(|| stream_of(w, rest))
     }
 }
 
@@ -816,9 +819,9 @@ mod tests {
                 let mut r = Resolver::new(kinds);
                 let mut got = Vec::new();
                 for w in split(&s, every) {
-                    got.extend(of(&r.feed(&w)));
+                    got.extend(r.feed(&w).iter().flat_map(of));
                     if !w.window.more {
-                        got.extend(of(&r.finish(&w)));
+                        got.extend(r.finish(&w).iter().flat_map(of));
                     }
                 }
                 assert_eq!(got, whole, "seed {seed} every {every}");
