@@ -212,6 +212,17 @@ pub(crate) struct Matcher {
     pub(crate) keep_open: bool,
 }
 
+/// The bits set in `bits`, lowest first (one step each, not one per bit).
+pub(crate) fn set_bits(mut bits: u64) -> impl Iterator<Item = usize> {
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let b = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            b
+        })
+    })
+}
+
 /// Words of a table of kinds, a bit each.
 const KIND_WORDS: usize = (u16::MAX as usize + 1) / 64;
 
@@ -353,12 +364,8 @@ impl Matcher {
             // `kinds` at each of them: only its top is looked at.
             let top_kind = &self.top_kind;
             let kinds = &self.kinds;
-            let noted = (0..Self::KINDS / 64).flat_map(|w| {
-                let bits = kinds[w];
-                (0..64)
-                    .filter(move |b| bits & (1 << b) != 0)
-                    .map(move |b| w * 64 + b)
-            });
+            let noted =
+                (0..Self::KINDS / 64).flat_map(|w| set_bits(kinds[w]).map(move |b| w * 64 + b));
             let tops = noted
                 .map(|k| &top_kind[k])
                 .chain(&self.top_user)

@@ -244,7 +244,7 @@ impl Resolver {
             .iter()
             .enumerate()
             .filter(|(_, &b)| b != 0)
-            .any(|(i, &b)| (0..64).any(|j| b & (1 << j) != 0 && self.kinds[i * 64 + j]))
+            .any(|(i, &b)| crate::intervals::set_bits(b).any(|j| self.kinds[i * 64 + j]))
     }
 
     /// What is still held once the last window is given, those never
