@@ -109,8 +109,8 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
         let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
         for (m, v) in per.iter().enumerate() {
-            v.visit(epochs, |k, b| {
-                let iv = b.span;
+            // (The work between barriers is not wanted here.)
+            for (k, iv) in v.iter().take(epochs).enumerate() {
                 if m == 0 {
                     first.push((0, iv.start));
                     last.push((0, iv.start));
@@ -123,7 +123,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
                     }
                 }
                 wait_ns[m] += iv.end.saturating_sub(iv.start);
-            });
+            }
         }
         let mut all = Vec::with_capacity(epochs);
         for (k, (&(first, a), &(last, b))) in first.iter().zip(&last).enumerate() {
@@ -132,8 +132,16 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
         }
         let total: u64 = all.iter().map(|e| e.1).sum();
         let max = all.iter().map(|e| e.1).max().unwrap_or(0);
-        all.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-        all.truncate(WIDEST);
+        // The widest first (by epoch where as wide: an order of every
+        // epoch, so that those kept are the same however found).
+        let widest_first = |a: &(usize, u64, usize, usize), b: &(usize, u64, usize, usize)| {
+            b.1.cmp(&a.1).then(a.0.cmp(&b.0))
+        };
+        if all.len() > WIDEST {
+            all.select_nth_unstable_by(WIDEST, widest_first);
+            all.truncate(WIDEST);
+        }
+        all.sort_by(widest_first);
         // Where the last thread arrives from in each of those: the
         // barriers of each such thread read once, up to the latest wanted.
         let mut wanted: Vec<(usize, usize)> =
