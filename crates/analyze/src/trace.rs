@@ -2162,6 +2162,12 @@ impl Local {
         if class & KindClass::NAMED == 0 {
             return (NO_TEXT, NO_USER);
         }
+        // The user event of the one before (a START's END, mostly).
+        if let (Some(id), Some((last, n))) = (first, self.last_user) {
+            if kind == gaspard_format::kinds::GASPARD_USER && last == id {
+                return (NO_TEXT, n);
+            }
+        }
         self.number_named(strings, users, kind, first)
     }
 
