@@ -135,6 +135,15 @@ pub(crate) fn kind_bits(s: &Stream) -> &[u64] {
     &derived(s).kinds
 }
 
+/// Whether `s` has events of one of the kinds `wanted` says (by number).
+pub(crate) fn has_any_kind(s: &Stream, wanted: &[bool]) -> bool {
+    kind_bits(s)
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b != 0)
+        .any(|(w, &b)| set_bits(b).any(|i| wanted.get(w * 64 + i).copied().unwrap_or(false)))
+}
+
 pub(crate) fn has_kind(s: &Stream, kind: u16) -> bool {
     let bits = &derived(s).kinds;
     bits[kind as usize / 64] & (1 << (kind % 64)) != 0
@@ -226,8 +235,9 @@ pub(crate) fn set_bits(mut bits: u64) -> impl Iterator<Item = usize> {
 /// Words of a table of kinds, a bit each.
 const KIND_WORDS: usize = (u16::MAX as usize + 1) / 64;
 
-/// A boxed table of `N` zeros.
-fn zeros<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
+/// A boxed table of `N` zeros (default values), of a size known to the
+/// code that indexes it.
+pub(crate) fn zeros<T: Copy + Default, const N: usize>() -> Box<[T; N]> {
     vec![T::default(); N]
         .into_boxed_slice()
         .try_into()

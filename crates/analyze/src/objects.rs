@@ -392,11 +392,7 @@ impl Objects {
         let hits: Vec<Vec<u32>> = streams
             .par_iter()
             .map(|s| {
-                let bits = crate::intervals::kind_bits(s);
-                let any = bits.iter().enumerate().any(|(w, &b)| {
-                    b != 0 && (0..64).any(|i| b & (1 << i) != 0 && wanted[w * 64 + i])
-                });
-                if !any {
+                if !crate::intervals::has_any_kind(s, wanted) {
                     return Vec::new();
                 }
                 (0u32..)

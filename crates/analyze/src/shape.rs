@@ -48,11 +48,8 @@ impl<V: Copy + Default> Table<V> {
     /// An empty table (of [`ENTRIES`] entries, whatever the stream: only
     /// those of the shapes met are touched).
     pub(crate) fn new() -> Table<V> {
-        let entries: Box<[(Option<Shape>, V)]> = vec![(None, V::default()); ENTRIES].into();
         Table {
-            entries: entries
-                .try_into()
-                .unwrap_or_else(|_| unreachable!("{ENTRIES} entries")),
+            entries: crate::intervals::zeros(),
         }
     }
 

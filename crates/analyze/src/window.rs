@@ -199,7 +199,7 @@ impl Resolver {
     pub(crate) fn feed(&mut self, w: &Stream) -> Option<Stream> {
         // A window of none of the kinds, with nothing held: nothing to give
         // (most windows of most streams, for the calls' kinds).
-        if self.held.is_empty() && !self.any_kind(w) {
+        if self.held.is_empty() && !crate::intervals::has_any_kind(w, self.kinds) {
             return None;
         }
         let event = |i: u32| {
@@ -236,15 +236,6 @@ impl Resolver {
             .unwrap_or(self.held.len());
         let given: Vec<Held> = self.held.drain(..ready).collect();
         (!given.is_empty()).then(|| stream_of(w, given))
-    }
-
-    /// Whether window `w` has intervals of one of the kinds.
-    fn any_kind(&self, w: &Stream) -> bool {
-        crate::intervals::kind_bits(w)
-            .iter()
-            .enumerate()
-            .filter(|(_, &b)| b != 0)
-            .any(|(i, &b)| crate::intervals::set_bits(b).any(|j| self.kinds[i * 64 + j]))
     }
 
     /// What is still held once the last window is given, those never
