@@ -467,7 +467,16 @@ impl Times {
     /// overflowing, for a tick before `t0`).
     #[inline(always)]
     fn linear(t: u64, t0: u64, slope: f64, add: u64) -> u64 {
-        ((t.wrapping_sub(t0) as i64 as f64 * slope) as i64 as u64).wrapping_add(add)
+        let x = t.wrapping_sub(t0) as i64 as f64 * slope;
+        // The largest f64 below 2^63.
+        const TOP: f64 = 9_223_372_036_854_774_784.0;
+        // SAFETY: `slope` is a clock's, finite (`Clock::keeps_order`): `x`
+        // is not NaN, and clamped within i64 it truncates to one as `as`
+        // would (which saturates, checking every product: a fifth of this
+        // pass's time). Only products of ticks outside the stream's, whose
+        // times are of no use, meet the clamps.
+        let ns = unsafe { x.clamp(-TOP, TOP).to_int_unchecked::<i64>() };
+        (ns as u64).wrapping_add(add)
     }
 }
 
@@ -2374,6 +2383,14 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> gaspard_format::c
         let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, class, first);
         let arg_words = &mut *self.arg_words;
         let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
+            // A system kind's words given again are the previous ones of
+            // its kind (the encoder said so, `event_same_args`): those given
+            // here differ from them, but at a chunk's start. A user event's
+            // are compared (every user event is of one kind).
+            Some(last) if user_id.is_none() => {
+                *last = keep_args(arg_words, args);
+                *last
+            }
             Some(last) => {
                 let (at, n) = *last;
                 let kept = arg_words.get(at as usize..(at + n) as usize);
