@@ -511,6 +511,21 @@ impl Scan {
     /// The slot of `e` and where its size argument is; counted in the slot.
     #[inline(always)]
     fn count(&mut self, s: &Stream, e: &Event) -> u32 {
+        // An END of a plain kind met before counts nothing (no size: see
+        // `codec::bytes_arg`): its key is there, and a callsite where only
+        // ENDs happen has nothing of its own (a row the report leaves out).
+        // Its slot is not looked at (an interval's is its START's).
+        if e.phase == 1
+            && e.user == crate::trace::NO_USER
+            && e.kind != kinds::C_FUNC
+            && self
+                .slots
+                .by_kind
+                .get(e.kind as usize)
+                .is_some_and(|&at| at > 0)
+        {
+            return TOOL;
+        }
         let (site, word) = self.slot(e);
         if site == TOOL {
             return site;
