@@ -205,6 +205,7 @@ impl Stream {
 }
 
 /// Keeps `words` at the end of `arg_words`: (where, how many).
+#[inline(always)]
 fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
     let at = arg_words.len() as u32;
     gaspard_format::codec::push_words(arg_words, words);

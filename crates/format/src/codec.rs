@@ -806,9 +806,7 @@ pub fn decode_into<S: Sink>(
             if words.len() != n {
                 words.resize(n, 0);
             }
-            for w in words.iter_mut() {
-                *w = w.wrapping_add(tr!(r, r.i64()) as u64);
-            }
+            tr!(r, r.add_i64s(words));
         } else if !same {
             scratch.clear();
             let schema: &[VaType] = match key.1 {
