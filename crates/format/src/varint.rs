@@ -207,6 +207,41 @@ mod tests {
     }
 
     #[test]
+    fn deltas_added_together_as_read_one_by_one() {
+        let mut out = Vec::new();
+        for v in [0i64, -1, 63, -64, 64, 300, i64::MIN, i64::MAX, 7] {
+            put_i64(&mut out, v);
+        }
+        // Cut anywhere (within a value too), and read for more or fewer
+        // words than there are.
+        for cut in 0..=out.len() {
+            let buf = &out[..cut];
+            for n in 0..11 {
+                let base: Vec<u64> = (0..n as u64).map(|i| i * 1000).collect();
+                let (mut a, mut b) = (Reader::new(buf), Reader::new(buf));
+                let mut together = base.clone();
+                let got = a.add_i64s(&mut together);
+                let mut one_by_one = base.clone();
+                let mut want = Ok(());
+                for w in one_by_one.iter_mut() {
+                    match b.i64() {
+                        Ok(v) => *w = w.wrapping_add(v as u64),
+                        Err(e) => {
+                            want = Err(e);
+                            break;
+                        }
+                    }
+                }
+                assert_eq!(got, want, "cut {cut} n {n}");
+                assert_eq!(a.pos(), b.pos(), "cut {cut} n {n}");
+                if want.is_ok() {
+                    assert_eq!(together, one_by_one, "cut {cut} n {n}");
+                }
+            }
+        }
+    }
+
+    #[test]
     fn two_byte_values_and_the_end_of_the_buffer() {
         for v in [128u64, 255, 300, 16_383, 16_384, 2_097_151] {
             let mut out = Vec::new();
