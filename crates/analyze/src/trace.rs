@@ -212,6 +212,15 @@ fn keep_args(arg_words: &mut Vec<u64>, words: &[u64]) -> (u32, u32) {
     (at, words.len() as u32)
 }
 
+/// Keeps user event `id`'s words, `words`, at the end of `arg_words` (its
+/// id first): (where, how many).
+fn keep_user_args(arg_words: &mut Vec<u64>, id: u64, words: &[u64]) -> (u32, u32) {
+    let at = arg_words.len() as u32;
+    arg_words.push(id);
+    gaspard_format::codec::push_words(arg_words, words);
+    (at, words.len() as u32 + 1)
+}
+
 /// A process's summary.
 #[derive(Debug, Clone, Default)]
 pub struct Process {
@@ -2031,8 +2040,6 @@ pub(crate) struct ChunkDefs {
     dense_sites: Vec<u32>,
     /// The same for larger ids.
     far_sites: HashMap<u32, u32>,
-    /// A user event's id and its argument words, together.
-    words: Vec<u64>,
 }
 
 /// Callsite ids below this are numbered through a table.
@@ -2361,46 +2368,45 @@ impl<const LIGHT: bool, const CHECK: bool, const WINDOW: bool> gaspard_format::c
                 return;
             }
         }
-        let args: &[u64] = match user_id {
-            Some(u) => {
-                let w = &mut self.defs.words;
-                w.clear();
-                w.push(u);
-                gaspard_format::codec::push_words(w, words);
-                w
-            }
-            None => words,
-        };
+        // A user event's words are its id, then those given.
+        let n = words.len() + usize::from(user_id.is_some());
         if CHECK
             && (self.full
                 || self.events.len() >= MAX_STREAM_EVENTS
-                || self.arg_words.len() + args.len() > MAX_STREAM_EVENTS)
+                || self.arg_words.len() + n > MAX_STREAM_EVENTS)
         {
             self.full = true;
             return;
         }
-        let first = args.first().copied();
+        let first = user_id.or_else(|| words.first().copied());
         let local = &mut *self.local;
         let (text, user) = local.number(&self.defs.strings, &self.defs.users, e.kind, class, first);
         let arg_words = &mut *self.arg_words;
-        let (args_at, nargs) = match local.last_args.get_mut(e.kind as usize) {
+        let (args_at, nargs) = match (local.last_args.get_mut(e.kind as usize), user_id) {
             // A system kind's words given again are the previous ones of
             // its kind (the encoder said so, `event_same_args`): those given
-            // here differ from them, but at a chunk's start. A user event's
-            // are compared (every user event is of one kind).
-            Some(last) if user_id.is_none() => {
-                *last = keep_args(arg_words, args);
+            // here differ from them, but at a chunk's start.
+            (Some(last), None) => {
+                *last = keep_args(arg_words, words);
                 *last
             }
-            Some(last) => {
-                let (at, n) = *last;
-                let kept = arg_words.get(at as usize..(at + n) as usize);
-                if !kept.is_some_and(|k| gaspard_format::codec::same_words(k, args)) {
-                    *last = keep_args(arg_words, args);
+            // A user event's are compared with the last kept (every user
+            // event is of one kind), without being put together first.
+            (Some(last), Some(u)) => {
+                let (at, kept_n) = *last;
+                let kept = arg_words.get(at as usize..(at + kept_n) as usize);
+                let same = kept.is_some_and(|k| {
+                    k.split_first().is_some_and(|(&id, rest)| {
+                        id == u && gaspard_format::codec::same_words(rest, words)
+                    })
+                });
+                if !same {
+                    *last = keep_user_args(arg_words, u, words);
                 }
                 *last
             }
-            None => keep_args(arg_words, args),
+            (None, None) => keep_args(arg_words, words),
+            (None, Some(u)) => keep_user_args(arg_words, u, words),
         };
         self.keep(e, class, site, (args_at, nargs), (text, user));
     }
