@@ -276,6 +276,7 @@ mod tests {
         assert!(!cmd.contains(&"-finstrument-functions".to_string()));
         assert!(cmd.contains(&"-DGASPARD_PROFILE=1".to_string()));
         assert!(split_args(&s(&["--profile-only"])).is_err());
+        let _ = std::fs::remove_file(&f);
     }
 
     #[test]

@@ -140,8 +140,10 @@ struct Outcome {
 fn run(dir: &Path, args: &[&str]) -> Outcome {
     let tag = format!("{}-{:?}", std::process::id(), std::thread::current().id())
         .replace(|c: char| !c.is_ascii_alphanumeric(), "");
-    let out_path = std::env::temp_dir().join(format!("gaspard-corrupt-out-{tag}"));
-    let err_path = std::env::temp_dir().join(format!("gaspard-corrupt-err-{tag}"));
+    let files = common::root();
+    std::fs::create_dir_all(files).unwrap();
+    let out_path = files.join(format!("corrupt-out-{tag}"));
+    let err_path = files.join(format!("corrupt-err-{tag}"));
     let mut child = Command::new(env!("CARGO_BIN_EXE_gaspard"))
         .arg(args[0])
         .arg(dir)

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::Value;
 
+mod common;
+
 /// Every event of Tables 1-10 and the phases the tables give it.
 const SPEC_EVENTS: &[(&str, &[&str])] = &[
     ("GASP_C_FUNC", START_END),
@@ -77,11 +79,11 @@ fn workspace() -> PathBuf {
         .expect("workspace root")
 }
 
-/// A new, empty directory under the system's temporary directory.
+/// A new, empty directory in this test binary's ([`common::root`]).
 fn fresh_dir(name: &str) -> PathBuf {
     static COUNT: AtomicUsize = AtomicUsize::new(0);
     let n = COUNT.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("gaspard-gasp-{name}-{}-{n}", std::process::id()));
+    let dir = common::root().join(format!("gasp-{name}-{n}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)
         .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));

@@ -6,12 +6,44 @@ use std::process::Command;
 
 use serde_json::Value;
 
-/// A fresh, empty directory for one test (`gaspard-<name>-<pid>` in the temp dir).
+/// A fresh, empty directory for one test: `<name>` in this test binary's
+/// directory ([`root`]).
 pub fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("gaspard-{name}-{}", std::process::id()));
+    let d = root().join(name);
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     d
+}
+
+/// This test binary's directory, `gaspard-tests-<pid>` in the temp dir.
+/// Those of earlier runs are removed once their process is gone and they
+/// are an hour old: a failed test's traces stay for a while to be looked
+/// at, and runs do not pile up.
+pub fn root() -> &'static Path {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    ROOT.get_or_init(|| {
+        let tmp = std::env::temp_dir();
+        let me = std::process::id();
+        let stale = |e: &std::fs::DirEntry| {
+            let pid = e.file_name().to_str().and_then(|n| {
+                n.strip_prefix("gaspard-tests-")
+                    .and_then(|p| p.parse::<u32>().ok())
+            });
+            let old = e
+                .metadata()
+                .and_then(|m| m.modified())
+                .ok()
+                .and_then(|t| t.elapsed().ok())
+                .is_some_and(|age| age.as_secs() >= 3600);
+            pid.is_some_and(|p| p != me && !Path::new(&format!("/proc/{p}")).exists()) && old
+        };
+        for e in std::fs::read_dir(&tmp).into_iter().flatten().flatten() {
+            if stale(&e) {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+        tmp.join(format!("gaspard-tests-{me}"))
+    })
 }
 
 /// One timing-sensitive test of a test binary at a time, compiler included.
