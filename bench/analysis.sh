@@ -61,7 +61,8 @@ say "== OTF2 reader, $REPEATS runs"
 cc -O2 -Wall $(pkg-config --cflags otf2) bench/otf2_read.c -o "$BIN/otf2_read" $(pkg-config --libs otf2)
 "$ROOT/target/release/gaspard" export "$WORK/trace" --format otf2 -o "$WORK/otf2" >&2
 # The floor, in turn with it: gaspard's decoder walking every event with
-# nothing kept, then with the least profile (crates/format/examples/read_floor.rs).
+# nothing kept, then every event kept, then with the least profile
+# (crates/format/examples/read_floor.rs).
 cargo build --release -p gaspard-format --example read_floor >&2
 : >"$WORK/otf2_times"
 : >"$WORK/floor_times"
@@ -123,8 +124,9 @@ if otf2:
         print("What reading alone costs, run in turn with the OTF2 reader on the same events: gaspard's")
         print("decoder (`crates/format/examples/read_floor.rs`, one thread, the files read into memory")
         print("first) walking every event with nothing kept (the arguments skipped, then decoded too),")
-        print("then with the least profile on top (arguments skipped; starts and ends matched on a stack, a")
-        print("count and a sum of durations per kind, user event and callsite). The targets, as time per")
+        print("keeping every event and its arguments in windows of 8,192 events, then with the least")
+        print("profile on top (arguments skipped; starts and ends matched on a stack, a count and a sum")
+        print("of durations per kind, user event and callsite). The targets, as time per")
         print("event on one core: issue 6's 5x the OTF2")
         print("reader, issue 4's 50 M events per second.")
         print()
@@ -132,7 +134,7 @@ if otf2:
         print("|---|---:|---:|---:|")
         otf2_ns = ns(secs, ev)
         print(f"| OTF2 reader, Enter/Leave callbacks | {otf2_ns:.1f} | {1e3 / otf2_ns:.1f} M | 1.00x |")
-        for name, label in (("decode", "gaspard decoder, nothing kept"), ("decode+args", "gaspard decoder with the arguments, nothing kept"), ("decode+least_profile", "gaspard decoder + the least profile")):
+        for name, label in (("decode", "gaspard decoder, nothing kept"), ("decode+args", "gaspard decoder with the arguments, nothing kept"), ("decode+keep", "gaspard decoder, every event and its arguments kept"), ("decode+least_profile", "gaspard decoder + the least profile")):
             if name in floor:
                 v = ns(statistics.median(floor[name]), n)
                 print(f"| {label} | {v:.1f} | {1e3 / v:.1f} M | {otf2_ns / v:.2f}x |")

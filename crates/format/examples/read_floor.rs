@@ -1,15 +1,17 @@
 //! The least a reader of gaspard's traces can do per event, on one thread:
 //! how fast the format's own decoder walks every event of a trace directory
 //! with nothing kept (with and without decoding the events' argument words),
-//! and with the least profile on top (per stream, a stack of starts and per
-//! kind, user event and callsite a count and a sum of durations). What
-//! `gaspard report` costs per event beyond these is the analyses' share.
+//! with every event and its words kept in windows of 8,192 (as a reader
+//! handing events to passes over them must), and with the least profile on
+//! top (per stream, a stack of starts and per kind, user event and callsite
+//! a count and a sum of durations). What `gaspard report` costs per event
+//! beyond these is the analyses' share.
 //! Used by `bench/analysis.sh`.
 //!
 //!   cargo run --release -p gaspard-format --example read_floor -- DIR [REPEATS [PASS]]
 //!
-//! PASS (`decode`, `decode+args` or `decode+least_profile`) runs that pass
-//! alone (for `valgrind --tool=callgrind`).
+//! PASS (`decode`, `decode+args`, `decode+keep` or `decode+least_profile`)
+//! runs that pass alone (for `valgrind --tool=callgrind`).
 //! Prints one line per pass: `pass=NAME events=N median_s=S ns_per_event=X`.
 
 use gaspard_format::codec::{self, Callsite, Event, Sink, UserDef};
@@ -43,6 +45,52 @@ impl<const ARGS: bool> Sink for Nothing<ARGS> {
     #[inline(always)]
     fn wants_args(&mut self, _: u16) -> bool {
         ARGS
+    }
+}
+
+/// Keeps every event and its argument words, as a reader handing events to
+/// passes over them must, in windows of 8,192 events (the vectors used
+/// again from window to window).
+#[derive(Default)]
+struct Keep {
+    events: Vec<Event>,
+    args: Vec<u64>,
+    /// Events of the windows before, and a sum of their last times.
+    before: u64,
+    ts_sum: u64,
+}
+
+impl Sink for Keep {
+    fn string(&mut self, _: u32, _: String) {}
+    fn callsite(&mut self, _: u32, _: Callsite) {}
+    fn user(&mut self, _: UserDef) {}
+    #[inline(always)]
+    fn event(&mut self, mut e: Event, user: Option<u64>, words: &[u64]) {
+        if self.events.len() == 8192 {
+            self.next_window();
+        }
+        e.args_start = self.args.len() as u32;
+        if let Some(u) = user {
+            self.args.push(u);
+        }
+        codec::push_words(&mut self.args, words);
+        e.nargs = self.args.len() as u32 - e.args_start;
+        self.events.push(e);
+    }
+    #[inline(always)]
+    fn wants_args(&mut self, _: u16) -> bool {
+        true
+    }
+}
+
+impl Keep {
+    #[cold]
+    fn next_window(&mut self) {
+        self.before += self.events.len() as u64;
+        let last = self.events.last().map_or(0, |e| e.ts);
+        self.ts_sum = self.ts_sum.wrapping_add(last);
+        self.events.clear();
+        self.args.clear();
     }
 }
 
@@ -124,7 +172,7 @@ fn main() {
     }
     files.sort();
     type Run<'a> = (&'a str, Box<dyn Fn() -> u64 + 'a>);
-    let runs: [Run; 3] = [
+    let runs: [Run; 4] = [
         (
             "decode",
             Box::new(|| pass::<Nothing<false>>(&files, |s| s.events)),
@@ -132,6 +180,10 @@ fn main() {
         (
             "decode+args",
             Box::new(|| pass::<Nothing<true>>(&files, |s| s.events)),
+        ),
+        (
+            "decode+keep",
+            Box::new(|| pass::<Keep>(&files, |s| s.before + s.events.len() as u64)),
         ),
         (
             "decode+least_profile",
