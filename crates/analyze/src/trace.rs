@@ -2593,8 +2593,12 @@ pub(crate) enum FileBytes {
     Mapped(memmap2::Mmap),
 }
 
-/// Stream files of at least this many bytes are mapped.
-const MAP_BYTES: u64 = 64 << 10;
+/// Stream files of at least this many bytes are mapped. Smaller ones are
+/// read whole: mapping a file of a few pages and giving them back costs
+/// more than reading it (each unmapping interrupts the process's other
+/// threads to drop their stale page-table entries), and a process's
+/// streams, all opened at once, hold at most this much each.
+const MAP_BYTES: u64 = 256 << 10;
 
 /// How many bytes of a mapped file are decoded between two givings back.
 const RELEASE_BYTES: usize = 8 << 20;
