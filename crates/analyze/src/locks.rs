@@ -87,14 +87,35 @@ pub struct Image {
 
 /// How far past its base the image of the binary at `path` reaches: the
 /// end of its last loadable segment from the start of its first (pages
-/// whole), as its ELF program headers tell.
+/// whole), as its ELF program headers tell. Read once per file (by its
+/// path, size and time of change) in the life of the program: a report
+/// reads its processes one at a time, and they mostly run the same
+/// binaries (mapped and unmapped again for each, they cost more than
+/// reading a short process's events).
 fn image_span(path: &str) -> Option<u64> {
+    type Spans = HashMap<(String, u64, Option<std::time::SystemTime>), Option<u64>>;
+    static SPANS: std::sync::LazyLock<std::sync::Mutex<Spans>> =
+        std::sync::LazyLock::new(Default::default);
+    let meta = std::fs::metadata(path).ok()?;
+    let key = (path.to_string(), meta.len(), meta.modified().ok());
+    let spans = || SPANS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(&span) = spans().get(&key) {
+        return span;
+    }
+    let span = std::fs::File::open(path)
+        .ok()
+        .and_then(|f| read_image_span(&f));
+    spans().insert(key, span);
+    span
+}
+
+/// [`image_span`] of the open binary `file`.
+fn read_image_span(file: &std::fs::File) -> Option<u64> {
     use object::{Object, ObjectSegment};
-    let file = std::fs::File::open(path).ok()?;
     // SAFETY: a read-only private mapping of a binary, read while the report
     // runs; a binary changed under it meanwhile gives wrong bounds, not
     // unsafety (`object` checks every offset against the mapping's length).
-    let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
+    let map = unsafe { memmap2::Mmap::map(file) }.ok()?;
     let elf = object::File::parse(&*map).ok()?;
     let (lo, hi) = elf
         .segments()
