@@ -2617,15 +2617,20 @@ impl FileBytes {
     /// The bytes of the file at `path`: mapped when big, to be read in
     /// order and given back ([`FileBytes::release`]).
     fn open(path: &Path) -> std::io::Result<FileBytes> {
-        let f = std::fs::File::open(path)?;
-        if f.metadata()?.len() >= MAP_BYTES {
+        use std::io::Read;
+        let mut f = std::fs::File::open(path)?;
+        let len = f.metadata()?.len();
+        if len >= MAP_BYTES {
             if let Some(m) = FileBytes::map(&f, false) {
                 // (Only a hint.)
                 let _ = m.advise(memmap2::Advice::Sequential);
                 return Ok(FileBytes::Mapped(m));
             }
         }
-        std::fs::read(path).map(FileBytes::Read)
+        // (A file still being written may have grown since.)
+        let mut v = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+        f.read_to_end(&mut v)?;
+        Ok(FileBytes::Read(v))
     }
 
     /// The bytes of the file at `path`, mapped and read in at once
