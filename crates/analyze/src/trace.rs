@@ -2762,7 +2762,10 @@ fn read_data(
     // Sized once from the chunk headers: no copy as they grow, no memory
     // touched for nothing.
     let announced = match &windows {
-        Some((_, every)) => *every,
+        // A window holds the STARTs it carries besides its own events (a
+        // few, mostly): room for an eighth more, so that the second window
+        // does not copy the first's room to twice its size.
+        Some((_, every)) => every.saturating_add(every / 8),
         None => gaspard_format::stream::announced_in(data).min(MAX_STREAM_EVENTS),
     };
     // Read light only where its argument words could not pass
