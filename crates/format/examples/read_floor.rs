@@ -48,8 +48,11 @@ impl<const ARGS: bool> Sink for Nothing<ARGS> {
     }
 }
 
+/// Events per window of [`Keep`] (as `gaspard report` reads them).
+const WINDOW: usize = 8192;
+
 /// Keeps every event and its argument words, as a reader handing events to
-/// passes over them must, in windows of 8,192 events (the vectors used
+/// passes over them must, in windows of [`WINDOW`] events (the vectors used
 /// again from window to window).
 #[derive(Default)]
 struct Keep {
@@ -66,7 +69,7 @@ impl Sink for Keep {
     fn user(&mut self, _: UserDef) {}
     #[inline(always)]
     fn event(&mut self, mut e: Event, user: Option<u64>, words: &[u64]) {
-        if self.events.len() == 8192 {
+        if self.events.len() == WINDOW {
             self.next_window();
         }
         e.args_start = self.args.len() as u32;
