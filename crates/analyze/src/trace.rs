@@ -478,16 +478,29 @@ impl Times {
     #[inline(always)]
     fn linear(t: u64, t0: u64, slope: f64, add: u64) -> u64 {
         let x = t.wrapping_sub(t0) as i64 as f64 * slope;
-        // The largest f64 below 2^63.
-        const TOP: f64 = 9_223_372_036_854_774_784.0;
-        // SAFETY: `slope` is a clock's, finite (`Clock::keeps_order`): `x`
-        // is not NaN, and clamped within i64 it truncates to one as `as`
-        // would (which saturates, checking every product: a fifth of this
-        // pass's time). Only products of ticks outside the stream's, whose
-        // times are of no use, meet the clamps.
-        let ns = unsafe { x.clamp(-TOP, TOP).to_int_unchecked::<i64>() };
-        (ns as u64).wrapping_add(add)
+        (truncate(x) as u64).wrapping_add(add)
     }
+}
+
+/// `x` truncated to an i64, as `as` truncates it when it is within i64
+/// (the products of [`Times::linear`] for the stream's ticks: `Times::of`
+/// chooses it so). Outside, no check: x86-64's conversion gives i64::MIN,
+/// where `as` saturates, checking every product, and clamping first costs
+/// a fifth of the pass. Only products of ticks outside the stream's, whose
+/// times are of no use, are outside.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn truncate(x: f64) -> i64 {
+    use std::arch::x86_64::{_mm_cvttsd_si64, _mm_set_sd};
+    // SAFETY: SSE2, which these need, is part of every x86-64 processor.
+    unsafe { _mm_cvttsd_si64(_mm_set_sd(x)) }
+}
+
+/// [`truncate`] elsewhere: as `as` does.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn truncate(x: f64) -> i64 {
+    x as i64
 }
 
 /// Ns per tick of each host's clock, from the manifests that have two
