@@ -9,7 +9,7 @@ use gaspard_format::kinds::{self, Class};
 use serde::{Deserialize, Serialize};
 
 use crate::dump::event_name;
-use crate::findings::{barrier_groups_of, location_in, Location, Part};
+use crate::findings::{location_in, Location, Part};
 use crate::intervals::Interval;
 use crate::summary::Identity;
 use crate::trace::{Callsite, Event, Stream, Trace};
@@ -89,44 +89,31 @@ pub fn balance(t: &Trace) -> Balance {
 
 /// The load balance from every stream's part (`parts[i]`: stream `i`'s).
 pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Balance {
+    let passes = crate::findings::group_passes(ids, parts);
+    merge_passed(ids, sites, parts, &passes)
+}
+
+/// [`merge`], with the pass over each group's barriers made
+/// ([`crate::findings::group_passes`]).
+pub(crate) fn merge_passed(
+    ids: &[Identity],
+    sites: &[Callsite],
+    parts: &[&Part],
+    passes: &[crate::findings::GroupPass],
+) -> Balance {
     let mut groups = Vec::new();
-    for members in barrier_groups_of(ids) {
-        if members.len() < 2 {
-            continue;
-        }
+    for g in passes {
+        let members = &g.members;
         let per: Vec<&crate::epochs::Epochs> =
             members.iter().map(|&i| &parts[i].barriers).collect();
-        let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
-        if epochs == 0 {
-            continue;
-        }
-        let n = members.len();
+        let (epochs, n) = (g.epochs, members.len());
         let mut last_arrivals = vec![0u64; n];
-        let mut wait_ns = vec![0u64; n];
-        // Per epoch, the first thread to arrive (the first of the earliest)
-        // and the last (the last of the latest), with their arrivals: thread
-        // by thread, each reading its barriers in order.
-        let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
-        let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
-        for (m, v) in per.iter().enumerate() {
-            // (The work between barriers is not wanted here.)
-            for (k, iv) in v.iter().take(epochs).enumerate() {
-                if m == 0 {
-                    first.push((0, iv.start));
-                    last.push((0, iv.start));
-                } else if let (Some(f), Some(l)) = (first.get_mut(k), last.get_mut(k)) {
-                    if iv.start < f.1 {
-                        *f = (m, iv.start);
-                    }
-                    if iv.start >= l.1 {
-                        *l = (m, iv.start);
-                    }
-                }
-                wait_ns[m] += iv.end.saturating_sub(iv.start);
-            }
-        }
+        let wait_ns = g.wait.clone();
+        // Per epoch, the first thread to arrive and the last, with their
+        // arrivals.
+        let (first, last) = (&g.first, &g.last);
         let mut all = Vec::with_capacity(epochs);
-        for (k, (&(first, a), &(last, b))) in first.iter().zip(&last).enumerate() {
+        for (k, (&(first, a), &(last, b))) in first.iter().zip(last.iter()).enumerate() {
             last_arrivals[last] += 1;
             all.push((k, b - a, first, last));
         }

@@ -1094,10 +1094,42 @@ pub fn total_time(ids: &[Identity]) -> u64 {
 /// small transfers (`small_messages`) from every stream's part
 /// (`parts[i]`: stream `i`'s), in the order found.
 pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Finding> {
-    let groups = barrier_groups_of(ids);
-    let total_time = total_time(ids);
+    merge_passed(ids, sites, parts, &group_passes(ids, parts))
+}
+
+/// What one pass over the barriers of the threads of a group (of two or
+/// more that meet at barriers) finds, for the findings ([`merge_passed`])
+/// and the load balance ([`crate::balance::merge_passed`]): each thread's
+/// packed barriers read once for both.
+pub(crate) struct GroupPass {
+    /// The group's streams.
+    pub(crate) members: Vec<usize>,
+    /// The barriers every thread of the group meets (the fewest of any).
+    pub(crate) epochs: usize,
+    /// Per epoch, the first thread to arrive (the first of the earliest)
+    /// and the last (the last of the latest), with their arrivals.
+    pub(crate) first: Vec<(usize, u64)>,
+    pub(crate) last: Vec<(usize, u64)>,
+    /// The sum of every arrival.
+    arrivals: u128,
+    /// Each thread's time in the barriers.
+    pub(crate) wait: Vec<u64>,
+    /// Per epoch `k` but the first (at `k - 1`), whether it starts a new
+    /// OpenMP parallel region on some thread (a worker idles between
+    /// regions: left out of the imbalance), and the threads' work in it
+    /// (between barriers k - 1 and k, given with barrier k) summed in thread
+    /// order.
+    new_region: Vec<bool>,
+    sum: Vec<f64>,
+}
+
+/// The [`GroupPass`] of each group of `ids` (from [`barrier_groups_of`])
+/// of two threads or more that meet at a barrier at least. Thread by
+/// thread, each reading its barriers in order (rather than epoch by epoch,
+/// jumping from thread to thread), in one pass.
+pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> {
     let mut out = Vec::new();
-    for members in &groups {
+    for members in barrier_groups_of(ids) {
         if members.len() < 2 {
             continue;
         }
@@ -1108,34 +1140,30 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
             continue;
         }
         let n = members.len();
-        // Thread by thread, each reading its barriers in order (rather than
-        // epoch by epoch, jumping from thread to thread), in one pass:
-        // - per epoch `k`, the latest arrival, and the sum of the threads'
-        //   arrivals, for the spread (the latest less each arrival, summed);
-        // - each thread's wait;
-        // - the earliest first arrival and the latest last one;
-        // - the work in each epoch `k` (between barriers k - 1 and k, given
-        //   with barrier k) summed over threads in thread order, and the
-        //   epochs to leave out (an epoch that starts a new OpenMP parallel
-        //   region on some thread: a worker idles between regions).
-        let mut latest = vec![0u64; epochs];
+        let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
+        let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
         let mut arrivals = 0u128;
         let mut wait = vec![0u64; n];
-        let (mut first, mut last) = (u64::MAX, 0u64);
         let mut new_region = vec![false; epochs - 1];
         let mut sum = vec![0f64; epochs - 1];
         for (m, v) in per.iter().enumerate() {
             let region_starts = &parts[members[m]].region_starts;
             v.visit(epochs, |k, b| {
                 let iv = b.span;
-                latest[k] = latest[k].max(iv.start);
+                if m == 0 {
+                    first.push((0, iv.start));
+                    last.push((0, iv.start));
+                } else if let (Some(f), Some(l)) = (first.get_mut(k), last.get_mut(k)) {
+                    if iv.start < f.1 {
+                        *f = (m, iv.start);
+                    }
+                    if iv.start >= l.1 {
+                        *l = (m, iv.start);
+                    }
+                }
                 arrivals += u128::from(iv.start);
                 wait[m] += iv.end.saturating_sub(iv.start);
-                if k == epochs - 1 {
-                    last = last.max(iv.start);
-                }
                 if k == 0 {
-                    first = first.min(iv.start);
                     return;
                 }
                 sum[k - 1] += b.work;
@@ -1146,9 +1174,43 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
                 }
             });
         }
-        // As the sum of the differences in 64 bits gives it (wrapping).
-        let spread_total =
-            (latest.iter().map(|&l| u128::from(l)).sum::<u128>() * n as u128 - arrivals) as u64;
+        out.push(GroupPass {
+            members,
+            epochs,
+            first,
+            last,
+            arrivals,
+            wait,
+            new_region,
+            sum,
+        });
+    }
+    out
+}
+
+/// [`merge`], with the pass over each group's barriers made
+/// ([`group_passes`]).
+pub(crate) fn merge_passed(
+    ids: &[Identity],
+    sites: &[Callsite],
+    parts: &[&Part],
+    passes: &[GroupPass],
+) -> Vec<Finding> {
+    let total_time = total_time(ids);
+    let mut out = Vec::new();
+    for g in passes {
+        let members = &g.members;
+        let per: Vec<&crate::epochs::Epochs> =
+            members.iter().map(|&i| &parts[i].barriers).collect();
+        let (epochs, n) = (g.epochs, members.len());
+        let (wait, new_region, sum) = (&g.wait, &g.new_region, &g.sum);
+        // The earliest first arrival and the latest last one.
+        let first = g.first[0].1;
+        let last = g.last[epochs - 1].1;
+        // The spread: the latest arrival less each arrival, summed; as the
+        // sum of the differences in 64 bits gives it (wrapping).
+        let spread_total = (g.last.iter().map(|&(_, l)| u128::from(l)).sum::<u128>() * n as u128
+            - g.arrivals) as u64;
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()

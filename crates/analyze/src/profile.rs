@@ -873,40 +873,52 @@ pub(crate) fn report_of(
         }
     }
     let callsites = &t.callsites;
-    let ((blocks, (communication, balance)), (waits, locks, mut findings)) = rayon::join(
+    let ((blocks, communication), (balance, waits, locks, mut findings)) = rayon::join(
         || {
             rayon::join(
                 || crate::blocks::merge(&ids, callsites, &block_parts, block_size),
-                || {
-                    (
-                        crate::matrix::merge(&ids, &matrix_parts),
-                        crate::balance::merge(&ids, callsites, &finding_parts),
-                    )
-                },
+                || crate::matrix::merge(&ids, &matrix_parts),
             )
         },
         || {
-            let (analysis, locks) = rayon::join(
-                || crate::waitstates::merge(&wait_parts),
+            let ((analysis, locks), passes) = rayon::join(
                 || {
-                    let mut locks = crate::locks::merge(&ids, callsites, &lock_parts);
-                    crate::locks::name_locks(&t.dir, &mut locks);
-                    locks
+                    rayon::join(
+                        || crate::waitstates::merge(&wait_parts),
+                        || {
+                            let mut locks = crate::locks::merge(&ids, callsites, &lock_parts);
+                            crate::locks::name_locks(&t.dir, &mut locks);
+                            locks
+                        },
+                    )
+                },
+                // Each thread's barriers read once, for the load balance
+                // and the findings.
+                || crate::findings::group_passes(&ids, &finding_parts),
+            );
+            let (balance, (waits, findings)) = rayon::join(
+                || crate::balance::merge_passed(&ids, callsites, &finding_parts, &passes),
+                || {
+                    rayon::join(
+                        || crate::waitstates::wait_sites(&analysis, &ids, callsites),
+                        || {
+                            let total_time = crate::findings::total_time(&ids);
+                            let mut out = crate::findings::merge_passed(
+                                &ids,
+                                callsites,
+                                &finding_parts,
+                                &passes,
+                            );
+                            out.extend(crate::locks::contention_in(&ids, &locks, total_time));
+                            out.extend(crate::waitstates::wait_findings(
+                                &analysis, &ids, callsites, total_time,
+                            ));
+                            out
+                        },
+                    )
                 },
             );
-            let (waits, findings) = rayon::join(
-                || crate::waitstates::wait_sites(&analysis, &ids, callsites),
-                || {
-                    let total_time = crate::findings::total_time(&ids);
-                    let mut out = crate::findings::merge(&ids, callsites, &finding_parts);
-                    out.extend(crate::locks::contention_in(&ids, &locks, total_time));
-                    out.extend(crate::waitstates::wait_findings(
-                        &analysis, &ids, callsites, total_time,
-                    ));
-                    out
-                },
-            );
-            (waits, locks, findings)
+            (balance, waits, locks, findings)
         },
     );
     let total_time: u64 = breakdown.iter().map(|b| b.span_ns).sum();
