@@ -550,14 +550,8 @@ impl Scan {
 /// its START's slot.
 pub(crate) struct Builder {
     counting: Scan,
-    /// The end of the time covered so far by each key's intervals: they come
-    /// by start time, so that the part of one past that end is new (all of
-    /// it, but for a call within another of the same function: recursion),
-    /// and counts in its callsite's total.
-    covered: Vec<u64>,
-    /// Per key, its intervals given open by a window and not closed since,
-    /// outermost first.
-    open: Vec<Vec<Level>>,
+    /// Per key, what its intervals covered so far ([`Covered`]).
+    by_key: Vec<Covered>,
     process: String,
     stream: u32,
     thread: u32,
@@ -575,8 +569,7 @@ impl Builder {
     pub(crate) fn new(s: &Stream) -> Builder {
         Builder {
             counting: Scan::new(s),
-            covered: Vec::new(),
-            open: Vec::new(),
+            by_key: Vec::new(),
             process: s.process.clone(),
             stream: s.stream,
             thread: s.thread,
@@ -605,20 +598,20 @@ impl Builder {
         site_of_event.extend(s.events[..carried].iter().map(|e| self.counting.slot(e).0));
         site_of_event.extend(own.iter().map(|e| self.counting.count(s, e)));
         let slots = &mut self.counting.slots;
-        self.covered.resize(slots.keys.len(), 0);
-        self.open.resize_with(slots.keys.len(), Vec::new);
+        self.by_key.resize_with(slots.keys.len(), Covered::default);
         for iv in crate::intervals::intervals(s) {
-            if tool_kind(iv.kind) {
+            // The slot of its START (whose key and callsite are the
+            // interval's): none for the tool's own kinds.
+            let site = site_of_event[iv.start_event as usize];
+            if site == TOOL {
                 continue;
             }
-            // The slot of its START (whose key and callsite are the interval's).
-            let site = site_of_event[iv.start_event as usize] as usize;
-            let key = slots.site_key[site] as usize;
-            let levels = &mut self.open[key];
-            if levels.is_empty() && iv.end != crate::window::OPEN {
+            let site = site as usize;
+            let k = &mut self.by_key[slots.site_key[site] as usize];
+            if k.open.is_empty() && iv.end != crate::window::OPEN {
                 // Most intervals (those of a whole stream, all): closed, and
                 // within none of their key given open by a window before.
-                let c = &mut self.covered[key];
+                let c = &mut k.covered;
                 let d = iv.end.saturating_sub(iv.start);
                 let new = if iv.start >= *c {
                     d
@@ -629,6 +622,7 @@ impl Builder {
                 slots.sites[site].1.add_interval(d, new);
                 continue;
             }
+            let levels = &mut k.open;
             // Given open before: its level.
             let given = if (iv.start_event as usize) < carried {
                 let place = s.place(iv.start_event);
@@ -638,7 +632,7 @@ impl Builder {
             };
             if iv.end == crate::window::OPEN {
                 if given.is_none() {
-                    let covered = levels.last().map_or(self.covered[key], |l| l.covered);
+                    let covered = levels.last().map_or(k.covered, |l| l.covered);
                     levels.push(Level {
                         place: s.place(iv.start_event),
                         covered,
@@ -655,7 +649,7 @@ impl Builder {
             let d = iv.end.saturating_sub(iv.start);
             let c = match levels.last_mut() {
                 Some(l) => &mut l.covered,
-                None => &mut self.covered[key],
+                None => &mut k.covered,
             };
             let new = if iv.start >= *c {
                 d
@@ -681,7 +675,7 @@ impl Builder {
         let mut slots = self.counting.slots;
         // The intervals never closed are not intervals: the time new within
         // them is.
-        for l in self.open.iter().flatten() {
+        for l in self.by_key.iter().flat_map(|k| &k.open) {
             for (&site, &new) in &l.pending {
                 let st = &mut slots.sites[site as usize].1;
                 st.total_ns = st.total_ns.saturating_add(new);
@@ -733,6 +727,19 @@ impl Builder {
         let (thread, sites) = self.finish(t);
         (thread, sites.into_iter().collect())
     }
+}
+
+/// What the intervals of a key covered so far ([`Builder`]).
+#[derive(Default)]
+struct Covered {
+    /// The end of the time covered by its intervals: they come by start
+    /// time, so that the part of one past that end is new (all of it, but
+    /// for a call within another of the same function: recursion), and
+    /// counts in its callsite's total.
+    covered: u64,
+    /// Its intervals given open by a window and not closed since,
+    /// outermost first.
+    open: Vec<Level>,
 }
 
 /// An interval given open by a window ([`Builder`]).
