@@ -252,7 +252,7 @@ impl Regions {
 
     /// Adds `iv`, an interval of one of the [`region_kinds`] whose START is
     /// `e`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn add(&mut self, iv: &Interval, e: &Event) -> Option<u32> {
         // An interval's callsite is its START's.
         let shape = crate::shape::of(e);
