@@ -11,7 +11,8 @@
 # REPEATS (3), IN_MEMORY (1: `gaspard report --in-memory`, the trace read whole
 # rather than one process at a time), BEFORE (the path of another gaspard
 # binary, say an earlier build: run in turn with this one on the same trace,
-# its report checked to be the same, and its times given beside).
+# its report checked to be the same, and its times given beside, with the
+# median of the ratios of each pair of runs).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -96,6 +97,13 @@ if before:
     bc = statistics.median(r[1] + r[2] for r in before)
     br = max(r[3] for r in before) / 1024
     print(f"| before (`{sys.argv[13]}`, run in turn, the same report) | {bw:.2f} s | {bc:.2f} s | {n / bw / 1e6:.2f} M | {n / bc / 1e6:.2f} M | {br:.0f} MiB |")
+    # Run by run: on a machine whose speed drifts, the ratio of two runs
+    # made one after the other says more than the medians apart.
+    ratios = [(r[1] + r[2]) / (b[1] + b[2]) for r, b in zip(rows, before) if b[1] + b[2] > 0]
+    if ratios:
+        faster = sum(1 for x in ratios if x < 1)
+        print()
+        print(f"CPU time against the build before, run by run: median ratio {statistics.median(ratios):.3f}, this build faster in {faster} of {len(ratios)} runs.")
 otf2 = [dict(kv.split("=") for kv in l.split()) for l in open(sys.argv[9]) if l.strip()]
 if otf2:
     ev = int(otf2[0]["events"])
