@@ -237,6 +237,20 @@ impl Epochs {
 
 #[cfg(test)]
 impl Epochs {
+    /// The same barriers with only the first `n` of their bytes, as a
+    /// damaged summary may give them (the same count of barriers said).
+    pub(crate) fn cut(&self, n: usize) -> Epochs {
+        Epochs {
+            bytes: self.bytes[..n.min(self.bytes.len())].to_vec(),
+            ..self.clone()
+        }
+    }
+
+    /// How many bytes the barriers take.
+    pub(crate) fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// The same barriers packed from a base of 0: summaries shifted by
     /// different amounts ([`Epochs::rebase`]) compare as written.
     pub(crate) fn repacked(&self) -> Epochs {

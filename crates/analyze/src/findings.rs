@@ -1107,11 +1107,19 @@ pub(crate) struct GroupPass {
     /// The barriers every thread of the group meets (the fewest of any).
     pub(crate) epochs: usize,
     /// Per epoch, the first thread to arrive (the first of the earliest)
-    /// and the last (the last of the latest), with their arrivals.
+    /// and the last (the last of the latest), with their arrivals: as far
+    /// as the first thread's barriers go (all of them but in a damaged
+    /// summary).
     pub(crate) first: Vec<(usize, u64)>,
     pub(crate) last: Vec<(usize, u64)>,
-    /// The sum of every arrival.
+    /// Per epoch, the latest arrival (0 where no barrier was read), and the
+    /// sum of every arrival.
+    latest: Vec<u64>,
     arrivals: u128,
+    /// The earliest arrival at the first barrier and the latest at the
+    /// last one.
+    earliest_first: u64,
+    latest_last: u64,
     /// Each thread's time in the barriers.
     pub(crate) wait: Vec<u64>,
     /// Per epoch `k` but the first (at `k - 1`), whether it starts a new
@@ -1142,6 +1150,8 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
         let n = members.len();
         let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
         let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
+        let mut latest = vec![0u64; epochs];
+        let (mut earliest_first, mut latest_last) = (u64::MAX, 0u64);
         let mut arrivals = 0u128;
         let mut wait = vec![0u64; n];
         let mut new_region = vec![false; epochs - 1];
@@ -1161,9 +1171,14 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
                         *l = (m, iv.start);
                     }
                 }
+                latest[k] = latest[k].max(iv.start);
                 arrivals += u128::from(iv.start);
                 wait[m] += iv.end.saturating_sub(iv.start);
+                if k == epochs - 1 {
+                    latest_last = latest_last.max(iv.start);
+                }
                 if k == 0 {
+                    earliest_first = earliest_first.min(iv.start);
                     return;
                 }
                 sum[k - 1] += b.work;
@@ -1179,7 +1194,10 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
             epochs,
             first,
             last,
+            latest,
             arrivals,
+            earliest_first,
+            latest_last,
             wait,
             new_region,
             sum,
@@ -1204,13 +1222,11 @@ pub(crate) fn merge_passed(
             members.iter().map(|&i| &parts[i].barriers).collect();
         let (epochs, n) = (g.epochs, members.len());
         let (wait, new_region, sum) = (&g.wait, &g.new_region, &g.sum);
-        // The earliest first arrival and the latest last one.
-        let first = g.first[0].1;
-        let last = g.last[epochs - 1].1;
+        let (first, last) = (g.earliest_first, g.latest_last);
         // The spread: the latest arrival less each arrival, summed; as the
         // sum of the differences in 64 bits gives it (wrapping).
-        let spread_total = (g.last.iter().map(|&(_, l)| u128::from(l)).sum::<u128>() * n as u128
-            - g.arrivals) as u64;
+        let spread_total =
+            (g.latest.iter().map(|&l| u128::from(l)).sum::<u128>() * n as u128 - g.arrivals) as u64;
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()
@@ -1613,6 +1629,60 @@ pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location
 #[cfg(test)]
 mod tests {
     use super::Union;
+
+    /// A summary whose barriers are cut short (a damaged message of
+    /// `gaspard report --mpi`) is merged as far as its barriers go, by the
+    /// findings and the load balance alike, without a panic; whole, the
+    /// thread arriving last everywhere is found so.
+    #[test]
+    fn barriers_cut_short_are_merged_as_far_as_they_go() {
+        use super::{merge, BarrierSpan, Part};
+        use crate::epochs::Epochs;
+        use crate::summary::Identity;
+        use crate::trace::{Stream, Trace};
+        let t = Trace::default();
+        let streams: Vec<Stream> = (0..3).map(|i| Stream::empty("host-1", i, 1, 16)).collect();
+        let ids: Vec<Identity> = streams.iter().map(Identity::of).collect();
+        // Thread m arrives at barrier k at k us + m * 100 ns (thread 2
+        // last), and all leave together.
+        let epochs = |m: u64| {
+            Epochs::new((0..40u32).map(u64::from).map(move |k| {
+                let span = BarrierSpan {
+                    start: k * 1000 + m * 100,
+                    end: k * 1000 + 400,
+                    callsite: 0,
+                };
+                (span, 0)
+            }))
+        };
+        let whole: Vec<Part> = streams
+            .iter()
+            .zip(0..)
+            .map(|(s, m)| Part {
+                barriers: epochs(m),
+                ..Part::of(&t, s)
+            })
+            .collect();
+        let refs: Vec<&Part> = whole.iter().collect();
+        let b = crate::balance::merge(&ids, &[], &refs);
+        assert_eq!(b.barriers.len(), 1);
+        assert_eq!(b.barriers[0].epochs, 40);
+        assert_eq!(b.barriers[0].last_arrivals, vec![0, 0, 40]);
+        assert_eq!(b.barriers[0].wait_ns, vec![400 * 40, 300 * 40, 200 * 40]);
+        for who in 0..3 {
+            for cut in 0..whole[who].barriers.byte_len() {
+                let mut parts = whole.clone();
+                parts[who].barriers = whole[who].barriers.cut(cut);
+                let refs: Vec<&Part> = parts.iter().collect();
+                merge(&ids, &[], &refs);
+                let b = crate::balance::merge(&ids, &[], &refs);
+                // Each thread's wait counts the barriers read of it.
+                let read = parts[who].barriers.iter().count() as u64;
+                assert!(read < 40);
+                assert_eq!(b.barriers[0].wait_ns[who], (400 - 100 * who as u64) * read);
+            }
+        }
+    }
 
     #[test]
     fn collectives_get_their_own_advice() {
