@@ -104,8 +104,7 @@ pub(crate) fn merge_passed(
     let mut groups = Vec::new();
     for g in passes {
         let members = &g.members;
-        let per: Vec<&crate::epochs::Epochs> =
-            members.iter().map(|&i| &parts[i].barriers).collect();
+        let per = crate::findings::barriers_of(members, parts);
         let (epochs, n) = (g.epochs, members.len());
         let mut last_arrivals = vec![0u64; n];
         let wait_ns = g.wait.clone();

@@ -1131,6 +1131,14 @@ pub(crate) struct GroupPass {
     sum: Vec<f64>,
 }
 
+/// The barriers of each of `members` (streams), in their order.
+pub(crate) fn barriers_of<'a>(
+    members: &[usize],
+    parts: &[&'a Part],
+) -> Vec<&'a crate::epochs::Epochs> {
+    members.iter().map(|&i| &parts[i].barriers).collect()
+}
+
 /// The [`GroupPass`] of each group of `ids` (from [`barrier_groups_of`])
 /// of two threads or more that meet at a barrier at least. Thread by
 /// thread, each reading its barriers in order (rather than epoch by epoch,
@@ -1141,8 +1149,7 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
         if members.len() < 2 {
             continue;
         }
-        let per: Vec<&crate::epochs::Epochs> =
-            members.iter().map(|&i| &parts[i].barriers).collect();
+        let per = barriers_of(&members, parts);
         let epochs = per.iter().map(|v| v.len()).min().unwrap_or(0);
         if epochs == 0 {
             continue;
@@ -1218,8 +1225,7 @@ pub(crate) fn merge_passed(
     let mut out = Vec::new();
     for g in passes {
         let members = &g.members;
-        let per: Vec<&crate::epochs::Epochs> =
-            members.iter().map(|&i| &parts[i].barriers).collect();
+        let per = barriers_of(members, parts);
         let (epochs, n) = (g.epochs, members.len());
         let (wait, new_region, sum) = (&g.wait, &g.new_region, &g.sum);
         let (first, last) = (g.earliest_first, g.latest_last);
@@ -1664,6 +1670,24 @@ mod tests {
             })
             .collect();
         let refs: Vec<&Part> = whole.iter().collect();
+        // The threads' time is all in barriers: a barrier wait, thread 0
+        // waiting most.
+        let waits = |found: Vec<super::Finding>| {
+            found
+                .into_iter()
+                .find(|f| f.kind == "barrier_wait")
+                .map(|f| f.message)
+                .unwrap_or_default()
+        };
+        let said = waits(merge(&ids, &[], &refs));
+        assert!(
+            said.contains("these 3 threads is spent in 40 barriers"),
+            "{said}"
+        );
+        assert!(
+            said.contains(&format!("{} waits most", ids[0].name)),
+            "{said}"
+        );
         let b = crate::balance::merge(&ids, &[], &refs);
         assert_eq!(b.barriers.len(), 1);
         assert_eq!(b.barriers[0].epochs, 40);
@@ -1674,7 +1698,8 @@ mod tests {
                 let mut parts = whole.clone();
                 parts[who].barriers = whole[who].barriers.cut(cut);
                 let refs: Vec<&Part> = parts.iter().collect();
-                merge(&ids, &[], &refs);
+                let said = waits(merge(&ids, &[], &refs));
+                assert!(said.contains("in 40 barriers"), "{said}");
                 let b = crate::balance::merge(&ids, &[], &refs);
                 // Each thread's wait counts the barriers read of it.
                 let read = parts[who].barriers.iter().count() as u64;
