@@ -778,7 +778,7 @@ pub fn decode_into<S: Sink>(
         } else {
             tr!(r, r.u64()) as u32
         };
-        let ts = last_ts.wrapping_add(tr!(r, r.u64()));
+        let ts = last_ts.wrapping_add(tr!(r, r.u64_any()));
         let words = prev.get(key.0, key.1);
         let same = op & OP_SAME_ARGS != 0;
         let wanted = key.1.is_some() || out.wants_args(key.0);

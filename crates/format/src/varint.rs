@@ -71,6 +71,31 @@ impl<'a> Reader<'a> {
         }
         self.u64_long()
     }
+    /// Reads an unsigned LEB128 value of any length up to eight bytes
+    /// without a branch on its length: for values whose length varies from
+    /// one to the next (times between events), where [`Reader::u64`]'s
+    /// test of the first byte is often guessed wrong.
+    #[inline(always)]
+    pub fn u64_any(&mut self) -> Result<u64, Truncated> {
+        if let Some(b) = self.buf.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            let stops = !w & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                // The bits up to the end of the first byte whose last bit
+                // is clear: 8, 16, ... 64.
+                let bits = stops.trailing_zeros() + 1;
+                let x = w & (u64::MAX >> (64 - bits));
+                // Seven bits of each byte put together, in pairs of bytes,
+                // then of two bytes, then of four.
+                let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+                let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+                let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+                self.pos += (bits / 8) as usize;
+                return Ok(x);
+            }
+        }
+        self.u64()
+    }
     /// [`Reader::u64`] for values of more than one byte (and the errors).
     #[inline(never)]
     fn u64_long(&mut self) -> Result<u64, Truncated> {
@@ -280,5 +305,39 @@ mod tests {
     fn overlong_is_an_error() {
         let bad = [0xffu8; 11];
         assert_eq!(Reader::new(&bad).u64(), Err(Truncated));
+    }
+
+    #[test]
+    fn any_length_reads_as_the_byte_by_byte_reading() {
+        // Every length from one to ten bytes, at every place from the
+        // buffer's end (the last values are read the slow way), and cut
+        // short at every byte.
+        let mut vals: Vec<u64> = (0..64).map(|s| 1u64 << s).collect();
+        vals.extend((0..64).map(|s| (1u64 << s) - 1));
+        vals.extend([u64::MAX, 0x7f, 0x80, 0x3fff, 0x4000, 0x0123_4567_89ab_cdef]);
+        let mut out = Vec::new();
+        for &v in &vals {
+            put_u64(&mut out, v);
+        }
+        for cut in (out.len().saturating_sub(24)..=out.len()).chain([0, 1, 5]) {
+            let buf = &out[..cut];
+            let (mut a, mut b) = (Reader::new(buf), Reader::new(buf));
+            loop {
+                let (x, y) = (a.u64(), b.u64_any());
+                assert_eq!(x, y, "cut at {cut}, place {}", a.pos());
+                assert_eq!(a.pos(), b.pos());
+                if x.is_err() {
+                    break;
+                }
+            }
+        }
+        let mut r = Reader::new(&out);
+        for &v in &vals {
+            assert_eq!(r.u64_any(), Ok(v));
+        }
+        assert!(r.is_empty());
+        // Longer than ten bytes: an error, as for `u64`.
+        let bad = [0xffu8; 11];
+        assert_eq!(Reader::new(&bad).u64_any(), Err(Truncated));
     }
 }
