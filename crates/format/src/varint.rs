@@ -85,12 +85,17 @@ impl<'a> Reader<'a> {
                 // is clear: 8, 16, ... 64.
                 let bits = stops.trailing_zeros() + 1;
                 let x = w & (u64::MAX >> (64 - bits));
+                self.pos += (bits / 8) as usize;
+                // Mostly one or two bytes (a branch taken the same way
+                // nearly always).
+                if stops & 0xffff != 0 {
+                    return Ok((x & 0x7f) | ((x >> 1) & 0x3f80));
+                }
                 // Seven bits of each byte put together, in pairs of bytes,
                 // then of two bytes, then of four.
                 let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
                 let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
                 let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
-                self.pos += (bits / 8) as usize;
                 return Ok(x);
             }
         }
