@@ -1165,6 +1165,11 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
         let mut sum = vec![0f64; epochs - 1];
         for (m, v) in per.iter().enumerate() {
             let region_starts = &parts[members[m]].region_starts;
+            // The first region start at or after the last barrier's `after`,
+            // found again from where it was: a thread's barriers come in
+            // time order (a binary search per barrier guessed most of its
+            // steps wrong).
+            let mut cursor = (0u64, 0usize);
             v.visit(epochs, |k, b| {
                 let iv = b.span;
                 if m == 0 {
@@ -1191,7 +1196,7 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
                 sum[k - 1] += b.work;
                 if !region_starts.is_empty() {
                     let (from, to) = (b.after, iv.start);
-                    let at = region_starts.partition_point(|&r| r < from);
+                    let at = first_at_or_after(region_starts, from, &mut cursor);
                     new_region[k - 1] |= region_starts.get(at).is_some_and(|&r| r <= to);
                 }
             });
@@ -1211,6 +1216,24 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
         });
     }
     out
+}
+
+/// Where the first of `sorted` at or after `from` is (as
+/// `sorted.partition_point(|&r| r < from)`), `cursor` the place found for
+/// the `from` asked before: walked on from there when `from` did not go
+/// back, and searched for again when it did.
+#[inline]
+fn first_at_or_after(sorted: &[u64], from: u64, cursor: &mut (u64, usize)) -> usize {
+    let (before, mut at) = *cursor;
+    if from < before {
+        at = sorted.partition_point(|&r| r < from);
+    } else {
+        while sorted.get(at).is_some_and(|&r| r < from) {
+            at += 1;
+        }
+    }
+    *cursor = (from, at);
+    at
 }
 
 /// [`merge`], with the pass over each group's barriers made
@@ -1634,7 +1657,28 @@ pub fn location_in(sites: &[Callsite], callsite: Option<u32>) -> Option<Location
 
 #[cfg(test)]
 mod tests {
-    use super::Union;
+    use super::{first_at_or_after, Union};
+
+    /// The place of the first region start at or after a time, found with
+    /// a cursor, is the binary search's, whatever the times asked.
+    #[test]
+    fn a_cursor_finds_what_a_binary_search_finds() {
+        // Times asked in order, with repeats, going back, and past both ends.
+        let sorted = [3u64, 5, 5, 9, 20, 21, 40];
+        let asked = [0u64, 3, 4, 5, 5, 6, 21, 2, 9, 10, 40, 41, 100, 20, 0, 39];
+        for start in 0..asked.len() {
+            let mut cursor = (0, 0);
+            for &from in &asked[start..] {
+                assert_eq!(
+                    first_at_or_after(&sorted, from, &mut cursor),
+                    sorted.partition_point(|&r| r < from),
+                    "asked {from} from {start}"
+                );
+            }
+        }
+        let mut cursor = (0, 0);
+        assert_eq!(first_at_or_after(&[], 7, &mut cursor), 0);
+    }
 
     /// A summary whose barriers are cut short (a damaged message of
     /// `gaspard report --mpi`) is merged as far as its barriers go, by the
