@@ -867,34 +867,75 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
 pub(crate) struct ReturnAddresses {
     /// Words of a pointer-to-shared in the stream's events.
     pts_words: usize,
-    at: HashMap<(u16, u8, u8), Option<usize>>,
+    /// Where the return address is among an event's words, per kind, END
+    /// or not, and pointers-to-shared resolved or not (what its place
+    /// depends on: [`ReturnAddresses::slot`]), found when first asked:
+    /// [`ReturnAddresses::UNKNOWN`] until then, [`ReturnAddresses::NONE`]
+    /// for none. Looked up at every event of an OpenMP trace: a table, not
+    /// a map (a hash and a probe per event).
+    at: Vec<u8>,
+    /// The kinds that carry a return address ([`codeptr_kinds`]).
+    kinds: &'static [bool],
 }
 
 impl ReturnAddresses {
+    const UNKNOWN: u8 = u8::MAX;
+    const NONE: u8 = u8::MAX - 1;
+
     /// For a stream whose pointers-to-shared take `pts_bytes`.
     fn new(pts_bytes: u64) -> ReturnAddresses {
         ReturnAddresses {
             pts_words: pts_bytes.div_ceil(8) as usize,
-            at: HashMap::default(),
+            at: Vec::new(),
+            kinds: codeptr_kinds(),
         }
+    }
+
+    /// The entry of `at` of an event of `kind`, `phase` and `flags`.
+    #[inline(always)]
+    fn slot((kind, phase, flags): (u16, u8, u8)) -> usize {
+        let end = usize::from(phase == gaspard_format::raw::PHASE_END);
+        let resolved = usize::from(flags & gaspard_format::raw::FLAG_PTS_RESOLVED != 0);
+        usize::from(kind) * 4 + end * 2 + resolved
     }
 
     /// The return address among `args`, the argument words of an event of
     /// `kind`, `phase` and `flags`, if it carries one.
-    fn of(&mut self, (kind, phase, flags): (u16, u8, u8), args: &[u64]) -> Option<u64> {
-        let pts_words = self.pts_words;
-        let at = *self
-            .at
-            .entry((kind, phase, flags))
-            .or_insert_with(|| gaspard_format::codec::codeptr_word(kind, phase, pts_words, flags));
-        at.and_then(|i| args.get(i).copied())
+    #[inline]
+    fn of(&mut self, shape: (u16, u8, u8), args: &[u64]) -> Option<u64> {
+        let slot = Self::slot(shape);
+        let at = match self.at.get(slot) {
+            Some(&at) if at != Self::UNKNOWN => at,
+            _ => self.find(shape, slot),
+        };
+        if at == Self::NONE {
+            return None;
+        }
+        args.get(usize::from(at)).copied()
+    }
+
+    /// [`ReturnAddresses::of`]'s place, found the first time.
+    #[cold]
+    #[inline(never)]
+    fn find(&mut self, (kind, phase, flags): (u16, u8, u8), slot: usize) -> u8 {
+        let word = gaspard_format::codec::codeptr_word(kind, phase, self.pts_words, flags);
+        let at = word
+            .and_then(|w| u8::try_from(w).ok())
+            .filter(|&w| w < Self::NONE)
+            .unwrap_or(Self::NONE);
+        if self.at.len() <= slot {
+            self.at.resize((slot | 3) + 1, Self::UNKNOWN);
+        }
+        self.at[slot] = at;
+        at
     }
 
     /// The return address of `e` (its stream's argument words `words`) when
     /// it has no source position of its own (its callsite, among `sites`,
     /// has no file): what the binaries may place.
+    #[inline(always)]
     fn unplaced(&mut self, e: &Event, words: &[u64], sites: &[Callsite]) -> Option<u64> {
-        if !codeptr_kinds()[e.kind as usize]
+        if !self.kinds[e.kind as usize]
             || sites
                 .get(e.callsite as usize)
                 .is_none_or(|c| c.file.is_some())
@@ -975,7 +1016,13 @@ pub(crate) struct Sources<'a> {
     fileless: bool,
     found: HashMap<Callsite, u32>,
     list: Vec<Callsite>,
+    /// Addresses met lately and their callsites, as in `by_addr`, by a
+    /// hash of the address.
+    memo: [Option<(u64, Option<u32>)>; MEMO],
 }
+
+/// Entries of [`Sources::memo`].
+const MEMO: usize = 16;
 
 impl<'a> Sources<'a> {
     /// For the stream `s` (without events) of a process whose binaries
@@ -995,6 +1042,7 @@ impl<'a> Sources<'a> {
             fileless: false,
             found: HashMap::default(),
             list: Vec::new(),
+            memo: [None; MEMO],
         }
     }
 
@@ -1014,11 +1062,21 @@ impl<'a> Sources<'a> {
             let Some(addr) = self.addresses.unplaced(e, words, sites) else {
                 continue;
             };
-            let site = match self.by_addr.get(&addr) {
-                Some(&site) => site,
-                None => {
-                    let site = self.find(addr);
-                    self.by_addr.insert(addr, site);
+            // A program's few return addresses come again and again: most
+            // are found in the memo, without the map's hash and probe.
+            let memo = &mut self.memo[(addr ^ addr >> 7) as usize % MEMO];
+            let site = match *memo {
+                Some((a, site)) if a == addr => site,
+                _ => {
+                    let site = match self.by_addr.get(&addr) {
+                        Some(&site) => site,
+                        None => {
+                            let site = self.find(addr);
+                            self.by_addr.insert(addr, site);
+                            site
+                        }
+                    };
+                    self.memo[(addr ^ addr >> 7) as usize % MEMO] = Some((addr, site));
                     site
                 }
             };
@@ -3088,5 +3146,42 @@ mod tests {
         }
         // The fast way was taken, and often.
         assert!(linear > 1000 && checked > 100_000, "{linear} {checked}");
+    }
+
+    /// The table of where return addresses are gives what the layouts of
+    /// the kinds give, whatever the phase, the flags and the order asked.
+    #[test]
+    fn return_addresses_are_where_the_layouts_say() {
+        let args: Vec<u64> = (100..116).collect();
+        let kinds: Vec<u16> = gaspard_format::kinds::all_kinds()
+            .map(|k| k.id)
+            .chain([0, 7, u16::MAX])
+            .collect();
+        let mut carrying = 0;
+        for pts_bytes in [8, 16, 24] {
+            let mut ra = super::ReturnAddresses::new(pts_bytes);
+            for round in 0..2 {
+                for &kind in kinds.iter().rev().skip(round) {
+                    for phase in 0..3 {
+                        for flags in [0u8, 1, 2, 3, 0xff] {
+                            let want = gaspard_format::codec::codeptr_word(
+                                kind,
+                                phase,
+                                pts_bytes.div_ceil(8) as usize,
+                                flags,
+                            )
+                            .and_then(|i| args.get(i).copied());
+                            carrying += usize::from(want.is_some());
+                            assert_eq!(
+                                ra.of((kind, phase, flags), &args),
+                                want,
+                                "kind {kind} phase {phase} flags {flags}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        assert!(carrying > 0);
     }
 }
