@@ -395,6 +395,8 @@ fn lock_kinds() -> &'static Kinds {
 struct Met {
     locks: Vec<PartLock>,
     by_key: HashMap<(String, u64), usize>,
+    /// By the id of its key, a lock of `by_key` ([`Met::at_of`]).
+    by_id: HashMap<u64, usize>,
     /// The locks taken, in the order first taken.
     taken: Vec<usize>,
 }
@@ -411,9 +413,31 @@ impl Met {
         &mut self.locks[i]
     }
 
+    /// [`Met::take`] of the lock of (`process`, `id`), named by `name`
+    /// only when first taken.
+    fn take_of(
+        &mut self,
+        process: &str,
+        id: u64,
+        name: impl FnOnce() -> String,
+        site: u32,
+    ) -> &mut PartLock {
+        let i = self.at_of(process, id);
+        if self.locks[i].first.is_none() {
+            self.locks[i].first = Some((name(), site));
+            self.taken.push(i);
+        }
+        &mut self.locks[i]
+    }
+
     /// A hold of the lock of `key`, released at `to`.
     fn hold(&mut self, key: (String, u64), from: u64, to: u64) {
         let i = self.at(key);
+        self.hold_at(i, from, to);
+    }
+
+    /// A hold of the `i`-th lock, released at `to`.
+    fn hold_at(&mut self, i: usize, from: u64, to: u64) {
         let l = &mut self.locks[i];
         l.holds.push((from, to));
         if l.first.is_none() {
@@ -421,6 +445,20 @@ impl Met {
         } else {
             l.releases_known = true;
         }
+    }
+
+    /// [`Met::at`] of (`process`, `id`), without making the key when the
+    /// lock of `id` last met is that process's (a stream's OpenMP locks
+    /// are all its process's).
+    fn at_of(&mut self, process: &str, id: u64) -> usize {
+        if let Some(&i) = self.by_id.get(&id) {
+            if self.locks[i].key.0 == process {
+                return i;
+            }
+        }
+        let i = self.at((process.to_string(), id));
+        self.by_id.insert(id, i);
+        i
     }
 
     fn at(&mut self, key: (String, u64)) -> usize {
@@ -483,6 +521,8 @@ pub(crate) struct Builder {
     held_omp: Vec<(u64, u64)>,
     /// Locks held after a call: (lock, since).
     held: Vec<(u64, u64)>,
+    /// Where the OpenMP events' wait id is, once the stream is met.
+    wait_id: Option<crate::objects::ArgOf>,
 }
 
 impl Builder {
@@ -500,26 +540,28 @@ impl Builder {
         let met = &mut self.omp;
         // OpenMP: acquire (START) .. acquired (ATOMIC) .. release (END), by wait id.
         let (acquiring_omp, held_omp) = (&mut self.acquiring_omp, &mut self.held_omp);
+        let wait_at = self
+            .wait_id
+            .get_or_insert_with(|| crate::objects::ArgOf::new(s, "wait_id"));
         for e in s
             .own_events()
             .iter()
             .filter(|e| k.involved[e.kind as usize])
         {
-            let wait_id = || arg(s, e, "wait_id").unwrap_or(0);
+            let mut wait_id = || crate::objects::word_of(s.args(e), wait_at.word(e)).unwrap_or(0);
             if k.omp_mutex.contains(&e.kind) && e.phase == 0 {
                 acquiring_omp.push((wait_id(), e.t_ns, e.callsite, e.kind));
             } else if Some(e.kind) == k.acquired {
                 let id = wait_id();
                 if let Some(i) = acquiring_omp.iter().rposition(|p| p.0 == id) {
                     let (_, start, site, kind) = acquiring_omp.remove(i);
-                    let key = (s.process.clone(), id);
                     // By its construct, and its binary when it is in one's
                     // data (libomp's locks are mostly on its heap).
-                    let name = match in_image(cx, id) {
+                    let name = || match in_image(cx, id) {
                         Some((binary, off)) => format!("{binary}+{off:#x}"),
                         None => format!("{} {id:#x}", omp_construct(kind)),
                     };
-                    let l = met.take(key, name, site);
+                    let l = met.take_of(&s.process, id, name, site);
                     l.releases_known = true;
                     l.acquires.push((start, e.t_ns));
                     held_omp.push((id, e.t_ns));
@@ -529,7 +571,8 @@ impl Builder {
                 if let Some(i) = held_omp.iter().rposition(|p| p.0 == id) {
                     let (_, from) = held_omp.remove(i);
                     // Taken above by this stream: never early.
-                    met.hold((s.process.clone(), id), from, e.t_ns);
+                    let i = met.at_of(&s.process, id);
+                    met.hold_at(i, from, e.t_ns);
                 }
             }
         }
@@ -785,6 +828,36 @@ pub fn contention_in(ids: &[Identity], locks: &[LockStats], total_time: u64) -> 
 
 #[cfg(test)]
 mod tests {
+
+    /// A lock found by its id and process is the one its full key finds,
+    /// whichever process met the id last, and is named once.
+    #[test]
+    fn locks_by_id_are_those_of_their_process() {
+        let mut met = super::Met::default();
+        let a = met.at_of("h-1", 7);
+        let b = met.at_of("h-2", 7);
+        assert_ne!(a, b);
+        assert_eq!(met.at_of("h-1", 7), a);
+        assert_eq!(met.at(("h-2".to_string(), 7)), b);
+        assert_eq!(met.at_of("h-2", 7), b);
+        assert_eq!(met.at_of("h-1", 8), met.at(("h-1".to_string(), 8)));
+        let mut named = 0;
+        for _ in 0..3 {
+            met.take_of(
+                "h-1",
+                7,
+                || {
+                    named += 1;
+                    "L".to_string()
+                },
+                5,
+            );
+        }
+        assert_eq!(named, 1);
+        assert_eq!(met.locks[a].first, Some(("L".to_string(), 5)));
+        assert_eq!(met.taken, vec![a]);
+        assert_eq!(met.locks.len(), 3);
+    }
 
     #[test]
     fn lock_variables_are_named_as_the_source_names_them() {
