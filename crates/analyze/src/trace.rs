@@ -1018,11 +1018,14 @@ pub(crate) struct Sources<'a> {
     list: Vec<Callsite>,
     /// Addresses met lately and their callsites, as in `by_addr`, by a
     /// hash of the address.
-    memo: [Option<(u64, Option<u32>)>; MEMO],
+    memo: Box<Memo>,
 }
 
 /// Entries of [`Sources::memo`].
 const MEMO: usize = 16;
+
+/// [`Sources::memo`]: per entry, an address and its callsite.
+type Memo = [Option<(u64, Option<u32>)>; MEMO];
 
 impl<'a> Sources<'a> {
     /// For the stream `s` (without events) of a process whose binaries
@@ -1042,7 +1045,7 @@ impl<'a> Sources<'a> {
             fileless: false,
             found: HashMap::default(),
             list: Vec::new(),
-            memo: [None; MEMO],
+            memo: Box::new([None; MEMO]),
         }
     }
 
