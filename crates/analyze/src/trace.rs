@@ -1067,8 +1067,8 @@ impl<'a> Sources<'a> {
             };
             // A program's few return addresses come again and again: most
             // are found in the memo, without the map's hash and probe.
-            let memo = &mut self.memo[(addr ^ addr >> 7) as usize % MEMO];
-            let site = match *memo {
+            let entry = (addr ^ addr >> 7) as usize % MEMO;
+            let site = match self.memo[entry] {
                 Some((a, site)) if a == addr => site,
                 _ => {
                     let site = match self.by_addr.get(&addr) {
@@ -1079,7 +1079,7 @@ impl<'a> Sources<'a> {
                             site
                         }
                     };
-                    self.memo[(addr ^ addr >> 7) as usize % MEMO] = Some((addr, site));
+                    self.memo[entry] = Some((addr, site));
                     site
                 }
             };
