@@ -406,11 +406,7 @@ impl Met {
     /// named when first taken.
     fn take(&mut self, key: (String, u64), name: String, site: u32) -> &mut PartLock {
         let i = self.at(key);
-        if self.locks[i].first.is_none() {
-            self.locks[i].first = Some((name, site));
-            self.taken.push(i);
-        }
-        &mut self.locks[i]
+        self.take_at(i, || name, site)
     }
 
     /// [`Met::take`] of the lock of (`process`, `id`), named by `name`
@@ -423,6 +419,11 @@ impl Met {
         site: u32,
     ) -> &mut PartLock {
         let i = self.at_of(process, id);
+        self.take_at(i, name, site)
+    }
+
+    /// The `i`-th lock, taken at `site`: named by `name` when first taken.
+    fn take_at(&mut self, i: usize, name: impl FnOnce() -> String, site: u32) -> &mut PartLock {
         if self.locks[i].first.is_none() {
             self.locks[i].first = Some((name(), site));
             self.taken.push(i);

@@ -314,9 +314,9 @@ mod tests {
 
     #[test]
     fn any_length_reads_as_the_byte_by_byte_reading() {
-        // Every length from one to ten bytes, at every place from the
-        // buffer's end (the last values are read the slow way), and cut
-        // short at every byte.
+        // Every length from one to ten bytes; the buffer cut short at each
+        // of its last 24 bytes (the last values are read the slow way, and
+        // the one cut, as an error) and at a few places near its start.
         let mut vals: Vec<u64> = (0..64).map(|s| 1u64 << s).collect();
         vals.extend((0..64).map(|s| (1u64 << s) - 1));
         vals.extend([u64::MAX, 0x7f, 0x80, 0x3fff, 0x4000, 0x0123_4567_89ab_cdef]);
