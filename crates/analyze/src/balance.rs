@@ -104,61 +104,23 @@ pub(crate) fn merge_passed(
     let mut groups = Vec::new();
     for g in passes {
         let members = &g.members;
-        let per = crate::findings::barriers_of(members, parts);
-        let (epochs, n) = (g.epochs, members.len());
-        let mut last_arrivals = vec![0u64; n];
-        let wait_ns = g.wait.clone();
-        // Per epoch, the first thread to arrive and the last, with their
-        // arrivals.
-        let (first, last) = (&g.first, &g.last);
-        let mut all = Vec::with_capacity(epochs);
-        for (k, (&(first, a), &(last, b))) in first.iter().zip(last.iter()).enumerate() {
-            last_arrivals[last] += 1;
-            all.push((k, b - a, first, last));
-        }
-        let total: u64 = all.iter().map(|e| e.1).sum();
-        let max = all.iter().map(|e| e.1).max().unwrap_or(0);
-        // The widest first (by epoch where as wide: an order of every
-        // epoch, so that those kept are the same however found).
-        let widest_first = |a: &(usize, u64, usize, usize), b: &(usize, u64, usize, usize)| {
-            b.1.cmp(&a.1).then(a.0.cmp(&b.0))
-        };
-        if all.len() > WIDEST {
-            all.select_nth_unstable_by(WIDEST, widest_first);
-            all.truncate(WIDEST);
-        }
-        all.sort_by(widest_first);
-        // Where the last thread arrives from in each of those: the
-        // barriers of each such thread read once, up to the latest wanted.
-        let mut wanted: Vec<(usize, usize)> =
-            all.iter().map(|&(k, _, _, last)| (last, k)).collect();
-        wanted.sort_unstable();
-        let mut site_at: HashMap<(usize, usize), u32> = HashMap::default();
-        for mine in wanted.chunk_by(|a, b| a.0 == b.0) {
-            let m = mine[0].0;
-            let mut barriers = per[m].iter().enumerate();
-            for &(_, k) in mine {
-                if let Some((_, b)) = barriers.find(|&(j, _)| j == k) {
-                    site_at.insert((m, k), b.callsite);
-                }
-            }
-        }
         let name = |m: usize| ids[members[m]].name.clone();
         groups.push(BarrierGroup {
-            threads: (0..n).map(name).collect(),
-            epochs,
-            mean_spread_ns: total as f64 / epochs as f64,
-            max_spread_ns: max,
-            last_arrivals,
-            wait_ns,
-            widest: all
+            threads: (0..members.len()).map(name).collect(),
+            epochs: g.epochs,
+            mean_spread_ns: g.spread_sum as f64 / g.epochs as f64,
+            max_spread_ns: g.spread_max,
+            last_arrivals: g.last_arrivals.clone(),
+            wait_ns: g.wait.clone(),
+            widest: g
+                .widest
                 .iter()
-                .map(|&(k, spread, first, last)| Epoch {
-                    epoch: k,
-                    spread_ns: spread,
-                    last: name(last),
-                    first: name(first),
-                    location: location_in(sites, site_at.get(&(last, k)).copied()),
+                .map(|w| Epoch {
+                    epoch: w.epoch,
+                    spread_ns: w.spread,
+                    last: name(w.last),
+                    first: name(w.first),
+                    location: location_in(sites, Some(w.site)),
                 })
                 .collect(),
         });

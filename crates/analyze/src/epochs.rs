@@ -15,8 +15,8 @@
 //! synchronization and communication since the previous departure (the
 //! first's: 0). A byte gives their sizes, two bits each (1, 2, 4 or 8
 //! bytes), then come their bytes, little-endian: 6 to 8 bytes a barrier
-//! mostly, read without a loop (the merges read each thread's barriers a few
-//! times). The differences wrap: any times come back as they were. A shift
+//! mostly, read without a loop (the merges read every thread's barriers,
+//! and some threads' twice). The differences wrap: any times come back as they were. A shift
 //! of every time (the summary made the trace's) changes the base, and a
 //! renumbering of callsites the short list, not the bytes.
 
@@ -187,20 +187,6 @@ impl Epochs {
             first: true,
             end: self.base,
             site: 0,
-        }
-    }
-
-    /// Calls `f(k, barrier)` for each of the first `limit` barriers in
-    /// order, with the work before it: [`Epochs::iter_with_work`] in a plain
-    /// loop, for the merges' passes over every thread's barriers.
-    #[inline]
-    pub fn visit(&self, limit: usize, mut f: impl FnMut(usize, &Barrier)) {
-        let mut it = self.iter_with_work();
-        for k in 0..limit.min(self.len) {
-            let Some(b) = it.next() else {
-                return;
-            };
-            f(k, &b);
         }
     }
 

@@ -1100,21 +1100,28 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<Findi
 /// What one pass over the barriers of the threads of a group (of two or
 /// more that meet at barriers) finds, for the findings ([`merge_passed`])
 /// and the load balance ([`crate::balance::merge_passed`]): each thread's
-/// packed barriers read once for both.
+/// packed barriers read once for both, epoch by epoch, and nothing kept per
+/// epoch (a run with millions of barriers needs no more memory than one
+/// with ten).
 pub(crate) struct GroupPass {
     /// The group's streams.
     pub(crate) members: Vec<usize>,
     /// The barriers every thread of the group meets (the fewest of any).
     pub(crate) epochs: usize,
-    /// Per epoch, the first thread to arrive (the first of the earliest)
-    /// and the last (the last of the latest), with their arrivals: as far
-    /// as the first thread's barriers go (all of them but in a damaged
-    /// summary).
-    pub(crate) first: Vec<(usize, u64)>,
-    pub(crate) last: Vec<(usize, u64)>,
-    /// Per epoch, the latest arrival (0 where no barrier was read), and the
-    /// sum of every arrival.
-    latest: Vec<u64>,
+    /// The load balance's epochs: as far as the first thread's barriers go
+    /// (all of them but in a damaged summary), each with its first thread
+    /// to arrive (the first of the earliest) and its last (the last of the
+    /// latest). Per thread, the epochs it arrived at last; the spreads
+    /// (last arrival less first) summed, wrapping, and the widest.
+    pub(crate) last_arrivals: Vec<u64>,
+    pub(crate) spread_sum: u64,
+    pub(crate) spread_max: u64,
+    /// The widest epochs (up to [`crate::balance::WIDEST`]), widest first
+    /// and by epoch where as wide.
+    pub(crate) widest: Vec<Wide>,
+    /// Per epoch, the latest arrival (0 where no barrier was read), summed;
+    /// and the sum of every arrival.
+    latest: u128,
     arrivals: u128,
     /// The earliest arrival at the first barrier and the latest at the
     /// last one.
@@ -1122,13 +1129,53 @@ pub(crate) struct GroupPass {
     latest_last: u64,
     /// Each thread's time in the barriers.
     pub(crate) wait: Vec<u64>,
-    /// Per epoch `k` but the first (at `k - 1`), whether it starts a new
-    /// OpenMP parallel region on some thread (a worker idles between
-    /// regions: left out of the imbalance), and the threads' work in it
-    /// (between barriers k - 1 and k, given with barrier k) summed in thread
-    /// order.
-    new_region: Vec<bool>,
-    sum: Vec<f64>,
+    /// The epochs but the first that start a new OpenMP parallel region on
+    /// some thread (a worker idles between regions: left out of the
+    /// imbalance).
+    new_regions: usize,
+    /// Per thread, over the other epochs, its work (between barriers k - 1
+    /// and k) less the others' mean, summed; and the epochs where it is more.
+    lateness: Vec<f64>,
+    late_epochs: Vec<usize>,
+}
+
+/// One of the widest epochs of a [`GroupPass`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Wide {
+    /// Its number.
+    pub(crate) epoch: usize,
+    /// Its last arrival less its first.
+    pub(crate) spread: u64,
+    /// The first thread to arrive and the last (members' places).
+    pub(crate) first: usize,
+    pub(crate) last: usize,
+    /// The last thread's barrier callsite.
+    pub(crate) site: u32,
+}
+
+impl Wide {
+    /// Widest first, then by epoch: an order of every epoch, so that those
+    /// kept are the same however found.
+    fn order(&self, other: &Wide) -> std::cmp::Ordering {
+        other
+            .spread
+            .cmp(&self.spread)
+            .then(self.epoch.cmp(&other.epoch))
+    }
+}
+
+impl PartialOrd for Wide {
+    fn partial_cmp(&self, other: &Wide) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// Greater is narrower (or as wide and later): the top of a max-heap of
+/// them is the first to give up its place.
+impl Ord for Wide {
+    fn cmp(&self, other: &Wide) -> std::cmp::Ordering {
+        self.order(other)
+    }
 }
 
 /// The barriers of each of `members` (streams), in their order.
@@ -1139,10 +1186,28 @@ pub(crate) fn barriers_of<'a>(
     members.iter().map(|&i| &parts[i].barriers).collect()
 }
 
+/// One thread's barrier in an epoch, as [`group_passes`] holds it while it
+/// reads the others'.
+#[derive(Clone, Copy)]
+struct Arrived {
+    work: f64,
+    /// Whether the thread's barriers went that far (a damaged summary's
+    /// may not).
+    read: bool,
+}
+
+/// The first thread to arrive at a barrier (the first of the earliest) and
+/// the last (the last of the latest), with their arrivals (members' places
+/// and times), and the last one's callsite.
+struct Ends {
+    first: (usize, u64),
+    last: (usize, u64),
+    site: u32,
+}
+
 /// The [`GroupPass`] of each group of `ids` (from [`barrier_groups_of`])
-/// of two threads or more that meet at a barrier at least. Thread by
-/// thread, each reading its barriers in order (rather than epoch by epoch,
-/// jumping from thread to thread), in one pass.
+/// of two threads or more that meet at a barrier at least. Epoch by epoch,
+/// each thread's barriers read on from where they were.
 pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> {
     let mut out = Vec::new();
     for members in barrier_groups_of(ids) {
@@ -1155,65 +1220,133 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
             continue;
         }
         let n = members.len();
-        let mut first: Vec<(usize, u64)> = Vec::with_capacity(epochs);
-        let mut last: Vec<(usize, u64)> = Vec::with_capacity(epochs);
-        let mut latest = vec![0u64; epochs];
-        let (mut earliest_first, mut latest_last) = (u64::MAX, 0u64);
-        let mut arrivals = 0u128;
-        let mut wait = vec![0u64; n];
-        let mut new_region = vec![false; epochs - 1];
-        let mut sum = vec![0f64; epochs - 1];
-        for (m, v) in per.iter().enumerate() {
-            let region_starts = &parts[members[m]].region_starts;
-            // The first region start at or after the last barrier's `after`,
-            // found again from where it was: a thread's barriers come in
-            // time order (a binary search per barrier guessed most of its
-            // steps wrong).
-            let mut cursor = (0u64, 0usize);
-            v.visit(epochs, |k, b| {
-                let iv = b.span;
-                if m == 0 {
-                    first.push((0, iv.start));
-                    last.push((0, iv.start));
-                } else if let (Some(f), Some(l)) = (first.get_mut(k), last.get_mut(k)) {
-                    if iv.start < f.1 {
-                        *f = (m, iv.start);
-                    }
-                    if iv.start >= l.1 {
-                        *l = (m, iv.start);
-                    }
-                }
-                latest[k] = latest[k].max(iv.start);
-                arrivals += u128::from(iv.start);
-                wait[m] += iv.end.saturating_sub(iv.start);
-                if k == epochs - 1 {
-                    latest_last = latest_last.max(iv.start);
-                }
-                if k == 0 {
-                    earliest_first = earliest_first.min(iv.start);
-                    return;
-                }
-                sum[k - 1] += b.work;
-                if !region_starts.is_empty() {
-                    let (from, to) = (b.after, iv.start);
-                    let at = first_at_or_after(region_starts, from, &mut cursor);
-                    new_region[k - 1] |= region_starts.get(at).is_some_and(|&r| r <= to);
-                }
-            });
-        }
-        out.push(GroupPass {
+        let mut g = GroupPass {
             members,
             epochs,
-            first,
-            last,
-            latest,
-            arrivals,
-            earliest_first,
-            latest_last,
-            wait,
-            new_region,
-            sum,
-        });
+            last_arrivals: vec![0; n],
+            spread_sum: 0,
+            spread_max: 0,
+            widest: Vec::new(),
+            latest: 0,
+            arrivals: 0,
+            earliest_first: u64::MAX,
+            latest_last: 0,
+            wait: vec![0; n],
+            new_regions: 0,
+            lateness: vec![0.0; n],
+            late_epochs: vec![0; n],
+        };
+        let mut widest = std::collections::BinaryHeap::with_capacity(crate::balance::WIDEST + 1);
+        let mut reading: Vec<_> = per.iter().map(|v| v.iter_with_work()).collect();
+        let region_starts: Vec<&[u64]> = g
+            .members
+            .iter()
+            .map(|&i| &parts[i].region_starts[..])
+            .collect();
+        // The first region start at or after each thread's last barrier's
+        // `after`, found again from where it was: a thread's barriers come
+        // in time order (a binary search per barrier guessed most of its
+        // steps wrong).
+        let mut cursors = vec![(0u64, 0usize); n];
+        let mut arrived = vec![
+            Arrived {
+                work: 0.0,
+                read: false
+            };
+            n
+        ];
+        for k in 0..epochs {
+            // The first thread to arrive and the last, with their arrivals
+            // and the last's callsite: where the first thread has barrier k.
+            let mut ends: Option<Ends> = None;
+            let (mut latest, mut sum, mut new_region) = (0u64, 0f64, false);
+            for (m, it) in reading.iter_mut().enumerate() {
+                let Some(b) = it.next() else {
+                    arrived[m].read = false;
+                    continue;
+                };
+                let iv = b.span;
+                if m == 0 {
+                    ends = Some(Ends {
+                        first: (0, iv.start),
+                        last: (0, iv.start),
+                        site: iv.callsite,
+                    });
+                } else if let Some(e) = &mut ends {
+                    if iv.start < e.first.1 {
+                        e.first = (m, iv.start);
+                    }
+                    if iv.start >= e.last.1 {
+                        (e.last, e.site) = ((m, iv.start), iv.callsite);
+                    }
+                }
+                latest = latest.max(iv.start);
+                g.arrivals += u128::from(iv.start);
+                g.wait[m] += iv.end.saturating_sub(iv.start);
+                arrived[m] = Arrived {
+                    work: b.work,
+                    read: true,
+                };
+                if k == epochs - 1 {
+                    g.latest_last = g.latest_last.max(iv.start);
+                }
+                if k == 0 {
+                    g.earliest_first = g.earliest_first.min(iv.start);
+                    continue;
+                }
+                sum += b.work;
+                let starts = region_starts[m];
+                if !starts.is_empty() {
+                    let (from, to) = (b.after, iv.start);
+                    let at = first_at_or_after(starts, from, &mut cursors[m]);
+                    new_region |= starts.get(at).is_some_and(|&r| r <= to);
+                }
+            }
+            g.latest += u128::from(latest);
+            if let Some(Ends {
+                first: (first, a),
+                last: (last, b),
+                site,
+            }) = ends
+            {
+                g.last_arrivals[last] += 1;
+                let spread = b - a;
+                g.spread_sum = g.spread_sum.wrapping_add(spread);
+                g.spread_max = g.spread_max.max(spread);
+                let wide = Wide {
+                    epoch: k,
+                    spread,
+                    first,
+                    last,
+                    site,
+                };
+                if widest.len() < crate::balance::WIDEST {
+                    widest.push(wide);
+                } else if widest.peek().is_some_and(|narrowest| wide < *narrowest) {
+                    widest.pop();
+                    widest.push(wide);
+                }
+            }
+            if k == 0 {
+                continue;
+            }
+            if new_region {
+                g.new_regions += 1;
+                continue;
+            }
+            // Each thread's work in the epoch against the others' mean.
+            for (m, a) in arrived.iter().enumerate() {
+                if a.read {
+                    let d = a.work - (sum - a.work) / (n - 1) as f64;
+                    g.lateness[m] += d;
+                    if d > 0.0 {
+                        g.late_epochs[m] += 1;
+                    }
+                }
+            }
+        }
+        g.widest = widest.into_sorted_vec();
+        out.push(g);
     }
     out
 }
@@ -1250,12 +1383,11 @@ pub(crate) fn merge_passed(
         let members = &g.members;
         let per = barriers_of(members, parts);
         let (epochs, n) = (g.epochs, members.len());
-        let (wait, new_region, sum) = (&g.wait, &g.new_region, &g.sum);
+        let wait = &g.wait;
         let (first, last) = (g.earliest_first, g.latest_last);
         // The spread: the latest arrival less each arrival, summed; as the
         // sum of the differences in 64 bits gives it (wrapping).
-        let spread_total =
-            (g.latest.iter().map(|&l| u128::from(l)).sum::<u128>() * n as u128 - g.arrivals) as u64;
+        let spread_total = (g.latest * n as u128 - g.arrivals) as u64;
         let waited: u64 = wait.iter().sum();
         let group_time: u64 = members
             .iter()
@@ -1292,28 +1424,14 @@ pub(crate) fn merge_passed(
         // noise (IMBALANCE_MIN_EPOCH_NS).
         let epoch_len = (last.saturating_sub(first) as f64 / (epochs.max(2) - 1) as f64).max(1.0);
         // Work between barriers: from leaving one to arriving at the next, on
-        // the same thread. Thread by thread again, each thread's work in an
-        // epoch against the others' mean.
-        let used = new_region.iter().filter(|&&skip| !skip).count();
+        // the same thread, each thread's against the others' mean
+        // ([`GroupPass::lateness`]).
+        let used = epochs - 1 - g.new_regions;
         let imbalance_share = spread_total as f64 / group_time as f64;
         if used < 4 || imbalance_share < 0.05 {
-            // No finding can come of it: the threads' work is not read again.
             continue;
         }
-        let mut lateness = vec![0f64; n];
-        let mut late_epochs = vec![0usize; n];
-        for m in 0..n {
-            per[m].visit(epochs, |k, b| {
-                if k == 0 || new_region[k - 1] {
-                    return;
-                }
-                let d = b.work - (sum[k - 1] - b.work) / (n - 1) as f64;
-                lateness[m] += d;
-                if d > 0.0 {
-                    late_epochs[m] += 1;
-                }
-            });
-        }
+        let (lateness, late_epochs) = (&g.lateness, &g.late_epochs);
         let epochs_used = used.max(1);
         let culprit = (0..n)
             .max_by(|&a, &b| lateness[a].total_cmp(&lateness[b]))
@@ -1678,6 +1796,136 @@ mod tests {
         }
         let mut cursor = (0, 0);
         assert_eq!(first_at_or_after(&[], 7, &mut cursor), 0);
+    }
+
+    /// The pass over a group's barriers, epoch by epoch with nothing kept
+    /// per epoch, finds what a plain reading of every epoch finds: the
+    /// widest epochs (many of them as wide), the last arrivals, the spreads,
+    /// each thread's lateness; with epochs left out where a parallel region
+    /// starts, and with one thread's barriers cut short.
+    #[test]
+    fn one_pass_finds_what_every_epoch_read_finds() {
+        use super::{group_passes, BarrierSpan, Part};
+        use crate::epochs::{Barrier, Epochs};
+        use crate::summary::Identity;
+        use crate::trace::{Stream, Trace};
+        let t = Trace::default();
+        let n = 4;
+        let streams: Vec<Stream> = (0..n).map(|i| Stream::empty("host-1", i, 1, 16)).collect();
+        let ids: Vec<Identity> = streams.iter().map(Identity::of).collect();
+        // Thread m arrives at barrier k at k * 1000 ns and 0 to 300 more,
+        // from a small generator: the spreads are mostly one of a few.
+        let mut seed = 12345u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        let epochs = 300u64;
+        let mut arrivals = vec![vec![0u64; epochs as usize]; n as usize];
+        for k in 0..epochs {
+            for a in &mut arrivals {
+                a[k as usize] = k * 1000 + 100 * (next() % 4);
+            }
+        }
+        let whole: Vec<Part> = streams
+            .iter()
+            .enumerate()
+            .map(|(m, s)| Part {
+                barriers: Epochs::new(arrivals[m].iter().enumerate().map(|(k, &start)| {
+                    let span = BarrierSpan {
+                        start,
+                        end: k as u64 * 1000 + 500,
+                        callsite: (k % 3) as u32,
+                    };
+                    (span, (k as u64 * 7 + m as u64) % 50)
+                })),
+                // Thread 1 starts a region before some barriers.
+                region_starts: match m {
+                    1 => (0..epochs)
+                        .filter(|k| k % 17 == 5)
+                        .map(|k| k * 1000 - 250)
+                        .collect(),
+                    _ => Vec::new(),
+                },
+                ..Part::of(&t, s)
+            })
+            .collect();
+        let check = |parts: &[Part]| {
+            let refs: Vec<&Part> = parts.iter().collect();
+            let passes = group_passes(&ids, &refs);
+            assert_eq!(passes.len(), 1);
+            let g = &passes[0];
+            assert_eq!(g.epochs, epochs as usize);
+            let read: Vec<Vec<Barrier>> = parts
+                .iter()
+                .map(|p| p.barriers.iter_with_work().collect())
+                .collect();
+            let mut wides = Vec::new();
+            let mut last_arrivals = vec![0u64; n as usize];
+            let mut lateness = vec![0f64; n as usize];
+            let mut late_epochs = vec![0usize; n as usize];
+            for k in 0..epochs as usize {
+                let here: Vec<usize> = (0..n as usize).filter(|&m| read[m].len() > k).collect();
+                if here.first() == Some(&0) {
+                    let at = |m: usize| read[m][k].span.start;
+                    let earliest = here.iter().map(|&m| at(m)).min().unwrap();
+                    let latest = here.iter().map(|&m| at(m)).max().unwrap();
+                    let first = *here.iter().find(|&&m| at(m) == earliest).unwrap();
+                    let last = *here.iter().rev().find(|&&m| at(m) == latest).unwrap();
+                    last_arrivals[last] += 1;
+                    wides.push((
+                        latest - earliest,
+                        k,
+                        first,
+                        last,
+                        read[last][k].span.callsite,
+                    ));
+                }
+                let starts_region = |m: usize| {
+                    let b = &read[m][k];
+                    parts[m]
+                        .region_starts
+                        .iter()
+                        .any(|&r| b.after <= r && r <= b.span.start)
+                };
+                if k == 0 || here.iter().any(|&m| starts_region(m)) {
+                    continue;
+                }
+                let mut sum = 0.0;
+                for &m in &here {
+                    sum += read[m][k].work;
+                }
+                for &m in &here {
+                    let d = read[m][k].work - (sum - read[m][k].work) / (n - 1) as f64;
+                    lateness[m] += d;
+                    late_epochs[m] += usize::from(d > 0.0);
+                }
+            }
+            assert_eq!(g.spread_sum, wides.iter().map(|w| w.0).sum::<u64>());
+            assert_eq!(g.spread_max, wides.iter().map(|w| w.0).max().unwrap_or(0));
+            wides.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+            wides.truncate(crate::balance::WIDEST);
+            let found: Vec<_> = g
+                .widest
+                .iter()
+                .map(|w| (w.spread, w.epoch, w.first, w.last, w.site))
+                .collect();
+            assert_eq!(found, wides);
+            assert_eq!(g.last_arrivals, last_arrivals);
+            assert_eq!(g.lateness, lateness);
+            assert_eq!(g.late_epochs, late_epochs);
+            assert!(g.new_regions > 0);
+        };
+        check(&whole);
+        for who in [0, 2] {
+            for cut in [0, 40, 700, 1500] {
+                let mut parts = whole.clone();
+                parts[who].barriers = whole[who].barriers.cut(cut);
+                check(&parts);
+            }
+        }
     }
 
     /// A summary whose barriers are cut short (a damaged message of
