@@ -302,27 +302,92 @@ pub struct Part {
     pub locks: Vec<PartLock>,
 }
 
-/// One acquisition: thread, acquiring from, acquired at.
-struct Acquire {
+/// One stream's acquisitions and holds of a lock, as the merge reads them
+/// from its part (not copied: a program taking a lock millions of times
+/// is merged in the memory of its parts).
+struct Taken<'p> {
+    /// The stream.
     thread: usize,
-    from: u64,
-    to: u64,
+    /// (acquiring from, acquired at).
+    acquires: &'p [(u64, u64)],
+    /// (from, to).
+    holds: &'p [(u64, u64)],
 }
 
-/// One hold: thread, from, to.
-struct Hold {
-    thread: usize,
-    from: u64,
-    to: u64,
-}
-
-#[derive(Default)]
-struct Lock {
+struct Lock<'p> {
     name: String,
     site: u32,
-    acquires: Vec<Acquire>,
-    holds: Vec<Hold>,
+    /// Per stream that takes or releases it, in stream order.
+    taken: Vec<Taken<'p>>,
     releases_known: bool,
+}
+
+/// Each of `lists` ordered by the `key` of its pairs, a list already in
+/// order borrowed as it is, another sorted (stably) in a copy.
+fn in_order<'p>(
+    lists: impl Iterator<Item = &'p [(u64, u64)]>,
+    key: fn(&(u64, u64)) -> u64,
+) -> Vec<std::borrow::Cow<'p, [(u64, u64)]>> {
+    lists
+        .map(|l| {
+            if l.is_sorted_by_key(key) {
+                std::borrow::Cow::Borrowed(l)
+            } else {
+                let mut l = l.to_vec();
+                l.sort_by_key(key);
+                std::borrow::Cow::Owned(l)
+            }
+        })
+        .collect()
+}
+
+/// The pairs of lists each in order of `key` (from [`in_order`]), in that
+/// order across them, as a stable sort of their concatenation gives them:
+/// as early and as far, the earlier list's first. Each with its list's
+/// place.
+struct Merged<'a, 'p> {
+    lists: &'a [std::borrow::Cow<'p, [(u64, u64)]>],
+    key: fn(&(u64, u64)) -> u64,
+    /// Each list's next pair.
+    at: Vec<usize>,
+    /// The key of each list's next pair, and the list: the least first.
+    next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
+}
+
+impl<'a, 'p> Merged<'a, 'p> {
+    fn new(lists: &'a [std::borrow::Cow<'p, [(u64, u64)]>], key: fn(&(u64, u64)) -> u64) -> Self {
+        let next = lists
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.first().map(|p| std::cmp::Reverse((key(p), i))))
+            .collect();
+        Merged {
+            lists,
+            key,
+            at: vec![0; lists.len()],
+            next,
+        }
+    }
+
+    /// The key of the next pair.
+    fn peek(&self) -> Option<u64> {
+        self.next.peek().map(|r| r.0 .0)
+    }
+}
+
+impl Iterator for Merged<'_, '_> {
+    type Item = (usize, (u64, u64));
+
+    fn next(&mut self) -> Option<(usize, (u64, u64))> {
+        let std::cmp::Reverse((_, i)) = self.next.pop()?;
+        let list = &self.lists[i];
+        let pair = list[self.at[i]];
+        self.at[i] += 1;
+        if let Some(p) = list.get(self.at[i]) {
+            self.next.push(std::cmp::Reverse(((self.key)(p), i)));
+        }
+        Some((i, pair))
+    }
 }
 
 fn ids(names: &[&str]) -> Vec<u16> {
@@ -719,23 +784,18 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockS
                     let l = locks.entry(pl.key.clone()).or_insert_with(|| Lock {
                         name: name.clone(),
                         site: *site,
-                        ..Lock::default()
+                        taken: Vec::new(),
+                        releases_known: false,
                     });
                     (l, &pl.holds[pl.early as usize..])
                 }
             };
             l.releases_known |= pl.releases_known;
-            l.acquires
-                .extend(pl.acquires.iter().map(|&(from, to)| Acquire {
-                    thread: si,
-                    from,
-                    to,
-                }));
-            l.holds.extend(holds.iter().map(|&(from, to)| Hold {
+            l.taken.push(Taken {
                 thread: si,
-                from,
-                to,
-            }));
+                acquires: &pl.acquires,
+                holds,
+            });
         }
     }
     let mut out: Vec<LockStats> = locks.into_values().map(|l| stats(ids, sites, l)).collect();
@@ -743,38 +803,57 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockS
     out
 }
 
-fn stats(ids: &[Identity], sites: &[Callsite], mut l: Lock) -> LockStats {
-    l.holds.sort_by_key(|h| h.from);
+fn stats(ids: &[Identity], sites: &[Callsite], l: Lock) -> LockStats {
+    // Every acquisition in the order it completes, and every hold in the
+    // order it starts (streams in order where as early).
+    let acquires = in_order(l.taken.iter().map(|t| t.acquires), |a| a.1);
+    let holds = in_order(l.taken.iter().map(|t| t.holds), |h| h.0);
+    let thread: Vec<usize> = l.taken.iter().map(|t| t.thread).collect();
+    let mut started = Merged::new(&holds, |h| h.0);
+    // The last two holds started before the acquisition's end: (thread, to).
+    let mut last_two: [Option<(usize, u64)>; 2] = [None; 2];
     let mut contended = 0;
     let mut waiters: Vec<usize> = Vec::new();
-    for a in &l.acquires {
+    for (i, (from, to)) in Merged::new(&acquires, |a| a.1) {
+        while started.peek().is_some_and(|h| h < to) {
+            let (j, (_, held_to)) = started.next().expect("peeked");
+            last_two = [Some((thread[j], held_to)), last_two[0]];
+        }
         // The hold just before this acquisition completed: still held by
         // another thread after this one started acquiring?
-        let before = l.holds.partition_point(|h| h.from < a.to);
-        let blocked = l.holds[..before]
+        let mine = thread[i];
+        let blocked = last_two
             .iter()
-            .rev()
-            .take(2)
-            .any(|h| h.thread != a.thread && h.to > a.from);
+            .flatten()
+            .any(|&(h, held_to)| h != mine && held_to > from);
         if blocked {
             contended += 1;
-            if !waiters.contains(&a.thread) {
-                waiters.push(a.thread);
+            if !waiters.contains(&mine) {
+                waiters.push(mine);
             }
         }
     }
-    let mut threads: Vec<usize> = l.acquires.iter().map(|a| a.thread).collect();
-    threads.sort_unstable();
+    let each = |lists: &[std::borrow::Cow<[(u64, u64)]>]| {
+        lists
+            .iter()
+            .flat_map(|l| l.iter())
+            .map(|&(a, b)| b.saturating_sub(a))
+            .sum()
+    };
+    let mut threads: Vec<usize> = l
+        .taken
+        .iter()
+        .filter(|t| !t.acquires.is_empty())
+        .map(|t| t.thread)
+        .collect();
     threads.dedup();
     LockStats {
         lock: l.name,
         location: location_in(sites, Some(l.site)),
-        acquisitions: l.acquires.len() as u64,
+        acquisitions: l.taken.iter().map(|t| t.acquires.len() as u64).sum(),
         contended,
-        wait_ns: l.acquires.iter().map(|a| a.to.saturating_sub(a.from)).sum(),
-        hold_ns: l
-            .releases_known
-            .then(|| l.holds.iter().map(|h| h.to.saturating_sub(h.from)).sum()),
+        wait_ns: each(&acquires),
+        hold_ns: l.releases_known.then(|| each(&holds)),
         threads: threads.iter().map(|&i| ids[i].name.clone()).collect(),
         waiters: waiters.len(),
     }
@@ -858,6 +937,95 @@ mod tests {
         assert_eq!(met.locks[a].first, Some(("L".to_string(), 5)));
         assert_eq!(met.taken, vec![a]);
         assert_eq!(met.locks.len(), 3);
+    }
+
+    /// Streams' acquisitions and holds merged in place count what a plain
+    /// reading counts: every hold in one list sorted (stably) by its start,
+    /// each acquisition against the last two holds started before it
+    /// completed. With many equal times, lists out of order (OpenMP's then
+    /// the calls'), a stream that only releases, and early holds.
+    #[test]
+    fn contention_merged_in_place_is_as_counted_over_every_hold() {
+        use super::{merge, Part, PartLock};
+        use crate::summary::Identity;
+        use crate::trace::Stream;
+        let n = 4;
+        let streams: Vec<Stream> = (0..n).map(|i| Stream::empty("h-1", i, 1, 16)).collect();
+        let ids: Vec<Identity> = streams.iter().map(Identity::of).collect();
+        let mut seed = 99u64;
+        let mut next = move |below: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % below
+        };
+        for round in 0..30 {
+            let parts: Vec<Part> = (0..n)
+                .map(|m| {
+                    let mut pl = PartLock {
+                        key: ("h-1".into(), 7),
+                        first: (m != 3).then(|| ("lock".to_string(), 0)),
+                        releases_known: true,
+                        ..PartLock::default()
+                    };
+                    let mut t = 0;
+                    for _ in 0..(if m == 3 { 5 } else { 60 }) {
+                        // Times on a coarse grid: many equal.
+                        t += 10 * next(4);
+                        let (from, to) = (t, t + 10 * next(3));
+                        let end = to + 10 + 10 * next(3);
+                        if m != 3 {
+                            pl.acquires.push((from, to));
+                        }
+                        pl.holds.push((to, end));
+                        t = end;
+                    }
+                    // Out of order: the tail's acquisitions and holds first.
+                    if round % 3 == 1 && m == 1 {
+                        pl.acquires.rotate_left(40);
+                        pl.holds.rotate_left(40);
+                    }
+                    pl.early = if m == 0 { (round % 4) as u32 } else { 0 };
+                    Part { locks: vec![pl] }
+                })
+                .collect();
+            let refs: Vec<&Part> = parts.iter().collect();
+            let got = merge(&ids, &[], &refs);
+            assert_eq!(got.len(), 1);
+            // The plain reading.
+            let mut holds: Vec<(usize, u64, u64)> = Vec::new();
+            let mut acquires: Vec<(usize, u64, u64)> = Vec::new();
+            for (m, p) in parts.iter().enumerate() {
+                let pl = &p.locks[0];
+                let skip = if m == 0 { pl.early as usize } else { 0 };
+                holds.extend(pl.holds[skip..].iter().map(|&(a, b)| (m, a, b)));
+                acquires.extend(pl.acquires.iter().map(|&(a, b)| (m, a, b)));
+            }
+            holds.sort_by_key(|h| h.1);
+            let mut contended = 0;
+            let mut waiters = std::collections::BTreeSet::new();
+            for &(m, from, to) in &acquires {
+                let before = holds.partition_point(|h| h.1 < to);
+                if holds[..before]
+                    .iter()
+                    .rev()
+                    .take(2)
+                    .any(|h| h.0 != m && h.2 > from)
+                {
+                    contended += 1;
+                    waiters.insert(m);
+                }
+            }
+            let l = &got[0];
+            assert_eq!(l.contended, contended, "round {round}");
+            assert!(contended > 0 && contended < acquires.len() as u64);
+            assert_eq!(l.waiters, waiters.len());
+            assert_eq!(l.acquisitions, acquires.len() as u64);
+            let wait: u64 = acquires.iter().map(|a| a.2 - a.1).sum();
+            let held: u64 = holds.iter().map(|h| h.2 - h.1).sum();
+            assert_eq!((l.wait_ns, l.hold_ns), (wait, Some(held)), "round {round}");
+            assert_eq!(l.threads.len(), 3);
+        }
     }
 
     #[test]
