@@ -19,6 +19,7 @@ pub mod intervals;
 pub mod locks;
 pub mod matrix;
 pub mod objects;
+pub mod pairs;
 pub mod profile;
 pub mod progress;
 pub mod scan;

@@ -30,6 +30,7 @@ use serde::{Deserialize, Serialize};
 use crate::findings::{location_in, Finding, Location};
 use crate::intervals::intervals;
 use crate::objects::{arg, Objects};
+use crate::pairs::Pairs;
 use crate::summary::Identity;
 use crate::trace::{Callsite, Stream, Trace};
 
@@ -282,9 +283,9 @@ pub struct PartLock {
     /// (`None` when the stream only releases it).
     pub first: Option<(String, u32)>,
     /// Acquisitions: (acquiring from, acquired at), in order.
-    pub acquires: Vec<(u64, u64)>,
+    pub acquires: Pairs,
     /// Holds: (from, to), in the order of their releases.
-    pub holds: Vec<(u64, u64)>,
+    pub holds: Pairs,
     /// How many of `holds`, the first ones, are released before the stream's
     /// first acquisition of the lock: they count only when an earlier stream took
     /// it.
@@ -309,9 +310,9 @@ struct Taken<'p> {
     /// The stream.
     thread: usize,
     /// (acquiring from, acquired at).
-    acquires: &'p [(u64, u64)],
-    /// (from, to).
-    holds: &'p [(u64, u64)],
+    acquires: &'p Pairs,
+    /// (from, to), but the first so many.
+    holds: (&'p Pairs, usize),
 }
 
 struct Lock<'p> {
@@ -322,49 +323,98 @@ struct Lock<'p> {
     releases_known: bool,
 }
 
-/// Each of `lists` ordered by the `key` of its pairs, a list already in
-/// order borrowed as it is, another sorted (stably) in a copy.
+/// A list of pairs in order of a key ([`in_order`]): read as packed (but
+/// the first so many), or sorted in a copy.
+enum Ordered<'p> {
+    Packed(&'p Pairs, usize),
+    Sorted(Vec<(u64, u64)>),
+}
+
+impl Ordered<'_> {
+    fn iter(&self) -> OrderedIter<'_> {
+        match self {
+            Ordered::Packed(p, skip) => OrderedIter::Packed(p.iter().skip(*skip)),
+            Ordered::Sorted(v) => OrderedIter::Sorted(v.iter()),
+        }
+    }
+}
+
+/// The pairs of an [`Ordered`], in order.
+enum OrderedIter<'a> {
+    Packed(std::iter::Skip<crate::pairs::Iter<'a>>),
+    Sorted(std::slice::Iter<'a, (u64, u64)>),
+}
+
+impl Iterator for OrderedIter<'_> {
+    type Item = (u64, u64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u64)> {
+        match self {
+            OrderedIter::Packed(i) => i.next(),
+            OrderedIter::Sorted(i) => i.next().copied(),
+        }
+    }
+}
+
+/// Each of `lists` (pairs, the first so many left out) ordered by the `key`
+/// of its pairs: a list already in order read as it is, another sorted
+/// (stably) in a copy. With the time from each pair's first to its second,
+/// summed.
 fn in_order<'p>(
-    lists: impl Iterator<Item = &'p [(u64, u64)]>,
+    lists: impl Iterator<Item = (&'p Pairs, usize)>,
     key: fn(&(u64, u64)) -> u64,
-) -> Vec<std::borrow::Cow<'p, [(u64, u64)]>> {
-    lists
-        .map(|l| {
-            if l.is_sorted_by_key(key) {
-                std::borrow::Cow::Borrowed(l)
+) -> (Vec<Ordered<'p>>, u64) {
+    let mut total = 0u64;
+    let lists = lists
+        .map(|(l, skip)| {
+            let list = Ordered::Packed(l, skip);
+            let (mut sorted, mut before) = (true, 0);
+            for p in list.iter() {
+                total = total.wrapping_add(p.1.saturating_sub(p.0));
+                sorted &= key(&p) >= before;
+                before = key(&p);
+            }
+            if sorted {
+                list
             } else {
-                let mut l = l.to_vec();
+                let mut l: Vec<(u64, u64)> = list.iter().collect();
                 l.sort_by_key(key);
-                std::borrow::Cow::Owned(l)
+                Ordered::Sorted(l)
             }
         })
-        .collect()
+        .collect();
+    (lists, total)
 }
 
 /// The pairs of lists each in order of `key` (from [`in_order`]), in that
 /// order across them, as a stable sort of their concatenation gives them:
 /// as early and as far, the earlier list's first. Each with its list's
 /// place.
-struct Merged<'a, 'p> {
-    lists: &'a [std::borrow::Cow<'p, [(u64, u64)]>],
+struct Merged<'a> {
+    lists: Vec<OrderedIter<'a>>,
     key: fn(&(u64, u64)) -> u64,
     /// Each list's next pair.
-    at: Vec<usize>,
+    heads: Vec<(u64, u64)>,
     /// The key of each list's next pair, and the list: the least first.
     next: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>>,
 }
 
-impl<'a, 'p> Merged<'a, 'p> {
-    fn new(lists: &'a [std::borrow::Cow<'p, [(u64, u64)]>], key: fn(&(u64, u64)) -> u64) -> Self {
-        let next = lists
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| l.first().map(|p| std::cmp::Reverse((key(p), i))))
-            .collect();
+impl<'a> Merged<'a> {
+    fn new(lists: &'a [Ordered<'_>], key: fn(&(u64, u64)) -> u64) -> Self {
+        let mut lists: Vec<OrderedIter<'a>> = lists.iter().map(Ordered::iter).collect();
+        let mut heads = vec![(0, 0); lists.len()];
+        let mut next = std::collections::BinaryHeap::with_capacity(lists.len());
+        for (i, l) in lists.iter_mut().enumerate() {
+            if let Some(p) = l.next() {
+                heads[i] = p;
+                next.push(std::cmp::Reverse((key(&p), i)));
+            }
+        }
         Merged {
             lists,
             key,
-            at: vec![0; lists.len()],
+            heads,
             next,
         }
     }
@@ -375,16 +425,22 @@ impl<'a, 'p> Merged<'a, 'p> {
     }
 }
 
-impl Iterator for Merged<'_, '_> {
+impl Iterator for Merged<'_> {
     type Item = (usize, (u64, u64));
 
     fn next(&mut self) -> Option<(usize, (u64, u64))> {
-        let std::cmp::Reverse((_, i)) = self.next.pop()?;
-        let list = &self.lists[i];
-        let pair = list[self.at[i]];
-        self.at[i] += 1;
-        if let Some(p) = list.get(self.at[i]) {
-            self.next.push(std::cmp::Reverse(((self.key)(p), i)));
+        let mut top = self.next.peek_mut()?;
+        let i = top.0 .1;
+        let pair = self.heads[i];
+        match self.lists[i].next() {
+            // The list's next pair in its place: sifted down once.
+            Some(p) => {
+                self.heads[i] = p;
+                *top = std::cmp::Reverse(((self.key)(&p), i));
+            }
+            None => {
+                std::collections::binary_heap::PeekMut::pop(top);
+            }
         }
         Some((i, pair))
     }
@@ -555,9 +611,8 @@ impl Part {
             if let Some((_, site)) = &mut l.first {
                 *site = r.site(*site);
             }
-            for a in l.acquires.iter_mut().chain(&mut l.holds) {
-                *a = r.span(*a);
-            }
+            l.acquires.rebase(r.after);
+            l.holds.rebase(r.after);
         }
     }
 
@@ -775,7 +830,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockS
             let (l, holds) = match locks.get_mut(&pl.key) {
                 Some(l) => {
                     l.releases_known |= pl.early > 0;
-                    (l, &pl.holds[..])
+                    (l, (&pl.holds, 0))
                 }
                 None => {
                     let Some((name, site)) = &pl.first else {
@@ -787,7 +842,7 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockS
                         taken: Vec::new(),
                         releases_known: false,
                     });
-                    (l, &pl.holds[pl.early as usize..])
+                    (l, (&pl.holds, pl.early as usize))
                 }
             };
             l.releases_known |= pl.releases_known;
@@ -806,8 +861,8 @@ pub fn merge(ids: &[Identity], sites: &[Callsite], parts: &[&Part]) -> Vec<LockS
 fn stats(ids: &[Identity], sites: &[Callsite], l: Lock) -> LockStats {
     // Every acquisition in the order it completes, and every hold in the
     // order it starts (streams in order where as early).
-    let acquires = in_order(l.taken.iter().map(|t| t.acquires), |a| a.1);
-    let holds = in_order(l.taken.iter().map(|t| t.holds), |h| h.0);
+    let (acquires, wait_ns) = in_order(l.taken.iter().map(|t| (t.acquires, 0)), |a| a.1);
+    let (holds, hold_ns) = in_order(l.taken.iter().map(|t| t.holds), |h| h.0);
     let thread: Vec<usize> = l.taken.iter().map(|t| t.thread).collect();
     let mut started = Merged::new(&holds, |h| h.0);
     // The last two holds started before the acquisition's end: (thread, to).
@@ -833,13 +888,6 @@ fn stats(ids: &[Identity], sites: &[Callsite], l: Lock) -> LockStats {
             }
         }
     }
-    let each = |lists: &[std::borrow::Cow<[(u64, u64)]>]| {
-        lists
-            .iter()
-            .flat_map(|l| l.iter())
-            .map(|&(a, b)| b.saturating_sub(a))
-            .sum()
-    };
     let mut threads: Vec<usize> = l
         .taken
         .iter()
@@ -852,8 +900,8 @@ fn stats(ids: &[Identity], sites: &[Callsite], l: Lock) -> LockStats {
         location: location_in(sites, Some(l.site)),
         acquisitions: l.taken.iter().map(|t| t.acquires.len() as u64).sum(),
         contended,
-        wait_ns: each(&acquires),
-        hold_ns: l.releases_known.then(|| each(&holds)),
+        wait_ns,
+        hold_ns: l.releases_known.then_some(hold_ns),
         threads: threads.iter().map(|&i| ids[i].name.clone()).collect(),
         waiters: waiters.len(),
     }
@@ -968,23 +1016,25 @@ mod tests {
                         releases_known: true,
                         ..PartLock::default()
                     };
-                    let mut t = 0;
+                    let (mut t, mut acquires, mut holds) = (0, Vec::new(), Vec::new());
                     for _ in 0..(if m == 3 { 5 } else { 60 }) {
                         // Times on a coarse grid: many equal.
                         t += 10 * next(4);
                         let (from, to) = (t, t + 10 * next(3));
                         let end = to + 10 + 10 * next(3);
                         if m != 3 {
-                            pl.acquires.push((from, to));
+                            acquires.push((from, to));
                         }
-                        pl.holds.push((to, end));
+                        holds.push((to, end));
                         t = end;
                     }
                     // Out of order: the tail's acquisitions and holds first.
                     if round % 3 == 1 && m == 1 {
-                        pl.acquires.rotate_left(40);
-                        pl.holds.rotate_left(40);
+                        acquires.rotate_left(40);
+                        holds.rotate_left(40);
                     }
+                    pl.acquires = acquires.into_iter().collect();
+                    pl.holds = holds.into_iter().collect();
                     pl.early = if m == 0 { (round % 4) as u32 } else { 0 };
                     Part { locks: vec![pl] }
                 })
@@ -998,8 +1048,8 @@ mod tests {
             for (m, p) in parts.iter().enumerate() {
                 let pl = &p.locks[0];
                 let skip = if m == 0 { pl.early as usize } else { 0 };
-                holds.extend(pl.holds[skip..].iter().map(|&(a, b)| (m, a, b)));
-                acquires.extend(pl.acquires.iter().map(|&(a, b)| (m, a, b)));
+                holds.extend(pl.holds.iter().skip(skip).map(|(a, b)| (m, a, b)));
+                acquires.extend(pl.acquires.iter().map(|(a, b)| (m, a, b)));
             }
             holds.sort_by_key(|h| h.1);
             let mut contended = 0;
