@@ -227,39 +227,16 @@ pub struct SyncTime {
     max_ns: u64,
 }
 
-/// A blocking call, in a trace's numbering of streams and calls.
-struct Call {
-    stream: usize,
-    kind: u16,
-    site: u32,
-    from: u64,
-    to: u64,
-}
+/// A stream's call, message or receive, read where it is in the stream's
+/// part: (stream, its place in the part's list). A stream holds fewer
+/// than 2^32 events ([`crate::trace::MAX_STREAM_EVENTS`]), so fewer of
+/// these. The merge keeps no copy of them: a program sending millions of
+/// messages is merged in the memory of its parts and of these.
+type Ref = (u32, u32);
 
-/// A message, from its send.
-struct Msg {
-    src: i64,
-    dst: i64,
-    tag: i64,
-    start: u64,
-    stream: usize,
-    site: u32,
-    /// The call the sender blocks in until the message is received, if any.
-    call: Option<usize>,
-}
-
-/// A receive.
-struct Recv {
-    dst: i64,
-    /// Negative: any source.
-    src: i64,
-    /// Negative: any tag.
-    tag: i64,
-    post: u64,
-    stream: usize,
-    site: u32,
-    /// The call the receiver blocks in until the message is there, if known.
-    call: Option<usize>,
+/// The place of each of `list`'s items in `stream`.
+fn refs(stream: usize, list: usize) -> impl Iterator<Item = Ref> {
+    (0..list as u32).map(move |i| (stream as u32, i))
 }
 
 /// A request not yet completed: its send or receive in the stream's part.
@@ -894,9 +871,6 @@ impl Builder {
 
 /// The wait states from every stream's part (`parts[i]`: stream `i`'s).
 pub fn merge(parts: &[&Part]) -> Analysis {
-    let mut calls: Vec<Call> = Vec::new();
-    let mut msgs: Vec<Msg> = Vec::new();
-    let mut recvs: Vec<Recv> = Vec::new();
     let mut sites: Vec<Site> = Vec::new();
     let mut sync_sites: HashMap<(u16, u32, u16), usize> = HashMap::default();
     // Fences per window order: each stream's, in stream order.
@@ -916,35 +890,6 @@ pub fn merge(parts: &[&Part]) -> Analysis {
                 });
             sites[i].add_many(si, st);
         }
-        // The stream's calls, messages and receives follow the earlier
-        // streams': numbered in the trace as met stream after stream.
-        let at = calls.len();
-        calls.extend(p.calls.iter().map(|c| Call {
-            stream: si,
-            kind: c.kind,
-            site: c.site,
-            from: c.from,
-            to: c.to,
-        }));
-        let me = p.rank.unwrap_or(-1);
-        msgs.extend(p.msgs.iter().map(|m| Msg {
-            src: me,
-            dst: m.dst,
-            tag: m.tag,
-            start: m.start,
-            stream: si,
-            site: m.site,
-            call: m.call.map(|c| at + c as usize),
-        }));
-        recvs.extend(p.recvs.iter().map(|r| Recv {
-            dst: me,
-            src: r.src,
-            tag: r.tag,
-            post: r.post,
-            stream: si,
-            site: r.site,
-            call: r.call.map(|c| at + c as usize),
-        }));
         for (w, f) in &p.fences {
             fences.entry(*w as usize).or_default().push((si, f.clone()));
         }
@@ -963,7 +908,7 @@ pub fn merge(parts: &[&Part]) -> Analysis {
         sites,
         fences: Vec::new(),
     };
-    a.two_sided(&calls, &msgs, &recvs);
+    a.two_sided(parts);
     let mut groups: Vec<(usize, Vec<Member>)> = fences.into_iter().collect();
     groups.sort_by_key(|g| g.0);
     for (w, members) in groups {
@@ -1008,14 +953,23 @@ impl Analysis {
     }
 
     /// Matches sends to receives and measures the waits of both sides.
-    fn two_sided(&mut self, calls: &[Call], msgs: &[Msg], recvs: &[Recv]) {
-        // Messages per (source, destination, tag), in the order they are sent.
-        let mut order: Vec<usize> = (0..msgs.len()).filter(|&m| msgs[m].dst >= 0).collect();
-        order.sort_by_key(|&m| (msgs[m].start, msgs[m].stream));
-        let mut queues: HashMap<(i64, i64, i64), VecDeque<usize>> = HashMap::default();
+    fn two_sided(&mut self, parts: &[&Part]) {
+        let msg = |(s, i): Ref| &parts[s as usize].msgs[i as usize];
+        let recv = |(s, i): Ref| &parts[s as usize].recvs[i as usize];
+        let call = |(s, i): Ref| &parts[s as usize].calls[i as usize];
+        // A message's source, and a receive's destination: its stream's rank.
+        let rank = |(s, _): Ref| parts[s as usize].rank.unwrap_or(-1);
+        // Messages per (source, destination, tag), in the order they are
+        // sent (as early: stream by stream, each's in order).
+        let mut order: Vec<Ref> = (parts.iter().enumerate())
+            .flat_map(|(si, p)| refs(si, p.msgs.len()))
+            .filter(|&m| msg(m).dst >= 0)
+            .collect();
+        order.sort_by_key(|&m| (msg(m).start, m.0));
+        let mut queues: HashMap<(i64, i64, i64), VecDeque<Ref>> = HashMap::default();
         let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
         for m in order {
-            let key = (msgs[m].src, msgs[m].dst, msgs[m].tag);
+            let key = (rank(m), msg(m).dst, msg(m).tag);
             let q = queues.entry(key).or_default();
             if q.is_empty()
                 && !keys_to
@@ -1028,79 +982,85 @@ impl Analysis {
         }
         // Receives in the order they are posted, each taking the first
         // message it can match.
-        let mut rorder: Vec<usize> = (0..recvs.len()).filter(|&r| recvs[r].src >= -1).collect();
-        rorder.sort_by_key(|&r| (recvs[r].dst, recvs[r].post, recvs[r].stream));
-        // Per blocking call: the largest late-sender and late-receiver waits.
-        let mut ls: HashMap<usize, (u64, usize)> = HashMap::default(); // call -> (wait, msg)
-        let mut lr: HashMap<usize, (u64, usize)> = HashMap::default(); // call -> (wait, recv)
+        let mut rorder: Vec<Ref> = (parts.iter().enumerate())
+            .flat_map(|(si, p)| refs(si, p.recvs.len()))
+            .filter(|&r| recv(r).src >= -1)
+            .collect();
+        rorder.sort_by_key(|&r| (rank(r), recv(r).post, r.0));
+        // Per stream, per blocking call: the largest late-sender wait and its
+        // message, and the largest late-receiver wait and its receive.
+        type Waits = [Option<(u64, Ref)>; 2];
+        let mut waits: Vec<Vec<Waits>> = parts
+            .iter()
+            .map(|p| vec![[None; 2]; p.calls.len()])
+            .collect();
         for r in rorder {
-            let rv = &recvs[r];
+            let (rv, dst) = (recv(r), rank(r));
             let key = if rv.src >= 0 && rv.tag >= 0 {
-                Some((rv.src, rv.dst, rv.tag))
+                Some((rv.src, dst, rv.tag))
             } else {
                 keys_to
-                    .get(&rv.dst)
+                    .get(&dst)
                     .into_iter()
                     .flatten()
                     .filter(|(s, tg)| (rv.src < 0 || *s == rv.src) && (rv.tag < 0 || *tg == rv.tag))
-                    .map(|&(s, tg)| (s, rv.dst, tg))
-                    .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msgs[m].start)?, k)))
+                    .map(|&(s, tg)| (s, dst, tg))
+                    .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msg(m).start)?, k)))
                     .min()
                     .map(|(_, k)| k)
             };
             let Some(m) = key.and_then(|k| queues.get_mut(&k)?.pop_front()) else {
                 continue;
             };
-            let msg = &msgs[m];
+            let sent = msg(m);
             if let Some(c) = rv.call {
-                let call = &calls[c];
-                let w = msg.start.min(call.to).saturating_sub(call.from);
-                let e = ls.entry(c).or_insert((0, m));
+                let c = (r.0, c);
+                let cl = call(c);
+                let w = sent.start.min(cl.to).saturating_sub(cl.from);
+                let e = waits[c.0 as usize][c.1 as usize][0].get_or_insert((0, m));
                 if w > e.0 {
                     *e = (w, m);
                 }
             }
-            if let Some(c) = msg.call {
-                let call = &calls[c];
-                let w = if rv.post > call.from && call.to >= rv.post {
-                    rv.post - call.from
+            if let Some(c) = sent.call {
+                let c = (m.0, c);
+                let cl = call(c);
+                let w = if rv.post > cl.from && cl.to >= rv.post {
+                    rv.post - cl.from
                 } else {
                     0
                 };
-                let e = lr.entry(c).or_insert((0, r));
+                let e = waits[c.0 as usize][c.1 as usize][1].get_or_insert((0, r));
                 if w > e.0 {
                     *e = (w, r);
                 }
             }
         }
         let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::default();
-        let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Call| {
+        let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Blocking| {
             *at.entry((pattern, call.kind, call.site))
                 .or_insert_with(|| {
                     sites.push(Site::new(pattern, call.kind, call.site, 0));
                     sites.len() - 1
                 })
         };
-        let mut keys: Vec<usize> = ls.keys().chain(lr.keys()).copied().collect();
-        keys.sort_unstable();
-        keys.dedup();
-        for c in keys {
-            let call = &calls[c];
-            let s = ls.get(&c).copied();
-            let r = lr.get(&c).copied();
+        // The calls in stream order, each's in order.
+        let waited = (waits.iter().enumerate())
+            .flat_map(|(si, calls)| calls.iter().enumerate().map(move |(i, w)| ((si, i), w)));
+        for ((stream, i), &[s, r]) in waited {
+            let cl = &parts[stream].calls[i];
             // One wait per call: the larger of the two.
             let sender_late = match (s, r) {
                 (Some(s), Some(r)) => s.0 >= r.0,
                 (Some(_), None) => true,
                 _ => false,
             };
-            if sender_late {
-                let (w, m) = s.unwrap_or_default();
-                let i = site_of(&mut self.sites, "late_sender", call);
-                self.sites[i].add_call(call.stream, w, msgs[m].stream, msgs[m].site);
+            if let (true, Some((w, m))) = (sender_late, s) {
+                let i = site_of(&mut self.sites, "late_sender", cl);
+                self.sites[i].add_call(stream, w, m.0 as usize, msg(m).site);
             } else if let Some((w, rv)) = r {
-                let i = site_of(&mut self.sites, "late_receiver", call);
-                self.sites[i].add_call(call.stream, w, recvs[rv].stream, recvs[rv].site);
+                let i = site_of(&mut self.sites, "late_receiver", cl);
+                self.sites[i].add_call(stream, w, rv.0 as usize, recv(rv).site);
             }
         }
     }
