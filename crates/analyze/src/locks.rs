@@ -596,7 +596,13 @@ impl Met {
         i
     }
 
-    fn part(self) -> Part {
+    fn part(mut self) -> Part {
+        // Kept until every stream is read: without the room their growth
+        // left (up to as much again).
+        for l in &mut self.locks {
+            l.acquires.shrink_to_fit();
+            l.holds.shrink_to_fit();
+        }
         let mut slots: Vec<Option<PartLock>> = self.locks.into_iter().map(Some).collect();
         let mut locks: Vec<PartLock> = self.taken.iter().filter_map(|&i| slots[i].take()).collect();
         locks.extend(slots.into_iter().flatten());

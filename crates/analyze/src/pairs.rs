@@ -96,6 +96,11 @@ impl Pairs {
         }
     }
 
+    /// Gives back the room left for more pairs.
+    pub fn shrink_to_fit(&mut self) {
+        self.bytes.shrink_to_fit();
+    }
+
     /// How many pairs.
     pub fn len(&self) -> usize {
         self.len

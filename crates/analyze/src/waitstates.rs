@@ -234,6 +234,33 @@ pub struct SyncTime {
 /// messages is merged in the memory of its parts and of these.
 type Ref = (u32, u32);
 
+/// A call's largest wait of one kind (late sender or late receiver), with
+/// the message or receive it waited for: the first met of the largest.
+#[derive(Clone, Copy)]
+struct Most {
+    wait: u64,
+    /// [`Most::NONE`]'s: none met.
+    at: Ref,
+}
+
+impl Most {
+    const NONE: Most = Most {
+        wait: 0,
+        at: (u32::MAX, u32::MAX),
+    };
+
+    #[inline]
+    fn add(&mut self, wait: u64, at: Ref) {
+        if self.at == Most::NONE.at || wait > self.wait {
+            *self = Most { wait, at };
+        }
+    }
+
+    fn get(self) -> Option<(u64, Ref)> {
+        (self.at != Most::NONE.at).then_some((self.wait, self.at))
+    }
+}
+
 /// The place of each of `list`'s items in `stream`.
 fn refs(stream: usize, list: usize) -> impl Iterator<Item = Ref> {
     (0..list as u32).map(move |i| (stream as u32, i))
@@ -624,7 +651,13 @@ impl Builder {
 
     /// The part of what was fed.
     pub(crate) fn finish(self) -> Part {
-        self.part
+        let mut part = self.part;
+        // Kept until every stream is read: without the room their growth
+        // left (up to as much again).
+        part.calls.shrink_to_fit();
+        part.msgs.shrink_to_fit();
+        part.recvs.shrink_to_fit();
+        part
     }
 
     /// Adds the intervals of `s` (the whole stream, or those a resolver gave
@@ -989,10 +1022,9 @@ impl Analysis {
         rorder.sort_by_key(|&r| (rank(r), recv(r).post, r.0));
         // Per stream, per blocking call: the largest late-sender wait and its
         // message, and the largest late-receiver wait and its receive.
-        type Waits = [Option<(u64, Ref)>; 2];
-        let mut waits: Vec<Vec<Waits>> = parts
+        let mut waits: Vec<Vec<[Most; 2]>> = parts
             .iter()
-            .map(|p| vec![[None; 2]; p.calls.len()])
+            .map(|p| vec![[Most::NONE; 2]; p.calls.len()])
             .collect();
         for r in rorder {
             let (rv, dst) = (recv(r), rank(r));
@@ -1017,10 +1049,7 @@ impl Analysis {
                 let c = (r.0, c);
                 let cl = call(c);
                 let w = sent.start.min(cl.to).saturating_sub(cl.from);
-                let e = waits[c.0 as usize][c.1 as usize][0].get_or_insert((0, m));
-                if w > e.0 {
-                    *e = (w, m);
-                }
+                waits[c.0 as usize][c.1 as usize][0].add(w, m);
             }
             if let Some(c) = sent.call {
                 let c = (m.0, c);
@@ -1030,10 +1059,7 @@ impl Analysis {
                 } else {
                     0
                 };
-                let e = waits[c.0 as usize][c.1 as usize][1].get_or_insert((0, r));
-                if w > e.0 {
-                    *e = (w, r);
-                }
+                waits[c.0 as usize][c.1 as usize][1].add(w, r);
             }
         }
         let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::default();
@@ -1048,6 +1074,7 @@ impl Analysis {
         let waited = (waits.iter().enumerate())
             .flat_map(|(si, calls)| calls.iter().enumerate().map(move |(i, w)| ((si, i), w)));
         for ((stream, i), &[s, r]) in waited {
+            let (s, r) = (s.get(), r.get());
             let cl = &parts[stream].calls[i];
             // One wait per call: the larger of the two.
             let sender_late = match (s, r) {
