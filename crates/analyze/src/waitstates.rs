@@ -296,15 +296,17 @@ struct Site {
 /// One fence: from, to, callsite.
 pub type Fence = (u64, u64, u32);
 
-/// One rank's fences on a window: its stream, then each fence in order.
-type Member = (usize, Vec<Fence>);
+/// One rank's fences on a window: its stream, then each fence in order
+/// (as its part has them: not copied).
+type Member<'p> = (usize, &'p [Fence]);
 
 /// One call of a rooted collective: from, to, callsite, whether the calling
 /// rank or PE is its root, and how many ranks or PEs take part.
 pub type RootedCall = (u64, u64, u32, bool, u64);
 
-/// One rank's calls of a rooted collective: its stream, then each call in order.
-type RootedMember = (usize, Vec<RootedCall>);
+/// One rank's calls of a rooted collective: its stream, then each call in
+/// order (as its part has them).
+type RootedMember<'p> = (usize, &'p [RootedCall]);
 
 /// How a rooted collective moves its data ([`rooted_kinds`]).
 const ONE_TO_ALL: u8 = 1;
@@ -339,8 +341,18 @@ fn rooted_kinds() -> &'static [u8] {
 /// PE that makes them, which none leaves before the last one arrives.
 #[derive(Debug)]
 struct FenceGroup {
-    members: Vec<Member>,
+    /// The members' streams.
+    members: Vec<usize>,
+    /// How many calls each made.
+    epochs: usize,
     what: Synchronizing,
+    /// Per member: its waiting, the epochs it arrived last at, the waiting
+    /// of the others it caused by arriving last, and its waiting at each of
+    /// its callsites.
+    wait: Vec<u64>,
+    last_count: Vec<usize>,
+    caused: Vec<u64>,
+    lines: Vec<HashMap<u32, u64>>,
 }
 
 /// What a [`FenceGroup`]'s epochs are.
@@ -924,13 +936,13 @@ pub fn merge(parts: &[&Part]) -> Analysis {
             sites[i].add_many(si, st);
         }
         for (w, f) in &p.fences {
-            fences.entry(*w as usize).or_default().push((si, f.clone()));
+            fences.entry(*w as usize).or_default().push((si, f));
         }
         for (k, c) in &p.collectives {
-            collectives.entry(*k).or_default().push((si, c.clone()));
+            collectives.entry(*k).or_default().push((si, c));
         }
         for (k, c) in &p.rooted {
-            rooted.entry(*k).or_default().push((si, c.clone()));
+            rooted.entry(*k).or_default().push((si, c));
         }
         for (w, name) in p.windows.iter().enumerate() {
             window_names.entry(w).or_insert_with(|| name.clone());
@@ -945,23 +957,16 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     let mut groups: Vec<(usize, Vec<Member>)> = fences.into_iter().collect();
     groups.sort_by_key(|g| g.0);
     for (w, members) in groups {
-        a.fence_group(FenceGroup {
-            members,
-            what: Synchronizing::Window(
-                window_names
-                    .get(&w)
-                    .cloned()
-                    .unwrap_or_else(|| format!("window {}", w + 1)),
-            ),
-        });
+        let name = window_names
+            .get(&w)
+            .cloned()
+            .unwrap_or_else(|| format!("window {}", w + 1));
+        a.fence_group(&members, Synchronizing::Window(name));
     }
     let mut groups: Vec<((u16, u16), Vec<Member>)> = collectives.into_iter().collect();
     groups.sort_by_key(|g| g.0);
     for ((k, within), members) in groups {
-        a.fence_group(FenceGroup {
-            members,
-            what: Synchronizing::Collective(k, within),
-        });
+        a.fence_group(&members, Synchronizing::Collective(k, within));
     }
     let mut groups: Vec<((u16, u16), Vec<RootedMember>)> = rooted.into_iter().collect();
     groups.sort_by_key(|g| g.0);
@@ -1095,13 +1100,13 @@ impl Analysis {
     /// A fence group's epochs: each member waits from its arrival to the last
     /// arrival. A group whose members made different numbers of calls (a
     /// collective on a communicator other than all ranks) is left out.
-    fn fence_group(&mut self, g: FenceGroup) {
-        let n = g.members.len();
-        let epochs = g.members.first().map_or(0, |m| m.1.len());
-        if n < 2 || epochs == 0 || g.members.iter().any(|m| m.1.len() != epochs) {
+    fn fence_group(&mut self, members: &[Member], what: Synchronizing) {
+        let n = members.len();
+        let epochs = members.first().map_or(0, |m| m.1.len());
+        if n < 2 || epochs == 0 || members.iter().any(|m| m.1.len() != epochs) {
             return;
         }
-        let (pattern, kind, within) = match g.what {
+        let (pattern, kind, within) = match what {
             Synchronizing::Window(_) => (
                 "fence",
                 kinds::kind_by_name("GASP_MPI_WIN_FENCE").map_or(0, |k| k.id),
@@ -1109,19 +1114,32 @@ impl Analysis {
             ),
             Synchronizing::Collective(k, within) => ("collective", k, within),
         };
+        let mut g = FenceGroup {
+            members: members.iter().map(|m| m.0).collect(),
+            epochs,
+            what,
+            wait: vec![0; n],
+            last_count: vec![0; n],
+            caused: vec![0; n],
+            lines: vec![HashMap::default(); n],
+        };
         let mut at: HashMap<u32, usize> = HashMap::default();
         for k in 0..epochs {
-            let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
-            let latest = g.members[last].1[k].0;
-            for (stream, f) in &g.members {
+            let last = (0..n).max_by_key(|&m| members[m].1[k].0).unwrap_or(0);
+            let latest = members[last].1[k].0;
+            g.last_count[last] += 1;
+            for (m, (stream, f)) in members.iter().enumerate() {
                 let (from, to, site) = f[k];
                 let i = *at.entry(site).or_insert_with(|| {
                     self.sites.push(Site::new(pattern, kind, site, within));
                     self.sites.len() - 1
                 });
                 let w = latest.min(to).saturating_sub(from);
-                let (ls, lsite) = (g.members[last].0, g.members[last].1[k].2);
+                let (ls, lsite) = (members[last].0, members[last].1[k].2);
                 self.sites[i].add_call(*stream, w, ls, lsite);
+                g.wait[m] += w;
+                g.caused[last] += w;
+                *g.lines[m].entry(site).or_default() += w;
             }
         }
         self.fences.push(g);
@@ -1354,30 +1372,13 @@ impl Analysis {
     ) -> Vec<Finding> {
         let mut out = Vec::new();
         for g in &self.fences {
-            let n = g.members.len();
-            let epochs = g.members[0].1.len();
-            let mut wait = vec![0u64; n];
-            let mut last_count = vec![0usize; n];
-            // Per member: the waiting it causes by arriving last.
-            let mut caused = vec![0u64; n];
-            // Per member: its wait at each of its fence lines.
-            let mut lines: Vec<HashMap<u32, u64>> = vec![HashMap::default(); n];
-            for k in 0..epochs {
-                let last = (0..n).max_by_key(|&m| g.members[m].1[k].0).unwrap_or(0);
-                let latest = g.members[last].1[k].0;
-                last_count[last] += 1;
-                for (m, (_, f)) in g.members.iter().enumerate() {
-                    let w = latest.min(f[k].1).saturating_sub(f[k].0);
-                    wait[m] += w;
-                    caused[last] += w;
-                    *lines[m].entry(f[k].2).or_default() += w;
-                }
-            }
+            let (n, epochs) = (g.members.len(), g.epochs);
+            let (wait, last_count, caused) = (&g.wait, &g.last_count, &g.caused);
             let waited: u64 = wait.iter().sum();
             let their_time: u64 = g
                 .members
                 .iter()
-                .map(|m| ids[m.0].active_span)
+                .map(|&m| ids[m].active_span)
                 .sum::<u64>()
                 .max(1);
             let share = waited as f64 / their_time as f64;
@@ -1393,8 +1394,8 @@ impl Analysis {
             let worst = (0..n).max_by_key(|&m| wait[m]).unwrap_or(0);
             let late = (0..n).max_by_key(|&m| caused[m]).unwrap_or(0);
             // The fence line where the worst waiter waits most.
-            let line = std::mem::take(&mut lines[worst])
-                .into_iter()
+            let line = (g.lines[worst].iter())
+                .map(|(&site, &w)| (site, w))
                 .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))
                 .map(|l| l.0);
             let (calls, advice, who) = match &g.what {
@@ -1440,17 +1441,17 @@ impl Analysis {
             out.push(Finding {
                 kind: "barrier_wait".into(),
                 severity: waited as f64 / total_time.max(1) as f64,
-                threads: g.members.iter().map(|m| ids[m.0].name.clone()).collect(),
+                threads: g.members.iter().map(|&m| ids[m].name.clone()).collect(),
                 location: location_in(callsites, line),
                 message: format!(
                     "{:.1}% of the time of these {n} {who} is spent in {epochs} {calls} waiting \
                      for the last to arrive: {} arrives last at {} of them, making the others wait {:.3} ms; {} waits \
                      most ({:.3} ms). {advice}",
                     100.0 * share,
-                    self.rank_name(ids, g.members[late].0),
+                    self.rank_name(ids, g.members[late]),
                     last_count[late],
                     caused[late] as f64 / 1e6,
-                    self.rank_name(ids, g.members[worst].0),
+                    self.rank_name(ids, g.members[worst]),
                     wait[worst] as f64 / 1e6
                 ),
             });
