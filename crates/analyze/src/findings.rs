@@ -1140,7 +1140,7 @@ pub(crate) struct GroupPass {
 }
 
 /// One of the widest epochs of a [`GroupPass`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Wide {
     /// Its number.
     pub(crate) epoch: usize,
@@ -1153,16 +1153,13 @@ pub(crate) struct Wide {
     pub(crate) site: u32,
 }
 
-impl Wide {
-    /// Widest first, then by epoch: an order of every epoch, so that those
-    /// kept are the same however found.
-    fn order(&self, other: &Wide) -> std::cmp::Ordering {
-        other
-            .spread
-            .cmp(&self.spread)
-            .then(self.epoch.cmp(&other.epoch))
+impl PartialEq for Wide {
+    fn eq(&self, other: &Wide) -> bool {
+        self.cmp(other).is_eq()
     }
 }
+
+impl Eq for Wide {}
 
 impl PartialOrd for Wide {
     fn partial_cmp(&self, other: &Wide) -> Option<std::cmp::Ordering> {
@@ -1170,11 +1167,16 @@ impl PartialOrd for Wide {
     }
 }
 
-/// Greater is narrower (or as wide and later): the top of a max-heap of
-/// them is the first to give up its place.
+/// Widest first, then by epoch: an order of every epoch of a group, so that
+/// those kept are the same however found. Greater is narrower (or as wide
+/// and later): the top of a max-heap of them is the first to give up its
+/// place.
 impl Ord for Wide {
     fn cmp(&self, other: &Wide) -> std::cmp::Ordering {
-        self.order(other)
+        other
+            .spread
+            .cmp(&self.spread)
+            .then(self.epoch.cmp(&other.epoch))
     }
 }
 
@@ -1322,9 +1324,10 @@ pub(crate) fn group_passes(ids: &[Identity], parts: &[&Part]) -> Vec<GroupPass> 
                 };
                 if widest.len() < crate::balance::WIDEST {
                     widest.push(wide);
-                } else if widest.peek().is_some_and(|narrowest| wide < *narrowest) {
-                    widest.pop();
-                    widest.push(wide);
+                } else if let Some(mut narrowest) = widest.peek_mut() {
+                    if wide < *narrowest {
+                        *narrowest = wide;
+                    }
                 }
             }
             if k == 0 {
