@@ -976,6 +976,93 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     a
 }
 
+/// The two-sided matching of every stream's messages and receives: per
+/// stream, per blocking call of its part, the largest late-sender wait and
+/// its message, and the largest late-receiver wait and its receive.
+/// Messages match per (source, destination, tag) in the order they are sent
+/// (as early: stream by stream, each's in order); receives take them in the
+/// order they are posted at each destination, each the first message it can
+/// match (for any source or tag, the earliest sent of those that could come
+/// first).
+fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
+    let msg = |(s, i): Ref| &parts[s as usize].msgs[i as usize];
+    let recv = |(s, i): Ref| &parts[s as usize].recvs[i as usize];
+    let call = |(s, i): Ref| &parts[s as usize].calls[i as usize];
+    // A message's source, and a receive's destination: its stream's rank.
+    let rank = |(s, _): Ref| parts[s as usize].rank.unwrap_or(-1);
+    // Messages per (source, destination, tag), in the order they are
+    // sent (as early: stream by stream, each's in order).
+    let mut order: Vec<Ref> = (parts.iter().enumerate())
+        .flat_map(|(si, p)| refs(si, p.msgs.len()))
+        .filter(|&m| msg(m).dst >= 0)
+        .collect();
+    order.sort_by_key(|&m| (msg(m).start, m.0));
+    let mut queues: HashMap<(i64, i64, i64), VecDeque<Ref>> = HashMap::default();
+    let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
+    for m in order {
+        let key = (rank(m), msg(m).dst, msg(m).tag);
+        let q = queues.entry(key).or_default();
+        if q.is_empty()
+            && !keys_to
+                .get(&key.1)
+                .is_some_and(|k| k.contains(&(key.0, key.2)))
+        {
+            keys_to.entry(key.1).or_default().push((key.0, key.2));
+        }
+        q.push_back(m);
+    }
+    // Receives in the order they are posted, each taking the first
+    // message it can match.
+    let mut rorder: Vec<Ref> = (parts.iter().enumerate())
+        .flat_map(|(si, p)| refs(si, p.recvs.len()))
+        .filter(|&r| recv(r).src >= -1)
+        .collect();
+    rorder.sort_by_key(|&r| (rank(r), recv(r).post, r.0));
+    // Per stream, per blocking call: the largest late-sender wait and its
+    // message, and the largest late-receiver wait and its receive.
+    let mut waits: Vec<Vec<[Most; 2]>> = parts
+        .iter()
+        .map(|p| vec![[Most::NONE; 2]; p.calls.len()])
+        .collect();
+    for r in rorder {
+        let (rv, dst) = (recv(r), rank(r));
+        let key = if rv.src >= 0 && rv.tag >= 0 {
+            Some((rv.src, dst, rv.tag))
+        } else {
+            keys_to
+                .get(&dst)
+                .into_iter()
+                .flatten()
+                .filter(|(s, tg)| (rv.src < 0 || *s == rv.src) && (rv.tag < 0 || *tg == rv.tag))
+                .map(|&(s, tg)| (s, dst, tg))
+                .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msg(m).start)?, k)))
+                .min()
+                .map(|(_, k)| k)
+        };
+        let Some(m) = key.and_then(|k| queues.get_mut(&k)?.pop_front()) else {
+            continue;
+        };
+        let sent = msg(m);
+        if let Some(c) = rv.call {
+            let c = (r.0, c);
+            let cl = call(c);
+            let w = sent.start.min(cl.to).saturating_sub(cl.from);
+            waits[c.0 as usize][c.1 as usize][0].add(w, m);
+        }
+        if let Some(c) = sent.call {
+            let c = (m.0, c);
+            let cl = call(c);
+            let w = if rv.post > cl.from && cl.to >= rv.post {
+                rv.post - cl.from
+            } else {
+                0
+            };
+            waits[c.0 as usize][c.1 as usize][1].add(w, r);
+        }
+    }
+    waits
+}
+
 impl Analysis {
     /// The wait states of `t`: the merge of its streams' parts (the report
     /// makes the parts in its pass over the streams).
@@ -994,79 +1081,6 @@ impl Analysis {
     fn two_sided(&mut self, parts: &[&Part]) {
         let msg = |(s, i): Ref| &parts[s as usize].msgs[i as usize];
         let recv = |(s, i): Ref| &parts[s as usize].recvs[i as usize];
-        let call = |(s, i): Ref| &parts[s as usize].calls[i as usize];
-        // A message's source, and a receive's destination: its stream's rank.
-        let rank = |(s, _): Ref| parts[s as usize].rank.unwrap_or(-1);
-        // Messages per (source, destination, tag), in the order they are
-        // sent (as early: stream by stream, each's in order).
-        let mut order: Vec<Ref> = (parts.iter().enumerate())
-            .flat_map(|(si, p)| refs(si, p.msgs.len()))
-            .filter(|&m| msg(m).dst >= 0)
-            .collect();
-        order.sort_by_key(|&m| (msg(m).start, m.0));
-        let mut queues: HashMap<(i64, i64, i64), VecDeque<Ref>> = HashMap::default();
-        let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
-        for m in order {
-            let key = (rank(m), msg(m).dst, msg(m).tag);
-            let q = queues.entry(key).or_default();
-            if q.is_empty()
-                && !keys_to
-                    .get(&key.1)
-                    .is_some_and(|k| k.contains(&(key.0, key.2)))
-            {
-                keys_to.entry(key.1).or_default().push((key.0, key.2));
-            }
-            q.push_back(m);
-        }
-        // Receives in the order they are posted, each taking the first
-        // message it can match.
-        let mut rorder: Vec<Ref> = (parts.iter().enumerate())
-            .flat_map(|(si, p)| refs(si, p.recvs.len()))
-            .filter(|&r| recv(r).src >= -1)
-            .collect();
-        rorder.sort_by_key(|&r| (rank(r), recv(r).post, r.0));
-        // Per stream, per blocking call: the largest late-sender wait and its
-        // message, and the largest late-receiver wait and its receive.
-        let mut waits: Vec<Vec<[Most; 2]>> = parts
-            .iter()
-            .map(|p| vec![[Most::NONE; 2]; p.calls.len()])
-            .collect();
-        for r in rorder {
-            let (rv, dst) = (recv(r), rank(r));
-            let key = if rv.src >= 0 && rv.tag >= 0 {
-                Some((rv.src, dst, rv.tag))
-            } else {
-                keys_to
-                    .get(&dst)
-                    .into_iter()
-                    .flatten()
-                    .filter(|(s, tg)| (rv.src < 0 || *s == rv.src) && (rv.tag < 0 || *tg == rv.tag))
-                    .map(|&(s, tg)| (s, dst, tg))
-                    .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msg(m).start)?, k)))
-                    .min()
-                    .map(|(_, k)| k)
-            };
-            let Some(m) = key.and_then(|k| queues.get_mut(&k)?.pop_front()) else {
-                continue;
-            };
-            let sent = msg(m);
-            if let Some(c) = rv.call {
-                let c = (r.0, c);
-                let cl = call(c);
-                let w = sent.start.min(cl.to).saturating_sub(cl.from);
-                waits[c.0 as usize][c.1 as usize][0].add(w, m);
-            }
-            if let Some(c) = sent.call {
-                let c = (m.0, c);
-                let cl = call(c);
-                let w = if rv.post > cl.from && cl.to >= rv.post {
-                    rv.post - cl.from
-                } else {
-                    0
-                };
-                waits[c.0 as usize][c.1 as usize][1].add(w, r);
-            }
-        }
         let mut at: HashMap<(&'static str, u16, u32), usize> = HashMap::default();
         let mut site_of = |sites: &mut Vec<Site>, pattern: &'static str, call: &Blocking| {
             *at.entry((pattern, call.kind, call.site))
@@ -1076,9 +1090,13 @@ impl Analysis {
                 })
         };
         // The calls in stream order, each's in order.
-        let waited = (waits.iter().enumerate())
-            .flat_map(|(si, calls)| calls.iter().enumerate().map(move |(i, w)| ((si, i), w)));
-        for ((stream, i), &[s, r]) in waited {
+        let waited = (matched(parts).into_iter().enumerate()).flat_map(|(si, calls)| {
+            calls
+                .into_iter()
+                .enumerate()
+                .map(move |(i, w)| ((si, i), w))
+        });
+        for ((stream, i), [s, r]) in waited {
             let (s, r) = (s.get(), r.get());
             let cl = &parts[stream].calls[i];
             // One wait per call: the larger of the two.
@@ -1710,6 +1728,139 @@ mod tests {
         assert_eq!(findings(&b), findings(&a));
         assert!(findings(&a).contains("late_sender"));
         assert!(findings(&a).contains("barrier_wait"));
+    }
+
+    /// The matching of messages to receives finds, for every call, what a
+    /// plain reading finds: each receive, in the order posted at its rank,
+    /// takes the earliest sent of the messages still unmatched that it can
+    /// take (by source, destination and tag where as early, then by stream
+    /// and order). With receives from any source or of any tag, many equal
+    /// times, a rank of two streams, sends and receives without a call or
+    /// sharing one, and messages nobody receives.
+    #[test]
+    fn messages_match_as_a_plain_reading_matches_them() {
+        // A call's largest late-sender and late-receiver waits, if any.
+        type Waits = [Option<(u64, Ref)>; 2];
+        let mut seed = 5u64;
+        let mut next = move |below: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % below
+        };
+        for round in 0..40 {
+            // Streams of ranks 0, 1, 2 and 2 again.
+            let ranks = [0i64, 1, 2, 2];
+            let mut parts: Vec<Part> = ranks
+                .iter()
+                .map(|&r| Part {
+                    rank: Some(r),
+                    ..Part::default()
+                })
+                .collect();
+            for p in parts.iter_mut() {
+                for _ in 0..(20 + next(30)) {
+                    let (from, to) = (10 * next(40), 10 * next(40));
+                    let (from, to) = (from.min(to), from.max(to) + 5);
+                    // No call, the call before (one waiting for several
+                    // requests), or a call of its own.
+                    let call = match next(4) {
+                        0 => None,
+                        1 if !p.calls.is_empty() => Some(p.calls.len() as u32 - 1),
+                        _ => {
+                            p.calls.push(Blocking {
+                                kind: 0,
+                                site: 0,
+                                from,
+                                to,
+                            });
+                            Some(p.calls.len() as u32 - 1)
+                        }
+                    };
+                    let site = next(5) as u32;
+                    if next(2) == 0 {
+                        p.msgs.push(Sent {
+                            dst: next(3) as i64,
+                            tag: next(3) as i64,
+                            start: from + 10 * next(2),
+                            site,
+                            call,
+                        });
+                    } else {
+                        p.recvs.push(Posted {
+                            src: next(4) as i64 - 1,
+                            tag: next(4) as i64 - 1,
+                            post: from + 10 * next(2),
+                            site,
+                            call,
+                        });
+                    }
+                }
+            }
+            let refs: Vec<&Part> = parts.iter().collect();
+            let got: Vec<Vec<Waits>> = matched(&refs)
+                .iter()
+                .map(|calls| calls.iter().map(|w| [w[0].get(), w[1].get()]).collect())
+                .collect();
+            // The plain reading.
+            let mut want: Vec<Vec<Waits>> = parts
+                .iter()
+                .map(|p| vec![[None; 2]; p.calls.len()])
+                .collect();
+            let mut add = |c: Ref, side: usize, w: u64, at: Ref| {
+                let e = want[c.0 as usize][c.1 as usize][side].get_or_insert((0, at));
+                if w > e.0 {
+                    *e = (w, at);
+                }
+            };
+            let mut recvs: Vec<Ref> = Vec::new();
+            let mut msgs: Vec<Ref> = Vec::new();
+            for (si, p) in parts.iter().enumerate() {
+                recvs.extend((0..p.recvs.len() as u32).map(|i| (si as u32, i)));
+                msgs.extend((0..p.msgs.len() as u32).map(|i| (si as u32, i)));
+            }
+            let sent = |m: Ref| &parts[m.0 as usize].msgs[m.1 as usize];
+            let posted = |r: Ref| &parts[r.0 as usize].recvs[r.1 as usize];
+            let rank = |x: Ref| ranks[x.0 as usize];
+            recvs.retain(|&r| posted(r).src >= -1);
+            recvs.sort_by_key(|&r| (rank(r), posted(r).post, r.0, r.1));
+            let mut taken = vec![false; msgs.len()];
+            let mut matches = 0;
+            for r in recvs {
+                let rv = posted(r);
+                let best = (0..msgs.len())
+                    .filter(|&j| !taken[j])
+                    .filter(|&j| {
+                        let (m, s) = (msgs[j], sent(msgs[j]));
+                        s.dst == rank(r)
+                            && (rv.src < 0 || rv.src == rank(m))
+                            && (rv.tag < 0 || rv.tag == s.tag)
+                    })
+                    .min_by_key(|&j| {
+                        let (m, s) = (msgs[j], sent(msgs[j]));
+                        (s.start, (rank(m), s.dst, s.tag), m.0, m.1)
+                    });
+                let Some(j) = best else { continue };
+                taken[j] = true;
+                matches += 1;
+                let (m, s) = (msgs[j], sent(msgs[j]));
+                if let Some(c) = rv.call {
+                    let cl = &parts[r.0 as usize].calls[c as usize];
+                    add((r.0, c), 0, s.start.min(cl.to).saturating_sub(cl.from), m);
+                }
+                if let Some(c) = s.call {
+                    let cl = &parts[m.0 as usize].calls[c as usize];
+                    let w = if rv.post > cl.from && cl.to >= rv.post {
+                        rv.post - cl.from
+                    } else {
+                        0
+                    };
+                    add((m.0, c), 1, w, r);
+                }
+            }
+            assert!(matches > 10, "round {round}: {matches} matches");
+            assert_eq!(got, want, "round {round}");
+        }
     }
 
     #[test]
