@@ -987,7 +987,9 @@ pub fn merge(parts: &[&Part]) -> Analysis {
 fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
     let msg = |(s, i): Ref| &parts[s as usize].msgs[i as usize];
     let recv = |(s, i): Ref| &parts[s as usize].recvs[i as usize];
-    let call = |(s, i): Ref| &parts[s as usize].calls[i as usize];
+    // A call a message or receive names; none past the stream's calls (a
+    // damaged summary's).
+    let call = |(s, i): Ref| parts[s as usize].calls.get(i as usize);
     // A message's source, and a receive's destination: its stream's rank.
     let rank = |(s, _): Ref| parts[s as usize].rank.unwrap_or(-1);
     // Messages per (source, destination, tag), in the order they are
@@ -1043,15 +1045,11 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
             continue;
         };
         let sent = msg(m);
-        if let Some(c) = rv.call {
-            let c = (r.0, c);
-            let cl = call(c);
+        if let Some((c, cl)) = rv.call.and_then(|c| Some(((r.0, c), call((r.0, c))?))) {
             let w = sent.start.min(cl.to).saturating_sub(cl.from);
             waits[c.0 as usize][c.1 as usize][0].add(w, m);
         }
-        if let Some(c) = sent.call {
-            let c = (m.0, c);
-            let cl = call(c);
+        if let Some((c, cl)) = sent.call.and_then(|c| Some(((m.0, c), call((m.0, c))?))) {
             let w = if rv.post > cl.from && cl.to >= rv.post {
                 rv.post - cl.from
             } else {
@@ -1861,6 +1859,67 @@ mod tests {
             assert!(matches > 10, "round {round}: {matches} matches");
             assert_eq!(got, want, "round {round}");
         }
+    }
+
+    /// A message or receive naming a call its stream does not have (a
+    /// damaged summary from another rank) is matched without its call,
+    /// not a panic.
+    #[test]
+    fn calls_past_the_streams_are_left_out() {
+        let blocking = |from, to| Blocking {
+            kind: 0,
+            site: 0,
+            from,
+            to,
+        };
+        let sender = Part {
+            rank: Some(0),
+            calls: vec![blocking(0, 50)],
+            msgs: vec![
+                Sent {
+                    dst: 1,
+                    tag: 0,
+                    start: 10,
+                    site: 0,
+                    call: Some(7),
+                },
+                Sent {
+                    dst: 1,
+                    tag: 0,
+                    start: 20,
+                    site: 0,
+                    call: Some(0),
+                },
+            ],
+            ..Part::default()
+        };
+        let receiver = Part {
+            rank: Some(1),
+            calls: vec![blocking(0, 100)],
+            recvs: vec![
+                Posted {
+                    src: 0,
+                    tag: 0,
+                    post: 0,
+                    site: 0,
+                    call: Some(0),
+                },
+                Posted {
+                    src: 0,
+                    tag: 0,
+                    post: 30,
+                    site: 0,
+                    call: Some(9),
+                },
+            ],
+            ..Part::default()
+        };
+        let waits = matched(&[&sender, &receiver]);
+        // The receiver's call waited for the first message; the sender's for
+        // the second receive, posted at 30.
+        assert_eq!(waits[1][0][0].get(), Some((10, (0, 0))));
+        assert_eq!(waits[0][0][1].get(), Some((30, (1, 1))));
+        assert_eq!(waits.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
     }
 
     #[test]
