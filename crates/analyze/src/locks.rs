@@ -1082,6 +1082,20 @@ mod tests {
             assert_eq!((l.wait_ns, l.hold_ns), (wait, Some(held)), "round {round}");
             assert_eq!(l.threads.len(), 3);
         }
+        // A summary saying more early holds than it has (a damaged message
+        // from another rank): none of them counts, and nothing panics.
+        let damaged = Part {
+            locks: vec![PartLock {
+                key: ("h-1".into(), 7),
+                first: Some(("lock".to_string(), 0)),
+                acquires: [(0, 5)].into_iter().collect(),
+                holds: [(5, 9)].into_iter().collect(),
+                early: 3,
+                releases_known: true,
+            }],
+        };
+        let got = merge(&ids, &[], &[&damaged]);
+        assert_eq!((got[0].acquisitions, got[0].hold_ns), (1, Some(0)));
     }
 
     #[test]
