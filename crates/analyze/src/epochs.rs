@@ -16,9 +16,9 @@
 //! first's: 0). A byte gives their sizes, two bits each (1, 2, 4 or 8
 //! bytes), then come their bytes, little-endian: 6 to 8 bytes a barrier
 //! mostly, read without a loop (the merges read every thread's barriers,
-//! and some threads' twice). The differences wrap: any times come back as they were. A shift
-//! of every time (the summary made the trace's) changes the base, and a
-//! renumbering of callsites the short list, not the bytes.
+//! and some threads' twice). The differences wrap: any times come back as
+//! they were. A shift of every time (the summary made the trace's) changes
+//! the base, and a renumbering of callsites the short list, not the bytes.
 
 use gaspard_format::varint::{unzigzag, zigzag};
 use serde::{Deserialize, Serialize};
