@@ -1818,18 +1818,12 @@ mod tests {
         let ids: Vec<Identity> = streams.iter().map(Identity::of).collect();
         // Thread m arrives at barrier k at k * 1000 ns and 0 to 300 more,
         // from a small generator: the spreads are mostly one of a few.
-        let mut seed = 12345u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed >> 33
-        };
+        let mut next = crate::testing::below(12345);
         let epochs = 300u64;
         let mut arrivals = vec![vec![0u64; epochs as usize]; n as usize];
         for k in 0..epochs {
             for a in &mut arrivals {
-                a[k as usize] = k * 1000 + 100 * (next() % 4);
+                a[k as usize] = k * 1000 + 100 * next(4);
             }
         }
         let whole: Vec<Part> = streams

@@ -1006,13 +1006,7 @@ mod tests {
         let n = 4;
         let streams: Vec<Stream> = (0..n).map(|i| Stream::empty("h-1", i, 1, 16)).collect();
         let ids: Vec<Identity> = streams.iter().map(Identity::of).collect();
-        let mut seed = 99u64;
-        let mut next = move |below: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % below
-        };
+        let mut next = crate::testing::below(99);
         for round in 0..30 {
             let parts: Vec<Part> = (0..n)
                 .map(|m| {

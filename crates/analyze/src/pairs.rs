@@ -182,13 +182,7 @@ mod tests {
     #[test]
     fn pairs_come_back_as_they_were() {
         let close_by = || -> Pairs { (0..1000u64).map(|i| (i * 1500, i * 1500 + 90)).collect() };
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            seed
-        };
+        let mut next = crate::testing::xorshift(7);
         let mut all: Vec<(u64, u64)> = vec![
             (0, 0),
             (u64::MAX, 0),

@@ -1739,13 +1739,7 @@ mod tests {
     fn messages_match_as_a_plain_reading_matches_them() {
         // A call's largest late-sender and late-receiver waits, if any.
         type Waits = [Option<(u64, Ref)>; 2];
-        let mut seed = 5u64;
-        let mut next = move |below: u64| {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) % below
-        };
+        let mut next = crate::testing::below(5);
         for round in 0..40 {
             // Streams of ranks 0, 1, 2 and 2 again.
             let ranks = [0i64, 1, 2, 2];
