@@ -3,7 +3,7 @@
 //! process computes, whatever the number of ranks and however they read;
 //! a rank that sends nonsense makes an error, never a hang.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Mutex;
 
@@ -63,7 +63,7 @@ fn write_process(dir: &Path, pid: u32, streams: u32, gets: u64, manifest: bool) 
 
 /// A trace of five processes of one to three streams, one of them without
 /// its manifest and one with a stream file cut short.
-fn trace(name: &str) -> PathBuf {
+fn trace(name: &str) -> common::Scratch {
     let d = common::tmpdir("ranks", name);
     for pid in 1..=5 {
         write_process(&d, pid, 1 + pid % 3, 40 + u64::from(pid) * 7, pid != 4);

@@ -4,12 +4,38 @@ use std::path::{Path, PathBuf};
 
 use gaspard_format::manifest::{Manifest, StreamEntry};
 
-/// A fresh directory for test `name` of group `group`.
-pub fn tmpdir(group: &str, name: &str) -> PathBuf {
+/// A fresh directory for test `name` of group `group`, removed when the
+/// guard is dropped, unless the test failed (its traces are then left to be
+/// looked at).
+pub fn tmpdir(group: &str, name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("gaspard-{group}-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    Scratch(d)
+}
+
+/// A test's directory ([`tmpdir`]).
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 /// Writes the manifest of process `pid` of host `h`, complete, with its
