@@ -185,30 +185,68 @@ pub struct Blocking {
     to: u64,
 }
 
-/// A message a stream sends (from its process's rank).
+/// A message a stream sends (from its process's rank). Ranks and tags are
+/// C `int`s: a word outside their range (a damaged one) is taken as the
+/// nearest that is in it ([`int32`]). Kept for every message of the trace
+/// until the matching: 24 bytes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Sent {
-    dst: i64,
-    tag: i64,
+    dst: i32,
+    tag: i32,
     start: u64,
     site: u32,
     /// The stream's call ([`Part::calls`]) it blocks in until the message
     /// is received, if any.
-    call: Option<u32>,
+    call: CallOf,
 }
 
-/// A receive a stream posts (to its process's rank).
+/// A receive a stream posts (to its process's rank): 24 bytes, as a
+/// [`Sent`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Posted {
     /// Negative: any source (-2: none, left out).
-    src: i64,
+    src: i32,
     /// Negative: any tag.
-    tag: i64,
+    tag: i32,
     post: u64,
     site: u32,
     /// The stream's call ([`Part::calls`]) it blocks in until the message
     /// is there, if known.
-    call: Option<u32>,
+    call: CallOf,
+}
+
+const _: () = assert!(std::mem::size_of::<Sent>() == 24 && std::mem::size_of::<Posted>() == 24);
+
+/// A call of a stream's part ([`Part::calls`]), or none, in four bytes:
+/// a stream holds fewer than `u32::MAX` events
+/// ([`crate::trace::MAX_STREAM_EVENTS`]), so fewer calls. Sent between
+/// processes as an `Option<u32>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "Option<u32>", into = "Option<u32>")]
+struct CallOf(u32);
+
+impl CallOf {
+    fn get(self) -> Option<u32> {
+        (self.0 != u32::MAX).then_some(self.0)
+    }
+}
+
+impl From<Option<u32>> for CallOf {
+    fn from(c: Option<u32>) -> CallOf {
+        CallOf(c.unwrap_or(u32::MAX))
+    }
+}
+
+impl From<CallOf> for Option<u32> {
+    fn from(c: CallOf) -> Option<u32> {
+        c.get()
+    }
+}
+
+/// `v` (a rank or tag: a C `int`) in 32 bits, the nearest that fits when
+/// it does not (a damaged word).
+fn int32(v: i64) -> i32 {
+    v.clamp(i64::from(i32::MIN), i64::from(i32::MAX)) as i32
 }
 
 /// A stream's time in the one-sided synchronization calls of one kind at
@@ -809,18 +847,18 @@ impl Builder {
                 calls.len() as u32 - 1
             };
             let msg = |call: Option<u32>| Sent {
-                dst: int(&sa, "peer").unwrap_or(-1),
-                tag: int(&sa, "tag").unwrap_or(-1),
+                dst: int32(int(&sa, "peer").unwrap_or(-1)),
+                tag: int32(int(&sa, "tag").unwrap_or(-1)),
                 start: iv.start,
                 site: iv.callsite,
-                call,
+                call: call.into(),
             };
             let recv = |src: i64, tag: i64, call: Option<u32>| Posted {
-                src,
-                tag,
+                src: int32(src),
+                tag: int32(tag),
                 post: iv.start,
                 site: iv.callsite,
-                call,
+                call: call.into(),
             };
             // (Every kind named here is among [`TWO_SIDED`]: the others are
             // not looked at.)
@@ -1002,7 +1040,7 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
     let mut queues: HashMap<(i64, i64, i64), VecDeque<Ref>> = HashMap::default();
     let mut keys_to: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
     for m in order {
-        let key = (rank(m), msg(m).dst, msg(m).tag);
+        let key = (rank(m), i64::from(msg(m).dst), i64::from(msg(m).tag));
         let q = queues.entry(key).or_default();
         if q.is_empty()
             && !keys_to
@@ -1028,14 +1066,15 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
         .collect();
     for r in rorder {
         let (rv, dst) = (recv(r), rank(r));
-        let key = if rv.src >= 0 && rv.tag >= 0 {
-            Some((rv.src, dst, rv.tag))
+        let (src, tag) = (i64::from(rv.src), i64::from(rv.tag));
+        let key = if src >= 0 && tag >= 0 {
+            Some((src, dst, tag))
         } else {
             keys_to
                 .get(&dst)
                 .into_iter()
                 .flatten()
-                .filter(|(s, tg)| (rv.src < 0 || *s == rv.src) && (rv.tag < 0 || *tg == rv.tag))
+                .filter(|(s, tg)| (src < 0 || *s == src) && (tag < 0 || *tg == tag))
                 .map(|&(s, tg)| (s, dst, tg))
                 .filter_map(|k| Some((queues.get(&k)?.front().map(|&m| msg(m).start)?, k)))
                 .min()
@@ -1045,11 +1084,11 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
             continue;
         };
         let sent = msg(m);
-        if let Some((c, cl)) = rv.call.and_then(|c| Some(((r.0, c), call((r.0, c))?))) {
+        if let Some((c, cl)) = (rv.call.get()).and_then(|c| Some(((r.0, c), call((r.0, c))?))) {
             let w = sent.start.min(cl.to).saturating_sub(cl.from);
             waits[c.0 as usize][c.1 as usize][0].add(w, m);
         }
-        if let Some((c, cl)) = sent.call.and_then(|c| Some(((m.0, c), call((m.0, c))?))) {
+        if let Some((c, cl)) = (sent.call.get()).and_then(|c| Some(((m.0, c), call((m.0, c))?))) {
             let w = if rv.post > cl.from && cl.to >= rv.post {
                 rv.post - cl.from
             } else {
@@ -1511,21 +1550,21 @@ fn complete(
     match p {
         Pending::Send(m, may_block) => {
             if may_block {
-                msgs[m].call = call;
+                msgs[m].call = call.into();
             }
         }
         Pending::Recv(r) => {
             let rv = &mut recvs[r];
-            rv.call = call;
+            rv.call = call.into();
             if rv.src < 0 {
                 if let Some(s) = status.0 {
                     // A wildcard resolved, or MPI_PROC_NULL (negative: left out).
-                    rv.src = if s >= 0 { s } else { -2 };
+                    rv.src = if s >= 0 { int32(s) } else { -2 };
                 }
             }
             if rv.tag < 0 {
                 if let Some(tg) = status.1.filter(|&tg| tg >= 0) {
-                    rv.tag = tg;
+                    rv.tag = int32(tg);
                 }
             }
         }
@@ -1772,19 +1811,19 @@ mod tests {
                     let site = next(5) as u32;
                     if next(2) == 0 {
                         p.msgs.push(Sent {
-                            dst: next(3) as i64,
-                            tag: next(3) as i64,
+                            dst: next(3) as i32,
+                            tag: next(3) as i32,
                             start: from + 10 * next(2),
                             site,
-                            call,
+                            call: call.into(),
                         });
                     } else {
                         p.recvs.push(Posted {
-                            src: next(4) as i64 - 1,
-                            tag: next(4) as i64 - 1,
+                            src: next(4) as i32 - 1,
+                            tag: next(4) as i32 - 1,
                             post: from + 10 * next(2),
                             site,
-                            call,
+                            call: call.into(),
                         });
                     }
                 }
@@ -1824,8 +1863,8 @@ mod tests {
                     .filter(|&j| !taken[j])
                     .filter(|&j| {
                         let (m, s) = (msgs[j], sent(msgs[j]));
-                        s.dst == rank(r)
-                            && (rv.src < 0 || rv.src == rank(m))
+                        i64::from(s.dst) == rank(r)
+                            && (rv.src < 0 || i64::from(rv.src) == rank(m))
                             && (rv.tag < 0 || rv.tag == s.tag)
                     })
                     .min_by_key(|&j| {
@@ -1836,11 +1875,11 @@ mod tests {
                 taken[j] = true;
                 matches += 1;
                 let (m, s) = (msgs[j], sent(msgs[j]));
-                if let Some(c) = rv.call {
+                if let Some(c) = rv.call.get() {
                     let cl = &parts[r.0 as usize].calls[c as usize];
                     add((r.0, c), 0, s.start.min(cl.to).saturating_sub(cl.from), m);
                 }
-                if let Some(c) = s.call {
+                if let Some(c) = s.call.get() {
                     let cl = &parts[m.0 as usize].calls[c as usize];
                     let w = if rv.post > cl.from && cl.to >= rv.post {
                         rv.post - cl.from
@@ -1875,14 +1914,14 @@ mod tests {
                     tag: 0,
                     start: 10,
                     site: 0,
-                    call: Some(7),
+                    call: Some(7).into(),
                 },
                 Sent {
                     dst: 1,
                     tag: 0,
                     start: 20,
                     site: 0,
-                    call: Some(0),
+                    call: Some(0).into(),
                 },
             ],
             ..Part::default()
@@ -1896,14 +1935,14 @@ mod tests {
                     tag: 0,
                     post: 0,
                     site: 0,
-                    call: Some(0),
+                    call: Some(0).into(),
                 },
                 Posted {
                     src: 0,
                     tag: 0,
                     post: 30,
                     site: 0,
-                    call: Some(9),
+                    call: Some(9).into(),
                 },
             ],
             ..Part::default()
