@@ -272,14 +272,22 @@ pub struct SyncTime {
 /// messages is merged in the memory of its parts and of these.
 type Ref = (u32, u32);
 
-/// A call's largest wait of one kind (late sender or late receiver), with
-/// the message or receive it waited for: the first met of the largest.
+/// A call's largest wait, as a late sender (with the message it waited
+/// for) or as a late receiver (with the receive): of the largest, a late
+/// sender's before a late receiver's, and of those the first met. The
+/// report names one wait per call, that one: 16 bytes per call rather than
+/// the largest of each kind.
 #[derive(Clone, Copy)]
 struct Most {
     wait: u64,
-    /// [`Most::NONE`]'s: none met.
+    /// The message or receive; [`Most::NONE`]'s when none was met. Its
+    /// stream's [`LATE_RECEIVER`] bit says which.
     at: Ref,
 }
+
+/// In the stream of [`Most::at`]: the bit saying it is a receive (the call
+/// waited as a late receiver). A trace holds far fewer than 2^31 streams.
+const LATE_RECEIVER: u32 = 1 << 31;
 
 impl Most {
     const NONE: Most = Most {
@@ -287,15 +295,28 @@ impl Most {
         at: (u32::MAX, u32::MAX),
     };
 
+    /// A wait of `wait` for `at`: a receive when `receiver` (a late
+    /// receiver's wait), else a message (a late sender's).
     #[inline]
-    fn add(&mut self, wait: u64, at: Ref) {
-        if self.at == Most::NONE.at || wait > self.wait {
-            *self = Most { wait, at };
+    fn add(&mut self, wait: u64, at: Ref, receiver: bool) {
+        let mine = self.at.0 & LATE_RECEIVER != 0;
+        if self.at == Most::NONE.at || wait > self.wait || (wait == self.wait && mine && !receiver)
+        {
+            let side = if receiver { LATE_RECEIVER } else { 0 };
+            *self = Most {
+                wait,
+                at: (at.0 | side, at.1),
+            };
         }
     }
 
-    fn get(self) -> Option<(u64, Ref)> {
-        (self.at != Most::NONE.at).then_some((self.wait, self.at))
+    /// The wait, the message or receive, and whether it is a receive.
+    fn get(self) -> Option<(u64, Ref, bool)> {
+        (self.at != Most::NONE.at).then_some((
+            self.wait,
+            (self.at.0 & !LATE_RECEIVER, self.at.1),
+            self.at.0 & LATE_RECEIVER != 0,
+        ))
     }
 }
 
@@ -1015,14 +1036,13 @@ pub fn merge(parts: &[&Part]) -> Analysis {
 }
 
 /// The two-sided matching of every stream's messages and receives: per
-/// stream, per blocking call of its part, the largest late-sender wait and
-/// its message, and the largest late-receiver wait and its receive.
+/// stream, per blocking call of its part, its largest wait ([`Most`]).
 /// Messages match per (source, destination, tag) in the order they are sent
 /// (as early: stream by stream, each's in order); receives take them in the
 /// order they are posted at each destination, each the first message it can
 /// match (for any source or tag, the earliest sent of those that could come
 /// first).
-fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
+fn matched(parts: &[&Part]) -> Vec<Vec<Most>> {
     let msg = |(s, i): Ref| &parts[s as usize].msgs[i as usize];
     let recv = |(s, i): Ref| &parts[s as usize].recvs[i as usize];
     // A call a message or receive names; none past the stream's calls (a
@@ -1058,11 +1078,10 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
         .filter(|&r| recv(r).src >= -1)
         .collect();
     rorder.sort_by_key(|&r| (rank(r), recv(r).post, r.0));
-    // Per stream, per blocking call: the largest late-sender wait and its
-    // message, and the largest late-receiver wait and its receive.
-    let mut waits: Vec<Vec<[Most; 2]>> = parts
+    // Per stream, per blocking call: its largest wait.
+    let mut waits: Vec<Vec<Most>> = parts
         .iter()
-        .map(|p| vec![[Most::NONE; 2]; p.calls.len()])
+        .map(|p| vec![Most::NONE; p.calls.len()])
         .collect();
     for r in rorder {
         let (rv, dst) = (recv(r), rank(r));
@@ -1086,7 +1105,7 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
         let sent = msg(m);
         if let Some((c, cl)) = (rv.call.get()).and_then(|c| Some(((r.0, c), call((r.0, c))?))) {
             let w = sent.start.min(cl.to).saturating_sub(cl.from);
-            waits[c.0 as usize][c.1 as usize][0].add(w, m);
+            waits[c.0 as usize][c.1 as usize].add(w, m, false);
         }
         if let Some((c, cl)) = (sent.call.get()).and_then(|c| Some(((m.0, c), call((m.0, c))?))) {
             let w = if rv.post > cl.from && cl.to >= rv.post {
@@ -1094,7 +1113,7 @@ fn matched(parts: &[&Part]) -> Vec<Vec<[Most; 2]>> {
             } else {
                 0
             };
-            waits[c.0 as usize][c.1 as usize][1].add(w, r);
+            waits[c.0 as usize][c.1 as usize].add(w, r, true);
         }
     }
     waits
@@ -1133,21 +1152,19 @@ impl Analysis {
                 .enumerate()
                 .map(move |(i, w)| ((si, i), w))
         });
-        for ((stream, i), [s, r]) in waited {
-            let (s, r) = (s.get(), r.get());
+        for ((stream, i), most) in waited {
             let cl = &parts[stream].calls[i];
-            // One wait per call: the larger of the two.
-            let sender_late = match (s, r) {
-                (Some(s), Some(r)) => s.0 >= r.0,
-                (Some(_), None) => true,
-                _ => false,
-            };
-            if let (true, Some((w, m))) = (sender_late, s) {
-                let i = site_of(&mut self.sites, "late_sender", cl);
-                self.sites[i].add_call(stream, w, m.0 as usize, msg(m).site);
-            } else if let Some((w, rv)) = r {
-                let i = site_of(&mut self.sites, "late_receiver", cl);
-                self.sites[i].add_call(stream, w, rv.0 as usize, recv(rv).site);
+            // One wait per call: the larger of the two kinds.
+            match most.get() {
+                Some((w, m, false)) => {
+                    let i = site_of(&mut self.sites, "late_sender", cl);
+                    self.sites[i].add_call(stream, w, m.0 as usize, msg(m).site);
+                }
+                Some((w, rv, true)) => {
+                    let i = site_of(&mut self.sites, "late_receiver", cl);
+                    self.sites[i].add_call(stream, w, rv.0 as usize, recv(rv).site);
+                }
+                None => {}
             }
         }
     }
@@ -1829,9 +1846,9 @@ mod tests {
                 }
             }
             let refs: Vec<&Part> = parts.iter().collect();
-            let got: Vec<Vec<Waits>> = matched(&refs)
+            let got: Vec<Vec<_>> = matched(&refs)
                 .iter()
-                .map(|calls| calls.iter().map(|w| [w[0].get(), w[1].get()]).collect())
+                .map(|calls| calls.iter().map(|w| w.get()).collect())
                 .collect();
             // The plain reading.
             let mut want: Vec<Vec<Waits>> = parts
@@ -1890,6 +1907,22 @@ mod tests {
                 }
             }
             assert!(matches > 10, "round {round}: {matches} matches");
+            // One wait per call: the larger kind's, a late sender's when
+            // as large.
+            let want: Vec<Vec<_>> = want
+                .iter()
+                .map(|calls| {
+                    calls
+                        .iter()
+                        .map(|&[s, r]| match (s, r) {
+                            (Some(s), Some(r)) if s.0 >= r.0 => Some((s.0, s.1, false)),
+                            (Some(s), None) => Some((s.0, s.1, false)),
+                            (_, Some(r)) => Some((r.0, r.1, true)),
+                            (None, None) => None,
+                        })
+                        .collect()
+                })
+                .collect();
             assert_eq!(got, want, "round {round}");
         }
     }
@@ -1950,8 +1983,8 @@ mod tests {
         let waits = matched(&[&sender, &receiver]);
         // The receiver's call waited for the first message; the sender's for
         // the second receive, posted at 30.
-        assert_eq!(waits[1][0][0].get(), Some((10, (0, 0))));
-        assert_eq!(waits[0][0][1].get(), Some((30, (1, 1))));
+        assert_eq!(waits[1][0].get(), Some((10, (0, 0), false)));
+        assert_eq!(waits[0][0].get(), Some((30, (1, 1), true)));
         assert_eq!(waits.iter().map(Vec::len).collect::<Vec<_>>(), [1, 1]);
     }
 
