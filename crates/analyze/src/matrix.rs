@@ -134,6 +134,10 @@ pub(crate) struct Builder {
     row: Vec<(u64, u64, u64)>,
     /// ... per other side, before the rank is known.
     before: rustc_hash::FxHashMap<u64, (u64, u64, u64)>,
+    /// The other side of an operation and the bytes it moves: arguments of
+    /// its END.
+    other: crate::objects::FirstOf,
+    nbytes: crate::objects::FirstOf,
 }
 
 impl Builder {
@@ -148,6 +152,8 @@ impl Builder {
             },
             row: Vec::new(),
             before: Default::default(),
+            other: crate::objects::FirstOf::new(s, &["pe", "peer", "target"]),
+            nbytes: crate::objects::FirstOf::new(s, &["nbytes"]),
         }
     }
 
@@ -182,19 +188,19 @@ impl Builder {
                 _ => 0,
             })
         });
-        let mut names = crate::objects::ArgNames::new(s);
+        let (other_of, bytes_of) = (&mut self.other, &mut self.nbytes);
         for (iv, end) in with_events(s, Which::End, true) {
             if model_of[iv.kind as usize] != self.mine {
                 continue;
             }
-            let a = names.of(s, end);
-            let other = a.get("pe").or(a.get("peer")).or(a.get("target")).copied();
+            let words = s.args(end);
+            let other = other_of.get(end, words);
             let Some(other) = other.filter(|&o| (o as i64) >= 0) else {
                 continue;
             };
             let c = (
                 1,
-                a.get("nbytes").copied().unwrap_or(0),
+                bytes_of.get(end, words).unwrap_or(0),
                 iv.end.saturating_sub(iv.start),
             );
             match size {

@@ -256,6 +256,85 @@ impl ArgNames {
     }
 }
 
+/// The first found of a few arguments of events, by name, as
+/// [`Named::get`] of each name in turn finds it (`get("pe").or(get("peer"))`),
+/// with where each may be among the words found once per kind, phase and
+/// flags rather than by comparing names for every event.
+#[derive(Debug)]
+pub(crate) struct FirstOf {
+    names: &'static [&'static str],
+    pts_words: usize,
+    /// Kinds, phases and flags met, and the words to try, in order: each
+    /// name's places, the last first (a stream has few, walked in order).
+    seen: Vec<((u16, u8, u8), Vec<usize>)>,
+    /// Those met after the list is full: their place in `seen`.
+    more: HashMap<(u16, u8, u8), usize>,
+}
+
+impl FirstOf {
+    /// Kinds, phases and flags looked for in order.
+    const SEEN: usize = 16;
+
+    /// The first found of the arguments `names` of the events of `s`.
+    pub(crate) fn new(s: &Stream, names: &'static [&'static str]) -> FirstOf {
+        FirstOf {
+            names,
+            pts_words: (s.pts_bytes as usize).div_ceil(8),
+            seen: Vec::new(),
+            more: HashMap::default(),
+        }
+    }
+
+    /// The first of the arguments found among `words`, the argument words
+    /// of `e`.
+    #[inline]
+    pub(crate) fn get(&mut self, e: &Event, words: &[u64]) -> Option<u64> {
+        let key = (e.kind, e.phase, e.flags);
+        let i = match self.seen[..self.seen.len().min(Self::SEEN)]
+            .iter()
+            .position(|(k, _)| *k == key)
+        {
+            Some(i) => i,
+            None => self.locate(key),
+        };
+        let places = &self.seen[i].1;
+        places
+            .iter()
+            .find(|&&at| at < words.len())
+            .map(|&at| words[at])
+    }
+
+    #[cold]
+    fn locate(&mut self, key: (u16, u8, u8)) -> usize {
+        if let Some(&i) = self.more.get(&key) {
+            return i;
+        }
+        let (kind, phase, flags) = key;
+        let mut at = 0;
+        let mut layout = Vec::new();
+        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
+            layout.push((n, at));
+            at += w;
+        }
+        let places = (self.names.iter())
+            .flat_map(|&name| {
+                let layout = &layout;
+                layout
+                    .iter()
+                    .rev()
+                    .filter(move |(n, _)| *n == name)
+                    .map(|&(_, at)| at)
+            })
+            .collect();
+        self.seen.push((key, places));
+        let i = self.seen.len() - 1;
+        if i >= Self::SEEN {
+            self.more.insert(key, i);
+        }
+        i
+    }
+}
+
 /// One argument of an event, by name, without building the whole map.
 pub fn arg(s: &Stream, e: &Event, name: &str) -> Option<u64> {
     let mut at = 0;
