@@ -465,6 +465,56 @@ fn kind_name(k: u16) -> &'static str {
     kinds::kind(k).map_or("?", |k| k.name)
 }
 
+/// What the two-sided matching makes of an interval of a kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TwoSided {
+    /// Nothing.
+    Other,
+    /// A send that blocks until received (`MPI_Send`, `MPI_Ssend`).
+    Send,
+    /// A send that does not wait for its receive (`MPI_Bsend`, `MPI_Rsend`).
+    Buffered,
+    /// A nonblocking send whose completion may wait for its receive
+    /// (`MPI_Isend`, `MPI_Issend`)...
+    Isend,
+    /// ... or may not (`MPI_Ibsend`, `MPI_Irsend`).
+    IsendBuffered,
+    Recv,
+    Irecv,
+    Sendrecv,
+    Wait,
+    Waitall,
+    Testall,
+    Test,
+    WinCreate,
+    WinFence,
+}
+
+/// [`TwoSided`] by kind number, from the kinds' names (found once).
+fn two_sided_kinds() -> &'static [TwoSided] {
+    static KINDS: std::sync::OnceLock<Vec<TwoSided>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        kinds::table(|k| match k.map_or("?", |k| k.name) {
+            "GASP_MPI_SEND" | "GASP_MPI_SSEND" => TwoSided::Send,
+            "GASP_MPI_BSEND" | "GASP_MPI_RSEND" => TwoSided::Buffered,
+            "GASP_MPI_ISEND" | "GASP_MPI_ISSEND" => TwoSided::Isend,
+            "GASP_MPI_IBSEND" | "GASP_MPI_IRSEND" => TwoSided::IsendBuffered,
+            "GASP_MPI_RECV" => TwoSided::Recv,
+            "GASP_MPI_IRECV" => TwoSided::Irecv,
+            "GASP_MPI_SENDRECV" => TwoSided::Sendrecv,
+            "GASP_MPI_WAIT" => TwoSided::Wait,
+            "GASP_MPI_WAITALL" => TwoSided::Waitall,
+            "GASP_MPI_TESTALL" => TwoSided::Testall,
+            "GASP_MPI_TEST" => TwoSided::Test,
+            "GASP_MPI_WIN_CREATE" | "GASP_MPI_WIN_ALLOCATE" | "GASP_MPI_WIN_CREATE_DYNAMIC" => {
+                TwoSided::WinCreate
+            }
+            "GASP_MPI_WIN_FENCE" => TwoSided::WinFence,
+            _ => TwoSided::Other,
+        })
+    })
+}
+
 /// A recorded `Int` argument as a signed number.
 fn int(a: &crate::objects::Named<'_>, name: &str) -> Option<i64> {
     a.get(name).map(|&v| v as i64)
@@ -758,6 +808,7 @@ impl Builder {
         let rooted_kind = rooted_kinds();
         let mut names = crate::objects::ArgNames::new(s);
         let wanted = wanted_kinds();
+        let two_sided = two_sided_kinds();
         for iv in intervals(s) {
             // Most intervals of most streams: none of the kinds looked at.
             if !wanted[iv.kind as usize] {
@@ -852,7 +903,10 @@ impl Builder {
             if rank.is_none() {
                 continue;
             }
-            let name = kind_name(iv.kind);
+            let what = two_sided[iv.kind as usize];
+            if what == TwoSided::Other {
+                continue;
+            }
             let (sa, ea) = names.pair(
                 s,
                 &s.events[iv.start_event as usize],
@@ -883,20 +937,20 @@ impl Builder {
             };
             // (Every kind named here is among [`TWO_SIDED`]: the others are
             // not looked at.)
-            match name {
-                "GASP_MPI_SEND" | "GASP_MPI_SSEND" => {
+            match what {
+                TwoSided::Send => {
                     let c = call();
                     msgs.push(msg(Some(c)));
                 }
-                "GASP_MPI_BSEND" | "GASP_MPI_RSEND" => msgs.push(msg(None)),
-                "GASP_MPI_ISEND" | "GASP_MPI_ISSEND" | "GASP_MPI_IBSEND" | "GASP_MPI_IRSEND" => {
+                TwoSided::Buffered => msgs.push(msg(None)),
+                TwoSided::Isend | TwoSided::IsendBuffered => {
                     msgs.push(msg(None));
-                    let may_block = matches!(name, "GASP_MPI_ISEND" | "GASP_MPI_ISSEND");
+                    let may_block = what == TwoSided::Isend;
                     if let Some(&req) = ea.get("request") {
                         pending.push((req, Pending::Send(msgs.len() - 1, may_block)));
                     }
                 }
-                "GASP_MPI_RECV" => {
+                TwoSided::Recv => {
                     // The END carries the actual source and tag.
                     let src = int(&ea, "peer").unwrap_or(-2);
                     if src >= 0 {
@@ -904,19 +958,19 @@ impl Builder {
                         recvs.push(recv(src, int(&ea, "tag").unwrap_or(-1), Some(c)));
                     }
                 }
-                "GASP_MPI_IRECV" => {
+                TwoSided::Irecv => {
                     let src = int(&sa, "peer").unwrap_or(-2);
                     recvs.push(recv(src, int(&sa, "tag").unwrap_or(-1), None));
                     if let Some(&req) = ea.get("request") {
                         pending.push((req, Pending::Recv(recvs.len() - 1)));
                     }
                 }
-                "GASP_MPI_SENDRECV" => {
+                TwoSided::Sendrecv => {
                     let c = call();
                     msgs.push(msg(None));
                     recvs.push(recv(int(&sa, "source").unwrap_or(-2), -1, Some(c)));
                 }
-                "GASP_MPI_WAIT" => {
+                TwoSided::Wait => {
                     let Some(&req) = sa.get("request") else {
                         continue;
                     };
@@ -927,18 +981,18 @@ impl Builder {
                         complete(msgs, recvs, p, Some(c), status);
                     }
                 }
-                "GASP_MPI_WAITALL" | "GASP_MPI_TESTALL" => {
-                    let done = name == "GASP_MPI_WAITALL" || int(&ea, "flag") == Some(1);
+                TwoSided::Waitall | TwoSided::Testall => {
+                    let done = what == TwoSided::Waitall || int(&ea, "flag") == Some(1);
                     let n = int(&sa, "count").unwrap_or(0).max(0) as usize;
                     if done && n > 0 {
-                        let c = (name == "GASP_MPI_WAITALL").then(&mut call);
+                        let c = (what == TwoSided::Waitall).then(&mut call);
                         let from = pending.len().saturating_sub(n);
                         for (_, p) in pending.drain(from..) {
                             complete(msgs, recvs, p, c, (None, None));
                         }
                     }
                 }
-                "GASP_MPI_TEST" if int(&ea, "flag") == Some(1) => {
+                TwoSided::Test if int(&ea, "flag") == Some(1) => {
                     if let Some(&req) = sa.get("request") {
                         if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
                             let (_, p) = pending.remove(i);
@@ -946,7 +1000,7 @@ impl Builder {
                         }
                     }
                 }
-                "GASP_MPI_WIN_CREATE" | "GASP_MPI_WIN_ALLOCATE" | "GASP_MPI_WIN_CREATE_DYNAMIC" => {
+                TwoSided::WinCreate => {
                     if let Some(&w) = ea.get("win") {
                         let created = window_names.len();
                         windows.insert(w, created);
@@ -957,7 +1011,7 @@ impl Builder {
                         );
                     }
                 }
-                "GASP_MPI_WIN_FENCE" => {
+                TwoSided::WinFence => {
                     let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
                         continue;
                     };
