@@ -632,6 +632,13 @@ mod tests {
                 }
             }
             let mut names = ArgNames::new(&s);
+            // The first found of a few names, as asking each in turn finds
+            // it; with more kinds, phases and flags than the list holds.
+            const SIDES: &[&str] = &["pe", "peer", "target"];
+            let mut sides = FirstOf::new(&s, SIDES);
+            let mut nbytes = FirstOf::new(&s, &["nbytes"]);
+            let mut none = FirstOf::new(&s, &["no such argument"]);
+            let mut found = 0;
             for i in met {
                 let e = s.events[i].clone();
                 let map = args_by_name(&s, &e);
@@ -642,7 +649,14 @@ mod tests {
                     assert_eq!(named.get(n), map.get(n), "{} {n}", e.kind);
                 }
                 assert_eq!(named.get("no such argument"), None);
+                let words = s.args(&e);
+                let first = SIDES.iter().find_map(|n| named.get(n)).copied();
+                assert_eq!(sides.get(&e, words), first, "{} {}", e.kind, words.len());
+                assert_eq!(nbytes.get(&e, words), named.get("nbytes").copied());
+                assert_eq!(none.get(&e, words), None);
+                found += usize::from(first.is_some());
             }
+            assert!(sides.seen.len() > FirstOf::SEEN && found > 100, "{found}");
         }
     }
 
