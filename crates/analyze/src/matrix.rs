@@ -135,10 +135,15 @@ pub(crate) struct Builder {
     /// ... per other side, before the rank is known.
     before: rustc_hash::FxHashMap<u64, (u64, u64, u64)>,
     /// The other side of an operation and the bytes it moves: arguments of
-    /// its END.
-    other: crate::objects::FirstOf,
-    nbytes: crate::objects::FirstOf,
+    /// its END ([`SIDES`] and `nbytes`).
+    args: crate::objects::Places,
 }
+
+/// The names of the other side of an operation (the first found), then of
+/// the bytes it moves, among its END's arguments.
+const ARGS: &[&str] = &["pe", "peer", "target", "nbytes"];
+/// How many of [`ARGS`] name the other side.
+const SIDES: usize = 3;
 
 impl Builder {
     /// For the windows of `s`.
@@ -152,8 +157,7 @@ impl Builder {
             },
             row: Vec::new(),
             before: Default::default(),
-            other: crate::objects::FirstOf::new(s, &["pe", "peer", "target"]),
-            nbytes: crate::objects::FirstOf::new(s, &["nbytes"]),
+            args: crate::objects::Places::new(s, ARGS),
         }
     }
 
@@ -188,19 +192,19 @@ impl Builder {
                 _ => 0,
             })
         });
-        let (other_of, bytes_of) = (&mut self.other, &mut self.nbytes);
+        let args = &mut self.args;
         for (iv, end) in with_events(s, Which::End, true) {
             if model_of[iv.kind as usize] != self.mine {
                 continue;
             }
-            let words = s.args(end);
-            let other = other_of.get(end, words);
+            let (at, words) = (args.of(end), s.args(end));
+            let other = (0..SIDES).find_map(|i| args.get(at, i, words));
             let Some(other) = other.filter(|&o| (o as i64) >= 0) else {
                 continue;
             };
             let c = (
                 1,
-                bytes_of.get(end, words).unwrap_or(0),
+                args.get(at, SIDES, words).unwrap_or(0),
                 iv.end.saturating_sub(iv.start),
             );
             match size {

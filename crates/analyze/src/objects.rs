@@ -256,28 +256,31 @@ impl ArgNames {
     }
 }
 
-/// The first found of a few arguments of events, by name, as
-/// [`Named::get`] of each name in turn finds it (`get("pe").or(get("peer"))`),
-/// with where each may be among the words found once per kind, phase and
-/// flags rather than by comparing names for every event.
+/// Where a few arguments of events are among their words, by name, as
+/// [`Named::get`] finds each, found once per kind, phase and flags rather
+/// than by comparing names for every event: [`Places::of`] an event, then
+/// [`Places::get`] each of its arguments.
 #[derive(Debug)]
-pub(crate) struct FirstOf {
+pub(crate) struct Places {
     names: &'static [&'static str],
     pts_words: usize,
-    /// Kinds, phases and flags met, and the words to try, in order: each
-    /// name's places, the last first (a stream has few, walked in order).
-    seen: Vec<((u16, u8, u8), Vec<usize>)>,
+    /// Kinds, phases and flags met, and each name's places among their
+    /// words, the last first (a stream has few, walked in order).
+    seen: Vec<(Key, NamePlaces)>,
     /// Those met after the list is full: their place in `seen`.
-    more: HashMap<(u16, u8, u8), usize>,
+    more: HashMap<Key, usize>,
 }
 
-impl FirstOf {
+/// Per name, its places among an event's words, the last first.
+type NamePlaces = Vec<Vec<usize>>;
+
+impl Places {
     /// Kinds, phases and flags looked for in order.
     const SEEN: usize = 16;
 
-    /// The first found of the arguments `names` of the events of `s`.
-    pub(crate) fn new(s: &Stream, names: &'static [&'static str]) -> FirstOf {
-        FirstOf {
+    /// For the arguments `names` of the events of `s`.
+    pub(crate) fn new(s: &Stream, names: &'static [&'static str]) -> Places {
+        Places {
             names,
             pts_words: (s.pts_bytes as usize).div_ceil(8),
             seen: Vec::new(),
@@ -285,27 +288,31 @@ impl FirstOf {
         }
     }
 
-    /// The first of the arguments found among `words`, the argument words
-    /// of `e`.
+    /// Where the arguments of events like `e` (of its kind, phase and
+    /// flags) are: for [`Places::get`].
     #[inline]
-    pub(crate) fn get(&mut self, e: &Event, words: &[u64]) -> Option<u64> {
+    pub(crate) fn of(&mut self, e: &Event) -> usize {
         let key = (e.kind, e.phase, e.flags);
-        let i = match self.seen[..self.seen.len().min(Self::SEEN)]
+        match self.seen[..self.seen.len().min(Self::SEEN)]
             .iter()
             .position(|(k, _)| *k == key)
         {
             Some(i) => i,
             None => self.locate(key),
-        };
-        let places = &self.seen[i].1;
-        places
-            .iter()
-            .find(|&&at| at < words.len())
-            .map(|&at| words[at])
+        }
+    }
+
+    /// Argument `name` (its place among the names given) of an event whose
+    /// arguments are where `at` ([`Places::of`]) says, and whose words are
+    /// `words`: the last of that name that `words` holds.
+    #[inline]
+    pub(crate) fn get(&self, at: usize, name: usize, words: &[u64]) -> Option<u64> {
+        let places = self.seen.get(at)?.1.get(name)?;
+        places.iter().find(|&&w| w < words.len()).map(|&w| words[w])
     }
 
     #[cold]
-    fn locate(&mut self, key: (u16, u8, u8)) -> usize {
+    fn locate(&mut self, key: Key) -> usize {
         if let Some(&i) = self.more.get(&key) {
             return i;
         }
@@ -317,13 +324,11 @@ impl FirstOf {
             at += w;
         }
         let places = (self.names.iter())
-            .flat_map(|&name| {
-                let layout = &layout;
-                layout
-                    .iter()
-                    .rev()
-                    .filter(move |(n, _)| *n == name)
+            .map(|&name| {
+                (layout.iter().rev())
+                    .filter(|(n, _)| *n == name)
                     .map(|&(_, at)| at)
+                    .collect()
             })
             .collect();
         self.seen.push((key, places));
@@ -632,12 +637,10 @@ mod tests {
                 }
             }
             let mut names = ArgNames::new(&s);
-            // The first found of a few names, as asking each in turn finds
-            // it; with more kinds, phases and flags than the list holds.
-            const SIDES: &[&str] = &["pe", "peer", "target"];
-            let mut sides = FirstOf::new(&s, SIDES);
-            let mut nbytes = FirstOf::new(&s, &["nbytes"]);
-            let mut none = FirstOf::new(&s, &["no such argument"]);
+            // A few arguments found where their kinds put them, as by name;
+            // with more kinds, phases and flags than the list holds.
+            const NAMES: &[&str] = &["pe", "peer", "target", "nbytes", "no such argument"];
+            let mut places = Places::new(&s, NAMES);
             let mut found = 0;
             for i in met {
                 let e = s.events[i].clone();
@@ -650,13 +653,14 @@ mod tests {
                 }
                 assert_eq!(named.get("no such argument"), None);
                 let words = s.args(&e);
-                let first = SIDES.iter().find_map(|n| named.get(n)).copied();
-                assert_eq!(sides.get(&e, words), first, "{} {}", e.kind, words.len());
-                assert_eq!(nbytes.get(&e, words), named.get("nbytes").copied());
-                assert_eq!(none.get(&e, words), None);
-                found += usize::from(first.is_some());
+                let at = places.of(&e);
+                for (i, n) in NAMES.iter().enumerate() {
+                    let got = places.get(at, i, words);
+                    assert_eq!(got, named.get(n).copied(), "{} {n} {}", e.kind, words.len());
+                    found += usize::from(got.is_some());
+                }
             }
-            assert!(sides.seen.len() > FirstOf::SEEN && found > 100, "{found}");
+            assert!(places.seen.len() > Places::SEEN && found > 100, "{found}");
         }
     }
 

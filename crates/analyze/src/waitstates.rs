@@ -749,7 +749,21 @@ pub(crate) struct Builder {
     /// Its rank or PE and how many there are, looked for at its first
     /// rooted collective ([`crate::matrix::rank`] of the stream).
     world: Option<Option<crate::matrix::Rank>>,
+    /// Where the two-sided calls' arguments ([`CALL_ARGS`]) are, made at
+    /// the first window.
+    places: Option<crate::objects::Places>,
 }
+
+/// The arguments the two-sided matching reads of its calls, by name: for
+/// [`crate::objects::Places::get`], each at its place here.
+const CALL_ARGS: &[&str] = &["peer", "tag", "request", "source", "flag", "count", "win"];
+const PEER: usize = 0;
+const TAG: usize = 1;
+const REQUEST: usize = 2;
+const SOURCE: usize = 3;
+const FLAG: usize = 4;
+const COUNT: usize = 5;
+const WIN: usize = 6;
 
 impl Builder {
     /// For a stream whose process's rank in `MPI_COMM_WORLD` is `rank`
@@ -767,6 +781,7 @@ impl Builder {
             windows: HashMap::default(),
             pe: world.map(|w| w.is_some_and(|r| r.model == "SHMEM")),
             world,
+            places: None,
         }
     }
 
@@ -803,6 +818,7 @@ impl Builder {
             &mut self.windows,
         );
         let (pe, world) = (&mut self.pe, &mut self.world);
+        let places = (self.places).get_or_insert_with(|| crate::objects::Places::new(s, CALL_ARGS));
         let class = classes();
         let all_to_all = all_to_all_kinds();
         let rooted_kind = rooted_kinds();
@@ -907,11 +923,16 @@ impl Builder {
             if what == TwoSided::Other {
                 continue;
             }
-            let (sa, ea) = names.pair(
-                s,
+            // Its START's and END's arguments, as recorded `Int`s (signed).
+            let (se, ee) = (
                 &s.events[iv.start_event as usize],
                 &s.events[iv.end_event as usize],
             );
+            let (sp, ep) = (places.of(se), places.of(ee));
+            let (sw, ew) = (s.args(se), s.args(ee));
+            let places = &*places;
+            let sa = |name: usize| places.get(sp, name, sw).map(|v| v as i64);
+            let ea = |name: usize| places.get(ep, name, ew).map(|v| v as i64);
             let mut call = || {
                 calls.push(Blocking {
                     kind: iv.kind,
@@ -922,8 +943,8 @@ impl Builder {
                 calls.len() as u32 - 1
             };
             let msg = |call: Option<u32>| Sent {
-                dst: int32(int(&sa, "peer").unwrap_or(-1)),
-                tag: int32(int(&sa, "tag").unwrap_or(-1)),
+                dst: int32(sa(PEER).unwrap_or(-1)),
+                tag: int32(sa(TAG).unwrap_or(-1)),
                 start: iv.start,
                 site: iv.callsite,
                 call: call.into(),
@@ -946,44 +967,44 @@ impl Builder {
                 TwoSided::Isend | TwoSided::IsendBuffered => {
                     msgs.push(msg(None));
                     let may_block = what == TwoSided::Isend;
-                    if let Some(&req) = ea.get("request") {
-                        pending.push((req, Pending::Send(msgs.len() - 1, may_block)));
+                    if let Some(req) = ea(REQUEST) {
+                        pending.push((req as u64, Pending::Send(msgs.len() - 1, may_block)));
                     }
                 }
                 TwoSided::Recv => {
                     // The END carries the actual source and tag.
-                    let src = int(&ea, "peer").unwrap_or(-2);
+                    let src = ea(PEER).unwrap_or(-2);
                     if src >= 0 {
                         let c = call();
-                        recvs.push(recv(src, int(&ea, "tag").unwrap_or(-1), Some(c)));
+                        recvs.push(recv(src, ea(TAG).unwrap_or(-1), Some(c)));
                     }
                 }
                 TwoSided::Irecv => {
-                    let src = int(&sa, "peer").unwrap_or(-2);
-                    recvs.push(recv(src, int(&sa, "tag").unwrap_or(-1), None));
-                    if let Some(&req) = ea.get("request") {
-                        pending.push((req, Pending::Recv(recvs.len() - 1)));
+                    let src = sa(PEER).unwrap_or(-2);
+                    recvs.push(recv(src, sa(TAG).unwrap_or(-1), None));
+                    if let Some(req) = ea(REQUEST) {
+                        pending.push((req as u64, Pending::Recv(recvs.len() - 1)));
                     }
                 }
                 TwoSided::Sendrecv => {
                     let c = call();
                     msgs.push(msg(None));
-                    recvs.push(recv(int(&sa, "source").unwrap_or(-2), -1, Some(c)));
+                    recvs.push(recv(sa(SOURCE).unwrap_or(-2), -1, Some(c)));
                 }
                 TwoSided::Wait => {
-                    let Some(&req) = sa.get("request") else {
+                    let Some(req) = sa(REQUEST).map(|r| r as u64) else {
                         continue;
                     };
                     if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
                         let (_, p) = pending.remove(i);
                         let c = call();
-                        let status = (int(&ea, "source"), int(&ea, "tag"));
+                        let status = (ea(SOURCE), ea(TAG));
                         complete(msgs, recvs, p, Some(c), status);
                     }
                 }
                 TwoSided::Waitall | TwoSided::Testall => {
-                    let done = what == TwoSided::Waitall || int(&ea, "flag") == Some(1);
-                    let n = int(&sa, "count").unwrap_or(0).max(0) as usize;
+                    let done = what == TwoSided::Waitall || ea(FLAG) == Some(1);
+                    let n = sa(COUNT).unwrap_or(0).max(0) as usize;
                     if done && n > 0 {
                         let c = (what == TwoSided::Waitall).then(&mut call);
                         let from = pending.len().saturating_sub(n);
@@ -992,8 +1013,8 @@ impl Builder {
                         }
                     }
                 }
-                TwoSided::Test if int(&ea, "flag") == Some(1) => {
-                    if let Some(&req) = sa.get("request") {
+                TwoSided::Test if ea(FLAG) == Some(1) => {
+                    if let Some(req) = sa(REQUEST).map(|r| r as u64) {
                         if let Some(i) = pending.iter().rposition(|p| p.0 == req) {
                             let (_, p) = pending.remove(i);
                             complete(msgs, recvs, p, None, (None, None));
@@ -1001,7 +1022,7 @@ impl Builder {
                     }
                 }
                 TwoSided::WinCreate => {
-                    if let Some(&w) = ea.get("win") {
+                    if let Some(w) = ea(WIN).map(|w| w as u64) {
                         let created = window_names.len();
                         windows.insert(w, created);
                         window_names.push(
@@ -1012,7 +1033,7 @@ impl Builder {
                     }
                 }
                 TwoSided::WinFence => {
-                    let Some(&w) = windows.get(&sa.get("win").copied().unwrap_or(0)) else {
+                    let Some(&w) = windows.get(&sa(WIN).map_or(0, |w| w as u64)) else {
                         continue;
                     };
                     let fence = (iv.start, iv.end, iv.callsite);
