@@ -159,19 +159,83 @@ pub fn args_by_name(s: &Stream, e: &Event) -> HashMap<&'static str, u64> {
     out
 }
 
+/// What was found for each kind, phase and flags of a stream's events
+/// met, in the order met: a short list walked in order (a stream has few),
+/// and those past [`ByKey::SEEN`] found by map too.
+#[derive(Debug)]
+struct ByKey<T> {
+    seen: Vec<(Key, T)>,
+    more: HashMap<Key, usize>,
+}
+
+type Key = (u16, u8, u8);
+
+impl<T> ByKey<T> {
+    /// Kinds, phases and flags looked for in order.
+    const SEEN: usize = 16;
+
+    fn new() -> ByKey<T> {
+        ByKey {
+            seen: Vec::new(),
+            more: HashMap::default(),
+        }
+    }
+
+    /// The place of what was found for events like `e` (of its kind, phase
+    /// and flags), made by `make` when first met.
+    #[inline]
+    fn index(&mut self, e: &Event, make: impl FnOnce(Key) -> T) -> usize {
+        let key = (e.kind, e.phase, e.flags);
+        match self.seen[..self.seen.len().min(Self::SEEN)]
+            .iter()
+            .position(|(k, _)| *k == key)
+        {
+            Some(i) => i,
+            None => self.locate(key, make),
+        }
+    }
+
+    #[cold]
+    fn locate(&mut self, key: Key, make: impl FnOnce(Key) -> T) -> usize {
+        if let Some(&i) = self.more.get(&key) {
+            return i;
+        }
+        self.seen.push((key, make(key)));
+        let i = self.seen.len() - 1;
+        if i >= Self::SEEN {
+            self.more.insert(key, i);
+        }
+        i
+    }
+
+    /// What was found at place `i` ([`ByKey::index`]).
+    #[inline]
+    fn get(&self, i: usize) -> Option<&T> {
+        self.seen.get(i).map(|(_, t)| t)
+    }
+}
+
+/// The arguments of events of `key`'s kind, phase and flags (a stream's of
+/// `pts_words`-word pointers-to-shared): each name and its first word.
+fn names_of((kind, phase, flags): Key, pts_words: usize) -> Vec<(&'static str, usize)> {
+    let mut at = 0;
+    let mut names = Vec::new();
+    for (n, _, w) in arg_layout(kind, phase, pts_words, flags) {
+        names.push((n, at));
+        at += w;
+    }
+    names
+}
+
 /// The arguments of events by name, as [`args_by_name`] gives them, without
 /// a map per event: each kind's (phase's, flags') names and places are found
 /// once per stream and kept.
 #[derive(Debug)]
 pub struct ArgNames {
     pts_words: usize,
-    /// Kinds, phases and flags met, with their (name, word) list; looked for
-    /// in order (a stream has few), the ones past [`ArgNames::SEEN`] by map.
-    seen: Vec<(Key, Vec<(&'static str, usize)>)>,
-    more: HashMap<Key, usize>,
+    /// Per kind, phase and flags met, their (name, word) list.
+    names: ByKey<Vec<(&'static str, usize)>>,
 }
-
-type Key = (u16, u8, u8);
 
 /// One event's arguments by name ([`ArgNames::of`]).
 #[derive(Debug, Clone, Copy)]
@@ -193,66 +257,38 @@ impl Named<'_> {
 }
 
 impl ArgNames {
-    /// Kinds, phases and flags looked for in order.
-    const SEEN: usize = 16;
-
     /// For the events of `s`.
     pub fn new(s: &Stream) -> ArgNames {
         ArgNames {
             pts_words: (s.pts_bytes as usize).div_ceil(8),
-            seen: Vec::new(),
-            more: HashMap::default(),
+            names: ByKey::new(),
         }
     }
 
     /// The arguments of `e`, one of the events of `s`.
     pub fn of<'a>(&'a mut self, s: &'a Stream, e: &Event) -> Named<'a> {
         let i = self.index(e);
-        Named {
-            names: &self.seen[i].1,
-            words: s.args(e),
-        }
+        self.named(i, s, e)
     }
 
     /// The arguments of `a` and of `b`, two of the events of `s`.
     pub fn pair<'a>(&'a mut self, s: &'a Stream, a: &Event, b: &Event) -> (Named<'a>, Named<'a>) {
         let (i, j) = (self.index(a), self.index(b));
-        let named = |i: usize, e: &Event| Named {
-            names: &self.seen[i].1,
-            words: s.args(e),
-        };
-        (named(i, a), named(j, b))
+        (self.named(i, s, a), self.named(j, s, b))
     }
 
+    #[inline]
     fn index(&mut self, e: &Event) -> usize {
-        let key = (e.kind, e.phase, e.flags);
-        match self.seen[..self.seen.len().min(Self::SEEN)]
-            .iter()
-            .position(|(k, _)| *k == key)
-        {
-            Some(i) => i,
-            None => self.locate(key),
-        }
+        let pts_words = self.pts_words;
+        self.names.index(e, |key| names_of(key, pts_words))
     }
 
-    #[cold]
-    fn locate(&mut self, key: Key) -> usize {
-        if let Some(&i) = self.more.get(&key) {
-            return i;
+    #[inline]
+    fn named<'a>(&'a self, i: usize, s: &'a Stream, e: &Event) -> Named<'a> {
+        Named {
+            names: self.names.get(i).map_or(&[], |n| n.as_slice()),
+            words: s.args(e),
         }
-        let (kind, phase, flags) = key;
-        let mut names = Vec::new();
-        let mut at = 0;
-        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
-            names.push((n, at));
-            at += w;
-        }
-        self.seen.push((key, names));
-        let i = self.seen.len() - 1;
-        if i >= Self::SEEN {
-            self.more.insert(key, i);
-        }
-        i
     }
 }
 
@@ -264,27 +300,18 @@ impl ArgNames {
 pub(crate) struct Places {
     names: &'static [&'static str],
     pts_words: usize,
-    /// Kinds, phases and flags met, and each name's places among their
-    /// words, the last first (a stream has few, walked in order).
-    seen: Vec<(Key, NamePlaces)>,
-    /// Those met after the list is full: their place in `seen`.
-    more: HashMap<Key, usize>,
+    /// Per kind, phase and flags met, each name's places among their
+    /// words, the last first.
+    places: ByKey<Vec<Vec<usize>>>,
 }
 
-/// Per name, its places among an event's words, the last first.
-type NamePlaces = Vec<Vec<usize>>;
-
 impl Places {
-    /// Kinds, phases and flags looked for in order.
-    const SEEN: usize = 16;
-
     /// For the arguments `names` of the events of `s`.
     pub(crate) fn new(s: &Stream, names: &'static [&'static str]) -> Places {
         Places {
             names,
             pts_words: (s.pts_bytes as usize).div_ceil(8),
-            seen: Vec::new(),
-            more: HashMap::default(),
+            places: ByKey::new(),
         }
     }
 
@@ -292,14 +319,18 @@ impl Places {
     /// flags) are: for [`Places::get`].
     #[inline]
     pub(crate) fn of(&mut self, e: &Event) -> usize {
-        let key = (e.kind, e.phase, e.flags);
-        match self.seen[..self.seen.len().min(Self::SEEN)]
-            .iter()
-            .position(|(k, _)| *k == key)
-        {
-            Some(i) => i,
-            None => self.locate(key),
-        }
+        let (names, pts_words) = (self.names, self.pts_words);
+        self.places.index(e, |key| {
+            let layout = names_of(key, pts_words);
+            (names.iter())
+                .map(|&name| {
+                    (layout.iter().rev())
+                        .filter(|(n, _)| *n == name)
+                        .map(|&(_, at)| at)
+                        .collect()
+                })
+                .collect()
+        })
     }
 
     /// Argument `name` (its place among the names given) of an event whose
@@ -307,36 +338,8 @@ impl Places {
     /// `words`: the last of that name that `words` holds.
     #[inline]
     pub(crate) fn get(&self, at: usize, name: usize, words: &[u64]) -> Option<u64> {
-        let places = self.seen.get(at)?.1.get(name)?;
+        let places = self.places.get(at)?.get(name)?;
         places.iter().find(|&&w| w < words.len()).map(|&w| words[w])
-    }
-
-    #[cold]
-    fn locate(&mut self, key: Key) -> usize {
-        if let Some(&i) = self.more.get(&key) {
-            return i;
-        }
-        let (kind, phase, flags) = key;
-        let mut at = 0;
-        let mut layout = Vec::new();
-        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
-            layout.push((n, at));
-            at += w;
-        }
-        let places = (self.names.iter())
-            .map(|&name| {
-                (layout.iter().rev())
-                    .filter(|(n, _)| *n == name)
-                    .map(|&(_, at)| at)
-                    .collect()
-            })
-            .collect();
-        self.seen.push((key, places));
-        let i = self.seen.len() - 1;
-        if i >= Self::SEEN {
-            self.more.insert(key, i);
-        }
-        i
     }
 }
 
@@ -369,64 +372,35 @@ pub(crate) fn word_of(words: &[u64], w: u16) -> Option<u64> {
 pub(crate) struct ArgOf {
     name: &'static str,
     pts_words: usize,
-    /// Kinds, phases and flags met, and where: a stream has few, so a short
-    /// list walked in order finds them faster than a map (transfers of two
-    /// kinds in turn would miss a single remembered one every time).
-    seen: Vec<((u16, u8, u8), Option<usize>)>,
-    /// Those met after the list is full.
-    more: HashMap<(u16, u8, u8), Option<usize>>,
+    /// Per kind, phase and flags met, the argument's word ([`word_of`]):
+    /// a short list walked in order finds them faster than a map
+    /// (transfers of two kinds in turn would miss a single remembered one
+    /// every time).
+    words: ByKey<u16>,
 }
 
 impl ArgOf {
-    /// Kinds, phases and flags kept in [`ArgOf::seen`].
-    const SEEN: usize = 16;
-
     /// The argument `name` of the events of `s`.
     pub(crate) fn new(s: &Stream, name: &'static str) -> ArgOf {
         ArgOf {
             name,
             pts_words: (s.pts_bytes as usize).div_ceil(8),
-            seen: Vec::with_capacity(Self::SEEN),
-            more: HashMap::default(),
+            words: ByKey::new(),
         }
     }
 
     /// Where the argument is among the words of events like `e` (of its
     /// kind, phase and flags), as a [`word_of`] index.
     pub(crate) fn word(&mut self, e: &Event) -> u16 {
-        let key = (e.kind, e.phase, e.flags);
-        let at = match self.seen.iter().find(|(k, _)| *k == key) {
-            Some(&(_, at)) => at,
-            None => self.locate(key),
-        };
-        at.and_then(|w| u16::try_from(w).ok())
-            .filter(|&w| w != NO_WORD)
-            .unwrap_or(NO_WORD)
-    }
-
-    /// Where the argument is in events of `key`'s kind, phase and flags
-    /// (found once, then remembered).
-    #[cold]
-    fn locate(&mut self, key: (u16, u8, u8)) -> Option<usize> {
-        if let Some(&at) = self.more.get(&key) {
-            return at;
-        }
-        let (kind, phase, flags) = key;
-        let mut found = None;
-        let mut at = 0;
-        for (n, _, w) in arg_layout(kind, phase, self.pts_words, flags) {
-            if n == self.name {
-                found = Some(at);
-                break;
-            }
-            at += w;
-        }
-        if self.seen.len() < Self::SEEN {
-            self.seen.push((key, found));
-        } else {
-            self.more.insert(key, found);
-        }
-        found
+        let (name, pts_words) = (self.name, self.pts_words);
+        let i = self.words.index(e, |key| {
+            (names_of(key, pts_words).iter())
+                .find(|(n, _)| *n == name)
+                .and_then(|&(_, w)| u16::try_from(w).ok())
+                .filter(|&w| w != NO_WORD)
+                .unwrap_or(NO_WORD)
+        });
+        self.words.get(i).copied().unwrap_or(NO_WORD)
     }
 }
 
@@ -660,7 +634,8 @@ mod tests {
                     found += usize::from(got.is_some());
                 }
             }
-            assert!(places.seen.len() > Places::SEEN && found > 100, "{found}");
+            let kinds = places.places.seen.len();
+            assert!(kinds > ByKey::<()>::SEEN && found > 100, "{kinds} {found}");
         }
     }
 
