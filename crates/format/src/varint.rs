@@ -72,13 +72,21 @@ impl<'a> Reader<'a> {
         self.u64_long()
     }
     /// Reads an unsigned LEB128 value of any length up to eight bytes
-    /// without a branch on its length: for values whose length varies from
-    /// one to the next (times between events), where [`Reader::u64`]'s
-    /// test of the first byte is often guessed wrong.
+    /// without a branch on its length (one branch between one or two bytes
+    /// and more, the first few instructions fewer): for values whose length
+    /// varies from one to the next (times between events), where
+    /// [`Reader::u64`]'s test of the first byte is often guessed wrong.
     #[inline(always)]
     pub fn u64_any(&mut self) -> Result<u64, Truncated> {
         if let Some(b) = self.buf.get(self.pos..self.pos + 8) {
             let w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            // One or two bytes (most times between events) without a
+            // branch on which.
+            if w & 0x8080 != 0x8080 {
+                let two = (w >> 7) & 1;
+                self.pos += 1 + two as usize;
+                return Ok((w & 0x7f) | (((w >> 1) & 0x3f80) & two.wrapping_neg()));
+            }
             let stops = !w & 0x8080_8080_8080_8080;
             if stops != 0 {
                 // The bits up to the end of the first byte whose last bit
@@ -143,6 +151,12 @@ impl<'a> Reader<'a> {
                 Some(&b) if b < 0x80 => {
                     pos += 1;
                     u64::from(b)
+                }
+                // Two bytes (addresses apart by a few kilobytes), in line.
+                _ if matches!(buf.get(pos + 1), Some(&c) if c < 0x80) => {
+                    let (b, c) = (buf[pos], buf[pos + 1]);
+                    pos += 2;
+                    u64::from(b & 0x7f) | u64::from(c) << 7
                 }
                 _ => {
                     self.pos = pos;
