@@ -959,36 +959,131 @@ fn find_sources(
     s: &mut Stream,
     sites: &[Callsite],
 ) -> (Vec<Callsite>, Addresses) {
-    let known = sites.len();
-    let mut found: HashMap<Callsite, u32> = HashMap::default();
-    let mut list: Vec<Callsite> = Vec::new();
-    let mut addresses = ReturnAddresses::new(u64::from(s.pts_bytes));
-    let mut by_addr: HashMap<u64, Option<u32>> = HashMap::default();
-    let words = &s.arg_words;
-    for e in &mut s.events {
-        let Some(addr) = addresses.unplaced(e, words, sites) else {
-            continue;
-        };
-        // An address met before gives the same callsite (most events come
-        // from a few call instructions).
-        let site = *by_addr.entry(addr).or_insert_with(|| {
-            let (file, line) = sym.source_of_return_address(&s.process, addr)?;
-            let c = Callsite {
-                file: Some(file),
-                line,
-                col: 0,
-            };
-            let n = (known + list.len()) as u32;
-            Some(*found.entry(c.clone()).or_insert_with(|| {
-                list.push(c);
-                n
-            }))
-        });
-        if let Some(site) = site {
-            e.callsite = site;
+    let known = sites.len() as u32;
+    let mut placer = Placer::new(s.pts_bytes);
+    let process = &s.process;
+    placer.place(&mut s.events, &s.arg_words, sites, known, |addr| {
+        sym.source_of_return_address(process, addr)
+    });
+    placer.finish(known)
+}
+
+/// Return addresses given the source lines of their binaries, as a stream's
+/// events come ([`find_sources`], [`Sources`]): the callsites found, first
+/// met first, and the one of each address met.
+struct Placer {
+    addresses: ReturnAddresses,
+    /// Each address met, and the number (from 0) of the callsite it gave.
+    by_addr: Addresses,
+    /// How many of the stream's callsites were looked at, and whether one
+    /// of them has no file (else no event needs placing).
+    sites_seen: usize,
+    fileless: bool,
+    found: HashMap<Callsite, u32>,
+    list: Vec<Callsite>,
+    /// Addresses met lately and their callsites, as in `by_addr`, by a
+    /// hash of the address.
+    memo: Box<Memo>,
+}
+
+/// Entries of [`Placer::memo`].
+const MEMO: usize = 16;
+
+/// [`Placer::memo`]: per entry, an address and its callsite.
+type Memo = [Option<(u64, Option<u32>)>; MEMO];
+
+impl Placer {
+    /// For a stream whose pointers-to-shared take `pts_bytes`.
+    fn new(pts_bytes: u32) -> Placer {
+        Placer {
+            addresses: ReturnAddresses::new(u64::from(pts_bytes)),
+            by_addr: HashMap::default(),
+            sites_seen: 0,
+            fileless: false,
+            found: HashMap::default(),
+            list: Vec::new(),
+            memo: Box::new([None; MEMO]),
         }
     }
-    (list, by_addr)
+
+    /// Gives the events of `events` (their words in `words`) that carry a
+    /// return address and no source position (among `sites`, the stream's
+    /// callsites so far) the callsite of that address, `first` plus its
+    /// number among those found, when `source` (a file and line, or none)
+    /// gives one.
+    fn place(
+        &mut self,
+        events: &mut [Event],
+        words: &[u64],
+        sites: &[Callsite],
+        first: u32,
+        mut source: impl FnMut(u64) -> Option<(String, u32)>,
+    ) {
+        if let Some(new) = sites.get(self.sites_seen..) {
+            self.fileless |= new.iter().any(|c| c.file.is_none());
+            self.sites_seen = sites.len();
+        }
+        if !self.fileless {
+            return;
+        }
+        for e in events {
+            let Some(addr) = self.addresses.unplaced(e, words, sites) else {
+                continue;
+            };
+            // A program's few return addresses come again and again (most
+            // events come from a few call instructions): most are found in
+            // the memo, without the map's hash and probe.
+            let entry = (addr ^ addr >> 7) as usize % MEMO;
+            let site = match self.memo[entry] {
+                Some((a, site)) if a == addr => site,
+                _ => {
+                    let site = match self.by_addr.get(&addr) {
+                        Some(&site) => site,
+                        None => {
+                            let site = self.find(source(addr));
+                            self.by_addr.insert(addr, site);
+                            site
+                        }
+                    };
+                    self.memo[entry] = Some((addr, site));
+                    site
+                }
+            };
+            if let Some(j) = site {
+                e.callsite = first + j;
+            }
+        }
+    }
+
+    /// The number of the callsite of an address whose binary gives it
+    /// `source`, if any.
+    #[cold]
+    fn find(&mut self, source: Option<(String, u32)>) -> Option<u32> {
+        let (file, line) = source?;
+        let c = Callsite {
+            file: Some(file),
+            line,
+            col: 0,
+        };
+        let n = self.list.len() as u32;
+        let list = &mut self.list;
+        Some(*self.found.entry(c.clone()).or_insert_with(|| {
+            list.push(c);
+            n
+        }))
+    }
+
+    /// The callsites found, first met first, and the callsite of each
+    /// address met, numbered after the file's `known` callsites (as
+    /// [`StreamHead::found`] and [`StreamHead::addresses`] have them).
+    fn finish(self, known: u32) -> (Vec<Callsite>, Addresses) {
+        let addresses = self
+            .by_addr
+            .into_iter()
+            .map(|(a, site)| (a, site.map(|j| known + j)))
+            .collect();
+        (self.list, addresses)
+    }
 }
 
 /// The number, in a stream summarized as it is read, of the first callsite
@@ -1007,25 +1102,8 @@ pub(crate) struct Sources<'a> {
     sym: &'a std::sync::Mutex<Option<crate::symbolize::Symbolizer>>,
     dir: &'a Path,
     process: String,
-    addresses: ReturnAddresses,
-    /// Each address met, and the number (from 0) of the callsite it gave.
-    by_addr: Addresses,
-    /// How many of the stream's callsites were looked at, and whether one
-    /// of them has no file (else no event needs placing).
-    sites_seen: usize,
-    fileless: bool,
-    found: HashMap<Callsite, u32>,
-    list: Vec<Callsite>,
-    /// Addresses met lately and their callsites, as in `by_addr`, by a
-    /// hash of the address.
-    memo: Box<Memo>,
+    placer: Placer,
 }
-
-/// Entries of [`Sources::memo`].
-const MEMO: usize = 16;
-
-/// [`Sources::memo`]: per entry, an address and its callsite.
-type Memo = [Option<(u64, Option<u32>)>; MEMO];
 
 impl<'a> Sources<'a> {
     /// For the stream `s` (without events) of a process whose binaries
@@ -1039,13 +1117,7 @@ impl<'a> Sources<'a> {
             sym,
             dir,
             process: s.process.clone(),
-            addresses: ReturnAddresses::new(u64::from(s.pts_bytes)),
-            by_addr: HashMap::default(),
-            sites_seen: 0,
-            fileless: false,
-            found: HashMap::default(),
-            list: Vec::new(),
-            memo: Box::new([None; MEMO]),
+            placer: Placer::new(s.pts_bytes),
         }
     }
 
@@ -1054,73 +1126,20 @@ impl<'a> Sources<'a> {
     /// callsites so far) the callsite of that address, when a binary gives
     /// one.
     pub(crate) fn place(&mut self, events: &mut [Event], words: &[u64], sites: &[Callsite]) {
-        if let Some(new) = sites.get(self.sites_seen..) {
-            self.fileless |= new.iter().any(|c| c.file.is_none());
-            self.sites_seen = sites.len();
-        }
-        if !self.fileless {
-            return;
-        }
-        for e in events {
-            let Some(addr) = self.addresses.unplaced(e, words, sites) else {
-                continue;
-            };
-            // A program's few return addresses come again and again: most
-            // are found in the memo, without the map's hash and probe.
-            let entry = (addr ^ addr >> 7) as usize % MEMO;
-            let site = match self.memo[entry] {
-                Some((a, site)) if a == addr => site,
-                _ => {
-                    let site = match self.by_addr.get(&addr) {
-                        Some(&site) => site,
-                        None => {
-                            let site = self.find(addr);
-                            self.by_addr.insert(addr, site);
-                            site
-                        }
-                    };
-                    self.memo[entry] = Some((addr, site));
-                    site
-                }
-            };
-            if let Some(j) = site {
-                e.callsite = FOUND_SITES + j;
-            }
-        }
-    }
-
-    /// The number of the callsite of return address `addr`, if a binary
-    /// gives one.
-    #[cold]
-    fn find(&mut self, addr: u64) -> Option<u32> {
-        let (file, line) = {
-            let mut sym = self.sym.lock().unwrap_or_else(|e| e.into_inner());
-            sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(self.dir))
-                .source_of_return_address(&self.process, addr)?
-        };
-        let c = Callsite {
-            file: Some(file),
-            line,
-            col: 0,
-        };
-        let n = self.list.len() as u32;
-        let list = &mut self.list;
-        Some(*self.found.entry(c.clone()).or_insert_with(|| {
-            list.push(c);
-            n
-        }))
+        let (sym, dir, process) = (self.sym, self.dir, &self.process);
+        self.placer
+            .place(events, words, sites, FOUND_SITES, |addr| {
+                let mut sym = sym.lock().unwrap_or_else(|e| e.into_inner());
+                sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
+                    .source_of_return_address(process, addr)
+            });
     }
 
     /// The callsites found, first met first, and the callsite of each
     /// address met, numbered after the file's `known` callsites (as
     /// [`StreamHead::found`] and [`StreamHead::addresses`] have them).
     pub(crate) fn finish(self, known: u32) -> (Vec<Callsite>, Addresses) {
-        let addresses = self
-            .by_addr
-            .into_iter()
-            .map(|(a, site)| (a, site.map(|j| known + j)))
-            .collect();
-        (self.list, addresses)
+        self.placer.finish(known)
     }
 }
 
