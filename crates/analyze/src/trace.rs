@@ -987,7 +987,7 @@ struct Placer {
 }
 
 /// Entries of [`Placer::memo`].
-const MEMO: usize = 16;
+const MEMO: usize = 64;
 
 /// [`Placer::memo`]: per entry, an address and its callsite.
 type Memo = [Option<(u64, Option<u32>)>; MEMO];
