@@ -3170,6 +3170,87 @@ mod tests {
         assert!(linear > 1000 && checked > 100_000, "{linear} {checked}");
     }
 
+    /// Placing return addresses gives what looking each one up does: many
+    /// addresses sharing the memo's entries, some without a source line,
+    /// events of callsites with a file left alone, over several calls (as
+    /// windows come), and the callsites numbered first met first.
+    #[test]
+    fn return_addresses_placed_as_looked_up_one_by_one() {
+        use super::{Addresses, Callsite, Placer, Stream};
+        let kind = gaspard_format::kinds::kind_by_name("GASP_OMP_BARRIER")
+            .expect("a kind with a return address")
+            .id;
+        let word = gaspard_format::codec::codeptr_word(kind, 0, 1, 0).expect("its codeptr");
+        let sites = vec![
+            Callsite::default(),
+            Callsite {
+                file: Some("a.c".into()),
+                line: 3,
+                col: 0,
+            },
+        ];
+        // Two addresses in three share a line; every seventh has none.
+        let source = |addr: u64| {
+            (!addr.is_multiple_of(7)).then(|| (format!("f{}.c", addr % 5), (addr / 3) as u32))
+        };
+        let mut s = Stream::empty("p", 0, 5, 8);
+        let mut seed = 7u64;
+        for i in 0..4000u64 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            // A few hundred addresses, 64 apart (as call instructions are).
+            let addr = 0x40_0000 + (seed >> 33) % 300 * 64;
+            let mut words = vec![0u64; word + 1];
+            words[word] = addr;
+            s.push(i, kind, 0, (i % 5 == 0) as u32, &words);
+        }
+        let before = s.events.clone();
+        let mut placer = Placer::new(8);
+        let (events, words) = (&mut s.events, &s.arg_words);
+        let half = events.len() / 2;
+        let (a, b) = events.split_at_mut(half);
+        placer.place(a, words, &sites, 10, source);
+        placer.place(b, words, &sites, 10, source);
+        let (found, addresses) = placer.finish(10);
+        // One by one: each line numbered when first met.
+        let mut want_found: Vec<Callsite> = Vec::new();
+        let mut want_addresses = Addresses::default();
+        for (e, old) in s.events.iter().zip(&before) {
+            let addr = s.arg_words[old.args_at as usize + word];
+            let want = if old.callsite == 1 {
+                1
+            } else {
+                match source(addr) {
+                    Some((file, line)) => {
+                        let c = Callsite {
+                            file: Some(file),
+                            line,
+                            col: 0,
+                        };
+                        let j = match want_found.iter().position(|f| *f == c) {
+                            Some(j) => j,
+                            None => {
+                                want_found.push(c);
+                                want_found.len() - 1
+                            }
+                        } as u32;
+                        want_addresses.insert(addr, Some(10 + j));
+                        10 + j
+                    }
+                    None => {
+                        want_addresses.insert(addr, None);
+                        0
+                    }
+                }
+            };
+            assert_eq!(e.callsite, want, "address {addr:#x}");
+        }
+        assert_eq!(found, want_found);
+        assert_eq!(addresses, want_addresses);
+        assert!(want_found.len() > 64, "more lines than the memo holds");
+    }
+
     /// The table of where return addresses are gives what the layouts of
     /// the kinds give, whatever the phase, the flags and the order asked.
     #[test]
