@@ -350,6 +350,11 @@ struct Site {
     partners: HashMap<usize, u64>,
     /// Partner's source line -> time waited for it.
     partner_sites: HashMap<u32, u64>,
+    /// The partner and partner's line of the last waits, and the time
+    /// waited for them not yet added to `partners` and `partner_sites`
+    /// ([`Site::settle`]): the same partner at the same line, call after
+    /// call, mostly.
+    pending: Option<(usize, u32, u64)>,
 }
 
 /// One fence: from, to, callsite.
@@ -1107,6 +1112,9 @@ pub fn merge(parts: &[&Part]) -> Analysis {
     for ((k, within), members) in groups {
         a.rooted_group(k, within, &members);
     }
+    for site in &mut a.sites {
+        site.settle();
+    }
     a
 }
 
@@ -1281,22 +1289,42 @@ impl Analysis {
             lines: vec![HashMap::default(); n],
         };
         let mut at: HashMap<u32, usize> = HashMap::default();
+        // Per member, the callsite of its last call, its entry in `sites`,
+        // and its waiting there not yet added to its `lines`: a member
+        // calls from the same line epoch after epoch, mostly, and is then
+        // not looked up in the maps again.
+        let mut memo: Vec<Option<(u32, usize, u64)>> = vec![None; n];
         for k in 0..epochs {
             let last = (0..n).max_by_key(|&m| members[m].1[k].0).unwrap_or(0);
             let latest = members[last].1[k].0;
             g.last_count[last] += 1;
             for (m, (stream, f)) in members.iter().enumerate() {
                 let (from, to, site) = f[k];
-                let i = *at.entry(site).or_insert_with(|| {
-                    self.sites.push(Site::new(pattern, kind, site, within));
-                    self.sites.len() - 1
-                });
+                let (i, pending) = match &mut memo[m] {
+                    Some((s, i, pending)) if *s == site => (*i, pending),
+                    entry => {
+                        if let Some((s, _, w)) = entry.take() {
+                            *g.lines[m].entry(s).or_default() += w;
+                        }
+                        let i = *at.entry(site).or_insert_with(|| {
+                            self.sites.push(Site::new(pattern, kind, site, within));
+                            self.sites.len() - 1
+                        });
+                        let (_, _, pending) = entry.insert((site, i, 0));
+                        (i, pending)
+                    }
+                };
                 let w = latest.min(to).saturating_sub(from);
+                *pending += w;
                 let (ls, lsite) = (members[last].0, members[last].1[k].2);
                 self.sites[i].add_call(*stream, w, ls, lsite);
                 g.wait[m] += w;
                 g.caused[last] += w;
-                *g.lines[m].entry(site).or_default() += w;
+            }
+        }
+        for (m, entry) in memo.into_iter().enumerate() {
+            if let Some((s, _, w)) = entry {
+                *g.lines[m].entry(s).or_default() += w;
             }
         }
         self.fences.push(g);
@@ -1687,6 +1715,7 @@ impl Site {
             threads: Vec::new(),
             partners: HashMap::default(),
             partner_sites: HashMap::default(),
+            pending: None,
         }
     }
 
@@ -1716,6 +1745,19 @@ impl Site {
     fn add_call(&mut self, thread: usize, wait: u64, partner: usize, partner_site: u32) {
         self.add(thread, wait);
         if wait > 0 {
+            match &mut self.pending {
+                Some((p, ps, w)) if *p == partner && *ps == partner_site => *w += wait,
+                _ => {
+                    self.settle();
+                    self.pending = Some((partner, partner_site, wait));
+                }
+            }
+        }
+    }
+
+    /// Adds the waits not yet added to `partners` and `partner_sites`.
+    fn settle(&mut self) {
+        if let Some((partner, partner_site, wait)) = self.pending.take() {
             *self.partners.entry(partner).or_default() += wait;
             *self.partner_sites.entry(partner_site).or_default() += wait;
         }
@@ -1804,6 +1846,38 @@ mod tests {
                 col: 0,
             })
             .collect()
+    }
+
+    /// A line's waits per partner and partner's line, the last ones kept
+    /// apart as they come: the same sums as adding each wait at once,
+    /// partners alternating, repeating, and waiting no time included.
+    #[test]
+    fn waits_per_partner_are_the_sums_of_each_call() {
+        let mut site = Site::new("collective", 1, 2, 0);
+        let (mut partners, mut lines): (HashMap<usize, u64>, HashMap<u32, u64>) =
+            Default::default();
+        let mut seed = 3u64;
+        for i in 0..500u64 {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let partner = if i % 50 < 25 {
+                1
+            } else {
+                (seed >> 40) as usize % 3
+            };
+            let line = (seed >> 50) as u32 % 2 + 10 * partner as u32;
+            let wait = (seed >> 20) % 4 * 100;
+            site.add_call(partner, wait, partner, line);
+            if wait > 0 {
+                *partners.entry(partner).or_default() += wait;
+                *lines.entry(line).or_default() += wait;
+            }
+        }
+        site.settle();
+        assert_eq!(site.partners, partners);
+        assert_eq!(site.partner_sites, lines);
+        assert!(partners.len() == 3 && lines.len() == 6);
     }
 
     #[test]
