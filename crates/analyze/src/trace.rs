@@ -874,8 +874,6 @@ pub(crate) struct ReturnAddresses {
     /// for none. Looked up at every event of an OpenMP trace: a table, not
     /// a map (a hash and a probe per event).
     at: Vec<u8>,
-    /// The kinds that carry a return address ([`codeptr_kinds`]).
-    kinds: &'static [bool],
 }
 
 impl ReturnAddresses {
@@ -887,7 +885,6 @@ impl ReturnAddresses {
         ReturnAddresses {
             pts_words: pts_bytes.div_ceil(8) as usize,
             at: Vec::new(),
-            kinds: codeptr_kinds(),
         }
     }
 
@@ -931,21 +928,26 @@ impl ReturnAddresses {
     }
 
     /// The return address of `e` (its stream's argument words `words`) when
-    /// it has no source position of its own (its callsite, among `sites`,
-    /// has no file): what the binaries may place.
+    /// it has no source position of its own (`fileless` of its callsite):
+    /// what the binaries may place.
     #[inline(always)]
-    fn unplaced(&mut self, e: &Event, words: &[u64], sites: &[Callsite]) -> Option<u64> {
-        if !self.kinds[e.kind as usize]
-            || sites
-                .get(e.callsite as usize)
-                .is_none_or(|c| c.file.is_some())
-        {
+    fn unplaced(
+        &mut self,
+        e: &Event,
+        words: &[u64],
+        fileless: impl Fn(u32) -> bool,
+    ) -> Option<u64> {
+        // Where its kind, phase and flags put a return address (none for a
+        // kind without one), then whether its callsite lacks a file.
+        let slot = Self::slot((e.kind, e.phase, e.flags));
+        let at = match self.at.get(slot) {
+            Some(&at) if at != Self::UNKNOWN => at,
+            _ => self.find((e.kind, e.phase, e.flags), slot),
+        };
+        if at == Self::NONE || u32::from(at) >= e.nargs || !fileless(e.callsite) {
             return None;
         }
-        let args = words
-            .get(e.args_at as usize..e.args_at as usize + e.nargs as usize)
-            .unwrap_or(&[]);
-        self.of((e.kind, e.phase, e.flags), args)
+        words.get(e.args_at as usize + usize::from(at)).copied()
     }
 }
 
@@ -975,9 +977,10 @@ struct Placer {
     addresses: ReturnAddresses,
     /// Each address met, and the number (from 0) of the callsite it gave.
     by_addr: Addresses,
-    /// How many of the stream's callsites were looked at, and whether one
-    /// of them has no file (else no event needs placing).
-    sites_seen: usize,
+    /// Whether each of the stream's callsites looked at so far has no
+    /// file, and whether one of them has none (else no event needs
+    /// placing).
+    fileless_sites: Vec<bool>,
     fileless: bool,
     found: HashMap<Callsite, u32>,
     list: Vec<Callsite>,
@@ -998,7 +1001,7 @@ impl Placer {
         Placer {
             addresses: ReturnAddresses::new(u64::from(pts_bytes)),
             by_addr: HashMap::default(),
-            sites_seen: 0,
+            fileless_sites: Vec::new(),
             fileless: false,
             found: HashMap::default(),
             list: Vec::new(),
@@ -1019,15 +1022,19 @@ impl Placer {
         first: u32,
         mut source: impl FnMut(u64) -> Option<(String, u32)>,
     ) {
-        if let Some(new) = sites.get(self.sites_seen..) {
+        if let Some(new) = sites.get(self.fileless_sites.len()..) {
+            self.fileless_sites
+                .extend(new.iter().map(|c| c.file.is_none()));
             self.fileless |= new.iter().any(|c| c.file.is_none());
-            self.sites_seen = sites.len();
         }
         if !self.fileless {
             return;
         }
+        // (Taken out while callsites are found: `find` needs all of self.)
+        let fileless = std::mem::take(&mut self.fileless_sites);
         for e in events {
-            let Some(addr) = self.addresses.unplaced(e, words, sites) else {
+            let lacks = |c: u32| fileless.get(c as usize).copied().unwrap_or(false);
+            let Some(addr) = self.addresses.unplaced(e, words, lacks) else {
                 continue;
             };
             // A program's few return addresses come again and again (most
@@ -1053,6 +1060,7 @@ impl Placer {
                 e.callsite = first + j;
             }
         }
+        self.fileless_sites = fileless;
     }
 
     /// The number of the callsite of an address whose binary gives it
@@ -1439,7 +1447,8 @@ impl<'a> Renumber<'a> {
                 e.t_ns = c.correct(e.t_ns).saturating_sub(base);
             }
             if let Some((sites, found)) = self.sources {
-                let site = self.addresses.unplaced(e, words, sites);
+                let lacks = |c: u32| sites.get(c as usize).is_some_and(|c| c.file.is_none());
+                let site = self.addresses.unplaced(e, words, lacks);
                 if let Some(&Some(site)) = site.and_then(|a| found.get(&a)) {
                     e.callsite = site;
                 }
