@@ -867,9 +867,9 @@ pub(crate) fn split_parts(dir: &Path, parts: Vec<StreamPart>) -> (Vec<Head>, Vec
 pub(crate) struct ReturnAddresses {
     /// Words of a pointer-to-shared in the stream's events.
     pts_words: usize,
-    /// Where the return address is among an event's words, per kind, END
-    /// or not, and pointers-to-shared resolved or not (what its place
-    /// depends on: [`ReturnAddresses::slot`]), found when first asked:
+    /// Where the return address is among an event's words, per kind, phase
+    /// and pointers-to-shared resolved or not (what its place depends on:
+    /// [`ReturnAddresses::slot`]), found when first asked:
     /// [`ReturnAddresses::UNKNOWN`] until then, [`ReturnAddresses::NONE`]
     /// for none. Looked up at every event of an OpenMP trace: a table, not
     /// a map (a hash and a probe per event).
@@ -888,12 +888,14 @@ impl ReturnAddresses {
         }
     }
 
-    /// The entry of `at` of an event of `kind`, `phase` and `flags`.
+    /// The entry of `at` of an event of `kind`, `phase` and `flags`: eight
+    /// per kind, by phase (START and ATOMIC apart, though their layouts
+    /// are one) and whether pointers-to-shared are resolved (the flag that
+    /// moves the words).
     #[inline(always)]
     fn slot((kind, phase, flags): (u16, u8, u8)) -> usize {
-        let end = usize::from(phase == gaspard_format::raw::PHASE_END);
-        let resolved = usize::from(flags & gaspard_format::raw::FLAG_PTS_RESOLVED != 0);
-        usize::from(kind) * 4 + end * 2 + resolved
+        const _: () = assert!(gaspard_format::raw::FLAG_PTS_RESOLVED == 1);
+        usize::from(kind) << 3 | usize::from(phase & 3) << 1 | usize::from(flags & 1)
     }
 
     /// The return address among `args`, the argument words of an event of
@@ -921,7 +923,7 @@ impl ReturnAddresses {
             .filter(|&w| w < Self::NONE)
             .unwrap_or(Self::NONE);
         if self.at.len() <= slot {
-            self.at.resize((slot | 3) + 1, Self::UNKNOWN);
+            self.at.resize((slot | 7) + 1, Self::UNKNOWN);
         }
         self.at[slot] = at;
         at
