@@ -28,6 +28,27 @@ pub fn unzigzag(v: u64) -> i64 {
     ((v >> 1) as i64) ^ -((v & 1) as i64)
 }
 
+/// The value of the LEB128 value of one to eight bytes that `w` (eight
+/// bytes, little-endian) begins with, and its length in bytes; `None` when
+/// it is longer.
+#[inline(always)]
+fn from_word(w: u64) -> Option<(u64, usize)> {
+    let stops = !w & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
+    }
+    // The bits up to the end of the first byte whose last bit is clear:
+    // 8, 16, ... 64.
+    let bits = stops.trailing_zeros() + 1;
+    let x = w & (u64::MAX >> (64 - bits));
+    // Seven bits of each byte put together, in pairs of bytes, then of two
+    // bytes, then of four.
+    let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
+    let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
+    let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+    Some((x, (bits / 8) as usize))
+}
+
 /// A cursor over a byte slice that reads LEB128 values.
 #[derive(Debug)]
 pub struct Reader<'a> {
@@ -87,28 +108,28 @@ impl<'a> Reader<'a> {
                 self.pos += 1 + two as usize;
                 return Ok((w & 0x7f) | (((w >> 1) & 0x3f80) & two.wrapping_neg()));
             }
-            let stops = !w & 0x8080_8080_8080_8080;
-            if stops != 0 {
-                // The bits up to the end of the first byte whose last bit
-                // is clear: 8, 16, ... 64.
-                let bits = stops.trailing_zeros() + 1;
-                let x = w & (u64::MAX >> (64 - bits));
-                self.pos += (bits / 8) as usize;
-                // Mostly one or two bytes (a branch taken the same way
-                // nearly always).
-                if stops & 0xffff != 0 {
-                    return Ok((x & 0x7f) | ((x >> 1) & 0x3f80));
-                }
-                // Seven bits of each byte put together, in pairs of bytes,
-                // then of two bytes, then of four.
-                let x = (x & 0x007f_007f_007f_007f) | ((x & 0x7f00_7f00_7f00_7f00) >> 1);
-                let x = (x & 0x0000_3fff_0000_3fff) | ((x & 0x3fff_0000_3fff_0000) >> 2);
-                let x = (x & 0x0000_0000_0fff_ffff) | ((x & 0x0fff_ffff_0000_0000) >> 4);
+            if let Some((x, n)) = from_word(w) {
+                self.pos += n;
                 return Ok(x);
             }
         }
         self.u64()
     }
+    /// [`Reader::u64`] for values of three bytes or more (and the errors):
+    /// eight bytes read at once where there are eight, byte by byte
+    /// otherwise ([`Reader::u64_long`]).
+    #[inline(never)]
+    fn u64_wide(&mut self) -> Result<u64, Truncated> {
+        if let Some(b) = self.buf.get(self.pos..self.pos + 8) {
+            let w = u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+            if let Some((x, n)) = from_word(w) {
+                self.pos += n;
+                return Ok(x);
+            }
+        }
+        self.u64_long()
+    }
+
     /// [`Reader::u64`] for values of more than one byte (and the errors).
     #[inline(never)]
     fn u64_long(&mut self) -> Result<u64, Truncated> {
@@ -160,7 +181,7 @@ impl<'a> Reader<'a> {
                 }
                 _ => {
                     self.pos = pos;
-                    let v = self.u64_long()?;
+                    let v = self.u64_wide()?;
                     pos = self.pos;
                     v
                 }
@@ -253,7 +274,26 @@ mod tests {
     #[test]
     fn deltas_added_together_as_read_one_by_one() {
         let mut out = Vec::new();
-        for v in [0i64, -1, 63, -64, 64, 300, i64::MIN, i64::MAX, 7] {
+        // Values of one to ten bytes, followed by more than eight bytes or
+        // not.
+        for v in [
+            0i64,
+            -1,
+            63,
+            -64,
+            64,
+            300,
+            1 << 20,
+            -(1 << 30),
+            i64::MIN,
+            1 << 40,
+            -(1 << 55),
+            i64::MAX,
+            7,
+            1 << 62,
+            -(1 << 48),
+            5,
+        ] {
             put_i64(&mut out, v);
         }
         // Cut anywhere (within a value too), and read for more or fewer
