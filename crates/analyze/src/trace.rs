@@ -3200,9 +3200,11 @@ mod tests {
                 col: 0,
             },
         ];
-        // Two addresses in three share a line; every seventh has none.
+        // Three addresses in a row (64 bytes apart) share a line; every
+        // seventh has none.
         let source = |addr: u64| {
-            (!addr.is_multiple_of(7)).then(|| (format!("f{}.c", addr % 5), (addr / 3) as u32))
+            let line = addr / 192;
+            (!addr.is_multiple_of(7)).then(|| (format!("f{}.c", line % 5), line as u32))
         };
         let mut s = Stream::empty("p", 0, 5, 8);
         let mut seed = 7u64;
@@ -3260,6 +3262,10 @@ mod tests {
         assert_eq!(found, want_found);
         assert_eq!(addresses, want_addresses);
         assert!(want_found.len() > 64, "more lines than the memo holds");
+        assert!(
+            want_found.len() < want_addresses.len(),
+            "addresses sharing lines"
+        );
     }
 
     /// The table of where return addresses are gives what the layouts of
