@@ -902,15 +902,20 @@ impl ReturnAddresses {
     /// `kind`, `phase` and `flags`, if it carries one.
     #[inline]
     fn of(&mut self, shape: (u16, u8, u8), args: &[u64]) -> Option<u64> {
+        let at = self.word(shape)?;
+        args.get(usize::from(at)).copied()
+    }
+
+    /// Where the return address is among the words of an event of `kind`,
+    /// `phase` and `flags`, if its layout has one.
+    #[inline(always)]
+    fn word(&mut self, shape: (u16, u8, u8)) -> Option<u8> {
         let slot = Self::slot(shape);
         let at = match self.at.get(slot) {
             Some(&at) if at != Self::UNKNOWN => at,
             _ => self.find(shape, slot),
         };
-        if at == Self::NONE {
-            return None;
-        }
-        args.get(usize::from(at)).copied()
+        (at != Self::NONE).then_some(at)
     }
 
     /// [`ReturnAddresses::of`]'s place, found the first time.
@@ -941,12 +946,8 @@ impl ReturnAddresses {
     ) -> Option<u64> {
         // Where its kind, phase and flags put a return address (none for a
         // kind without one), then whether its callsite lacks a file.
-        let slot = Self::slot((e.kind, e.phase, e.flags));
-        let at = match self.at.get(slot) {
-            Some(&at) if at != Self::UNKNOWN => at,
-            _ => self.find((e.kind, e.phase, e.flags), slot),
-        };
-        if at == Self::NONE || u32::from(at) >= e.nargs || !fileless(e.callsite) {
+        let at = self.word((e.kind, e.phase, e.flags))?;
+        if u32::from(at) >= e.nargs || !fileless(e.callsite) {
             return None;
         }
         words.get(e.args_at as usize + usize::from(at)).copied()
