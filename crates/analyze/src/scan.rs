@@ -655,7 +655,19 @@ impl Numbering {
         time: &Timebase,
         sym: &mut crate::symbolize::Symbolizer,
     ) -> Vec<QuickSpan> {
-        let sites: Vec<u32> = sites.into_iter().map(|c| self.site(c)).collect();
+        let sites: Vec<u32> = sites
+            .into_iter()
+            .map(|c| {
+                let full = c
+                    .file
+                    .as_deref()
+                    .filter(|f| !f.is_empty() && !f.starts_with('/'));
+                match full.and_then(|f| sym.full_file_name(process, f)) {
+                    Some(f) => self.site(Callsite { file: Some(f), ..c }),
+                    None => self.site(c),
+                }
+            })
+            .collect();
         let names: Vec<u32> = names
             .into_iter()
             .map(|n| {

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
-use object::{Object, ObjectSegment, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
 
 /// One executable file mapping of a process.
 #[derive(Debug, Clone)]
@@ -36,6 +36,11 @@ pub struct Symbolizer {
     cache: HashMap<(String, u64), Option<(String, u32)>>,
     /// Per binary, its data symbols (address, size, name) by address.
     data: HashMap<PathBuf, Vec<(u64, u64, String)>>,
+    /// Per process, the full names of the source files its binaries'
+    /// debugging information names ([`Symbolizer::full_file_name`]).
+    sources: HashMap<String, Vec<String>>,
+    /// Per binary, the same ([`source_files`]).
+    binary_sources: HashMap<PathBuf, Vec<String>>,
 }
 
 impl std::fmt::Debug for Symbolizer {
@@ -84,6 +89,71 @@ fn load(path: &Path) -> Option<Binary> {
         base,
         exported,
     })
+}
+
+/// The full names of the source files whose lines the debugging
+/// information of the binary at `path` gives (each unit's compilation
+/// directory, the file's directory and its name put together, as the
+/// source lines of return addresses are named); none without it.
+fn source_files(path: &Path) -> Vec<String> {
+    use addr2line::gimli;
+    let Ok(data) = std::fs::read(path) else {
+        return Vec::new();
+    };
+    let Ok(file) = object::File::parse(&*data) else {
+        return Vec::new();
+    };
+    let endian = if file.is_little_endian() {
+        gimli::RunTimeEndian::Little
+    } else {
+        gimli::RunTimeEndian::Big
+    };
+    let load = |id: gimli::SectionId| -> Result<Cow<'_, [u8]>, gimli::Error> {
+        Ok(file
+            .section_by_name(id.name())
+            .and_then(|s| s.uncompressed_data().ok())
+            .unwrap_or(Cow::Borrowed(&[])))
+    };
+    let Ok(sections) = gimli::DwarfSections::load(load) else {
+        return Vec::new();
+    };
+    let dwarf = sections.borrow(|s| gimli::EndianSlice::new(s, endian));
+    let text = |unit: &gimli::Unit<_>, v| {
+        dwarf
+            .attr_string(unit, v)
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok()
+    };
+    let mut out = Vec::new();
+    let mut units = dwarf.units();
+    while let Ok(Some(header)) = units.next() {
+        let Ok(unit) = dwarf.unit(header) else {
+            continue;
+        };
+        let Some(program) = unit.line_program.clone() else {
+            continue;
+        };
+        let header = program.header();
+        for f in header.file_names() {
+            let Some(name) = text(&unit, f.path_name()) else {
+                continue;
+            };
+            let mut full = PathBuf::new();
+            if let Some(dir) = &unit.comp_dir {
+                full.push(&*dir.to_string_lossy());
+            }
+            if let Some(dir) = f.directory(header).and_then(|d| text(&unit, d)) {
+                full.push(dir);
+            }
+            full.push(name);
+            if full.is_absolute() {
+                out.push(full.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// The module and offset of a static function as the C function hooks name
@@ -138,6 +208,46 @@ impl Symbolizer {
         let found = self.resolve(process, addr.saturating_sub(1));
         self.cache.insert(key, found.clone());
         found
+    }
+
+    /// The full name of the source file a program of `process` names
+    /// `name` (relative, as its compiler was given it: `__FILE__`), from
+    /// the debugging information of its binaries (gaspard's own aside):
+    /// the one file whose full name ends with it, if exactly one does.
+    /// None for a full name, one that goes up (`..`), or a process whose
+    /// binaries have no such information.
+    pub fn full_file_name(&mut self, process: &str, name: &str) -> Option<String> {
+        if name.starts_with('/') {
+            return None;
+        }
+        let parts: Vec<&str> = (name.split('/'))
+            .filter(|p| !p.is_empty() && *p != ".")
+            .collect();
+        if parts.is_empty() || parts.contains(&"..") {
+            return None;
+        }
+        let tail = format!("/{}", parts.join("/"));
+        if !self.sources.contains_key(process) {
+            let binaries: std::collections::BTreeSet<PathBuf> =
+                (self.maps.get(process).into_iter().flatten())
+                    .map(|m| m.path.clone())
+                    .filter(|p| {
+                        !p.file_name()
+                            .is_some_and(|f| f.to_string_lossy().starts_with("libgaspard"))
+                    })
+                    .collect();
+            let mut files = Vec::new();
+            for b in binaries {
+                let known = self.binary_sources.entry(b);
+                files.extend_from_slice(known.or_insert_with_key(|b| source_files(b)));
+            }
+            files.sort();
+            files.dedup();
+            self.sources.insert(process.to_string(), files);
+        }
+        let mut found = (self.sources.get(process)?.iter()).filter(|f| f.ends_with(&tail));
+        let first = found.next()?;
+        found.next().is_none().then(|| first.clone())
     }
 
     /// The name of the function that begins `offset` bytes from the start of
@@ -298,6 +408,35 @@ impl Symbolizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A relative name is given the one full name that ends with it, whole
+    /// parts of it; none when several do, or none, or it goes up.
+    #[test]
+    fn relative_names_get_the_one_full_name_that_ends_with_them() {
+        let mut s = Symbolizer::default();
+        s.sources.insert(
+            "p".into(),
+            ["/a/src/x.c", "/b/src/y.c", "/c/src/y.c", "/d/inc/z.h"]
+                .map(String::from)
+                .to_vec(),
+        );
+        let full = |s: &mut Symbolizer, name: &str| s.full_file_name("p", name);
+        assert_eq!(full(&mut s, "x.c").as_deref(), Some("/a/src/x.c"));
+        assert_eq!(full(&mut s, "src/x.c").as_deref(), Some("/a/src/x.c"));
+        assert_eq!(full(&mut s, "./src//x.c").as_deref(), Some("/a/src/x.c"));
+        assert_eq!(full(&mut s, "b/src/y.c").as_deref(), Some("/b/src/y.c"));
+        // Two files end with it.
+        assert_eq!(full(&mut s, "y.c"), None);
+        assert_eq!(full(&mut s, "src/y.c"), None);
+        // Only whole parts count.
+        assert_eq!(full(&mut s, "rc/x.c"), None);
+        assert_eq!(full(&mut s, "../inc/z.h"), None);
+        assert_eq!(full(&mut s, "/a/src/x.c"), None);
+        assert_eq!(full(&mut s, "w.c"), None);
+        assert_eq!(full(&mut s, ""), None);
+        // Another process's program has none of them.
+        assert_eq!(s.full_file_name("q", "x.c"), None);
+    }
 
     #[test]
     fn maps_lines_parse() {

@@ -1210,12 +1210,18 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
     let mut texts: HashMap<String, u32> = HashMap::default();
     let mut sym: Option<crate::symbolize::Symbolizer> = None;
     let mut numbering = Numbering::default();
-    let mut site = |c: &Callsite| {
+    let dir = t.dir.clone();
+    let mut site = |sym: &mut Option<_>, process: &str, c: &Callsite| {
         let n = sites.len() as u32;
-        *sites.entry(c.clone()).or_insert(n)
+        match with_full_name(sym, &dir, process, c) {
+            Some(c) => *sites.entry(c).or_insert(n),
+            None => *sites.entry(c.clone()).or_insert(n),
+        }
     };
     for h in read {
-        let site_ids: Vec<u32> = h.sites.iter().map(&mut site).collect();
+        let site_ids: Vec<u32> = (h.sites.iter())
+            .map(|c| site(&mut sym, &h.process, c))
+            .collect();
         let user_ids: Vec<u32> = h
             .users
             .iter()
@@ -1250,15 +1256,42 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
         numbering.ids.push((site_ids, user_ids, text_ids));
     }
     for (h, ids) in read.iter().zip(&mut numbering.ids) {
-        ids.0.extend(h.found.iter().map(&mut site));
+        ids.0
+            .extend(h.found.iter().map(|c| site(&mut sym, &h.process, c)));
     }
-    numbering.nowhere = site(&Callsite::default());
+    numbering.nowhere = site(&mut sym, "", &Callsite::default());
     let mut site_list = vec![Callsite::default(); sites.len()];
     for (c, i) in sites {
         site_list[i as usize] = c;
     }
     t.callsites = site_list;
     numbering
+}
+
+/// `c` with the full name of its file, where the program of `process`
+/// names it relatively and its debugging information in full
+/// ([`Symbolizer::full_file_name`]): one name per file, whether a source
+/// line comes from `__FILE__` or from a return address; `sym` is made when
+/// first needed.
+///
+/// [`Symbolizer::full_file_name`]: crate::symbolize::Symbolizer::full_file_name
+pub(crate) fn with_full_name(
+    sym: &mut Option<crate::symbolize::Symbolizer>,
+    dir: &Path,
+    process: &str,
+    c: &Callsite,
+) -> Option<Callsite> {
+    let file = c
+        .file
+        .as_deref()
+        .filter(|f| !f.is_empty() && !f.starts_with('/'))?;
+    let full = sym
+        .get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
+        .full_file_name(process, file)?;
+    Some(Callsite {
+        file: Some(full),
+        ..c.clone()
+    })
 }
 
 /// A function's name as the trace gives it ([`Symbolizer::function_name`]);

@@ -516,18 +516,62 @@ int main(void) {
 }
 "#;
 
+/// An instrumented C program compiled from its directory (`cc prog.c`): its
+/// user events name their file as `__FILE__` does (`prog.c`), its functions
+/// and allocations as the debugging information does (in full); both give
+/// the full name, in the reader and in the scan alike.
 #[test]
 fn instrumented_c_program() {
     let dir = common::tmpdir("quick-c");
-    let exe = common::gaspard_cc(&dir, "prog", C_PROGRAM, &["--profile"], &["-O0"]);
+    std::fs::write(dir.join("prog.c"), C_PROGRAM).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
+        .args([
+            "cc",
+            "--profile",
+            "--",
+            "cc",
+            "-O0",
+            "-g",
+            "prog.c",
+            "-o",
+            "prog",
+        ])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let trace = dir.join("trace");
-    let st = Command::new(&exe)
+    let st = Command::new(dir.join("prog"))
         .env("GASPARD_DIR", &trace)
         .env_remove("LD_LIBRARY_PATH")
         .status()
         .unwrap();
     assert!(st.success());
-    let (_, q, n) = check(&trace);
+    // The stream names the file as `__FILE__` gives it, not in full.
+    let full = std::fs::canonicalize(dir.join("prog.c")).unwrap();
+    let stream: Vec<u8> = std::fs::read_dir(&trace)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gst"))
+        .flat_map(|p| std::fs::read(p).unwrap())
+        .collect();
+    let has = |s: &str| stream.windows(s.len()).any(|w| w == s.as_bytes());
+    assert!(has("prog.c") && !has(full.to_str().unwrap()));
+    let (t, q, n) = check(&trace);
+    let files: std::collections::BTreeSet<&str> = t
+        .callsites
+        .iter()
+        .filter_map(|c| c.file.as_deref())
+        .collect();
+    assert_eq!(
+        files.into_iter().collect::<Vec<_>>(),
+        vec![full.to_str().unwrap()],
+        "one name for the program's file"
+    );
     assert!(n > 50, "{n} intervals");
     assert!(
         q.names.iter().any(|n| n == "GASP_C_FUNC main")
