@@ -155,6 +155,22 @@ fn openmp_constructs_are_recorded_per_thread() {
             1,
             "every thread meets the single"
         );
+        // Each thread's implicit task of the region is placed at the
+        // region's line (OMPT gives an implicit task no code address: its
+        // region's is recorded); the initial task, outside any region, has
+        // none.
+        for e in evs
+            .iter()
+            .filter(|e| e["kind"] == "GASP_OMP_IMPLICIT_TASK" && e["phase"] == "START")
+        {
+            if e["args"]["flags"] == 1 {
+                assert_eq!(e["args"]["codeptr"], "0x0", "{e}");
+                assert!(e["file"].is_null(), "{e}");
+            } else {
+                assert!(e["file"].as_str().unwrap_or("").ends_with("omp.c"), "{e}");
+                assert_eq!(e["line"], line_of("omp parallel"), "{e}");
+            }
+        }
     }
     assert_eq!(criticals, 3 * 400, "one critical section per iteration");
     assert!(

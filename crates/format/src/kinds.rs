@@ -217,7 +217,8 @@ kinds! {
         &[("requested_parallelism", Size), ("flags", Int), ("codeptr", Ptr)],
         &[("flags", Int), ("codeptr", Ptr)];
     OMP_IMPLICIT_TASK = 66, "GASP_OMP_IMPLICIT_TASK", Work,
-        &[("actual_parallelism", Size), ("index", Size), ("flags", Int)], NONE;
+        &[("actual_parallelism", Size), ("index", Size), ("flags", Int), ("codeptr", Ptr)],
+        NONE;
     OMP_LOOP = 67, "GASP_OMP_LOOP", Work, WORK, WORK;
     OMP_SECTIONS = 68, "GASP_OMP_SECTIONS", Work, WORK, WORK;
     OMP_SINGLE = 69, "GASP_OMP_SINGLE", Work, SINGLE, SINGLE;

@@ -102,9 +102,16 @@ static void on_thread_end(ompt_data_t *data) {
   rec(K_OMP_THREAD, 1, a, 0);
 }
 
+/* A parallel region's code address is kept in its parallel data (the tool's
+ * to set), for the events of its team that come without one: each thread's
+ * implicit task, and the implicit barrier that ends the region on threads
+ * that libomp gives none. */
+static inline uint64_t region_codeptr(const ompt_data_t *par) { return par ? par->value : 0; }
+
 static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame, ompt_data_t *par,
                               unsigned requested, int flags, const void *codeptr) {
-  (void)task, (void)frame, (void)par;
+  (void)task, (void)frame;
+  if (par) par->value = PTR(codeptr);
   uint64_t a[3] = {requested, (uint64_t)(uint32_t)flags, PTR(codeptr)};
   rec(K_OMP_PARALLEL, 0, a, 3);
 }
@@ -117,11 +124,13 @@ static void on_parallel_end(ompt_data_t *par, ompt_data_t *task, int flags, cons
 
 static void on_implicit_task(int endpoint, ompt_data_t *par, ompt_data_t *task, unsigned actual,
                              unsigned index, int flags) {
-  (void)par, (void)task;
+  (void)task;
   /* flags tells the initial task (ompt_task_initial, the program's own,
-   * outside any parallel region) from a team's implicit task. */
-  uint64_t a[3] = {actual, index, (uint64_t)(unsigned)flags};
-  rec(K_OMP_IMPLICIT_TASK, phase_of(endpoint), a, endpoint == scope_begin ? 3 : 0);
+   * outside any parallel region) from a team's implicit task; the code
+   * address is its region's (none for the initial task). */
+  uint64_t a[4] = {actual, index, (uint64_t)(unsigned)flags,
+                   endpoint == scope_begin ? region_codeptr(par) : 0};
+  rec(K_OMP_IMPLICIT_TASK, phase_of(endpoint), a, endpoint == scope_begin ? 4 : 0);
 }
 
 static void on_work(int wstype, int endpoint, ompt_data_t *par, ompt_data_t *task, uint64_t count,
@@ -155,8 +164,8 @@ static unsigned sync_kind(int kind) {
 
 static void on_sync_region(int kind, int endpoint, ompt_data_t *par, ompt_data_t *task,
                            const void *codeptr) {
-  (void)par, (void)task;
-  uint64_t a[2] = {(uint64_t)kind, PTR(codeptr)};
+  (void)task;
+  uint64_t a[2] = {(uint64_t)kind, codeptr ? PTR(codeptr) : region_codeptr(par)};
   rec(sync_kind(kind), phase_of(endpoint), a, 2);
 }
 
