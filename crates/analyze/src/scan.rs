@@ -657,16 +657,12 @@ impl Numbering {
     ) -> Vec<QuickSpan> {
         let sites: Vec<u32> = sites
             .into_iter()
-            .map(|c| {
-                let full = c
-                    .file
-                    .as_deref()
-                    .filter(|f| !f.is_empty() && !f.starts_with('/'));
-                match full.and_then(|f| sym.full_file_name(process, f)) {
-                    Some(f) => self.site(Callsite { file: Some(f), ..c }),
+            .map(
+                |c| match crate::trace::with_full_name_in(sym, process, &c) {
+                    Some(full) => self.site(full),
                     None => self.site(c),
-                }
-            })
+                },
+            )
             .collect();
         let names: Vec<u32> = names
             .into_iter()

@@ -1272,7 +1272,7 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
 /// names it relatively and its debugging information in full
 /// ([`Symbolizer::full_file_name`]): one name per file, whether a source
 /// line comes from `__FILE__` or from a return address; `sym` is made when
-/// first needed.
+/// first needed (for a relative name).
 ///
 /// [`Symbolizer::full_file_name`]: crate::symbolize::Symbolizer::full_file_name
 pub(crate) fn with_full_name(
@@ -1281,17 +1281,27 @@ pub(crate) fn with_full_name(
     process: &str,
     c: &Callsite,
 ) -> Option<Callsite> {
-    let file = c
-        .file
-        .as_deref()
-        .filter(|f| !f.is_empty() && !f.starts_with('/'))?;
-    let full = sym
-        .get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir))
-        .full_file_name(process, file)?;
+    relative(c)?;
+    let sym = sym.get_or_insert_with(|| crate::symbolize::Symbolizer::new(dir));
+    with_full_name_in(sym, process, c)
+}
+
+/// [`with_full_name`] with a symbolizer at hand.
+pub(crate) fn with_full_name_in(
+    sym: &mut crate::symbolize::Symbolizer,
+    process: &str,
+    c: &Callsite,
+) -> Option<Callsite> {
+    let full = sym.full_file_name(process, relative(c)?)?;
     Some(Callsite {
         file: Some(full),
         ..c.clone()
     })
+}
+
+/// The file name of `c`, when relative.
+fn relative(c: &Callsite) -> Option<&str> {
+    (c.file.as_deref()).filter(|f| !f.is_empty() && !f.starts_with('/'))
 }
 
 /// A function's name as the trace gives it ([`Symbolizer::function_name`]);
