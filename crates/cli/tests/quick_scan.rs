@@ -523,29 +523,9 @@ int main(void) {
 #[test]
 fn instrumented_c_program() {
     let dir = common::tmpdir("quick-c");
-    std::fs::write(dir.join("prog.c"), C_PROGRAM).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .args([
-            "cc",
-            "--profile",
-            "--",
-            "cc",
-            "-O0",
-            "-g",
-            "prog.c",
-            "-o",
-            "prog",
-        ])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let exe = common::gaspard_cc_here(&dir, "prog", C_PROGRAM, &["--profile"], &["-O0", "-g"]);
     let trace = dir.join("trace");
-    let st = Command::new(dir.join("prog"))
+    let st = Command::new(&exe)
         .env("GASPARD_DIR", &trace)
         .env_remove("LD_LIBRARY_PATH")
         .status()

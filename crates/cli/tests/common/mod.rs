@@ -277,19 +277,41 @@ pub fn gaspard_cc_with(
     compiler: &str,
     cc: &[&str],
 ) -> PathBuf {
+    compile(dir, name, src, wrapper, compiler, cc, false)
+}
+
+/// [`gaspard_cc`] run in `dir` on the source's name alone (`NAME.c`), as
+/// `__FILE__` then gives it.
+pub fn gaspard_cc_here(
+    dir: &Path,
+    name: &str,
+    src: &str,
+    wrapper: &[&str],
+    cc: &[&str],
+) -> PathBuf {
+    compile(dir, name, src, wrapper, "cc", cc, true)
+}
+
+fn compile(
+    dir: &Path,
+    name: &str,
+    src: &str,
+    wrapper: &[&str],
+    compiler: &str,
+    cc: &[&str],
+    here: bool,
+) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, src).unwrap();
     let exe = dir.join(name);
-    let out = Command::new(env!("CARGO_BIN_EXE_gaspard"))
-        .arg("cc")
-        .args(wrapper)
-        .args(["--", compiler])
-        .args(cc)
-        .arg(&c)
-        .arg("-o")
-        .arg(&exe)
-        .output()
-        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gaspard"));
+    cmd.arg("cc").args(wrapper).args(["--", compiler]).args(cc);
+    if here {
+        cmd.arg(format!("{name}.c")).current_dir(dir);
+    } else {
+        cmd.arg(&c);
+    }
+    let out = cmd.arg("-o").arg(&exe).output().unwrap();
     assert!(
         out.status.success(),
         "gaspard cc failed: {}",
