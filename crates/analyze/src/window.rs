@@ -253,6 +253,8 @@ impl Resolver {
 /// whose intervals are them, in order.
 fn stream_of(w: &Stream, given: Vec<Held>) -> Stream {
     let mut s = w.like();
+    // Two events each, with their words (a few per event, mostly).
+    s.events.reserve(2 * given.len());
     let mut intervals = Vec::with_capacity(given.len());
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for h in given {
