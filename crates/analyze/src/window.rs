@@ -253,8 +253,12 @@ impl Resolver {
 /// whose intervals are them, in order.
 fn stream_of(w: &Stream, given: Vec<Held>) -> Stream {
     let mut s = w.like();
-    // Two events each, with their words (a few per event, mostly).
+    // Two events each, with their words.
     s.events.reserve(2 * given.len());
+    let words = given
+        .iter()
+        .map(|h| h.start.1.len() + h.end.as_ref().map_or(0, |e| e.1.len()));
+    s.arg_words.reserve(words.sum());
     let mut intervals = Vec::with_capacity(given.len());
     let mut kinds = vec![0u64; (u16::MAX as usize + 1) / 64];
     for h in given {
