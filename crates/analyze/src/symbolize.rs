@@ -37,8 +37,9 @@ pub struct Symbolizer {
     /// Per binary, its data symbols (address, size, name) by address.
     data: HashMap<PathBuf, Vec<(u64, u64, String)>>,
     /// Per process, the full names of the source files its binaries'
-    /// debugging information names ([`Symbolizer::full_file_name`]).
-    sources: HashMap<String, Vec<String>>,
+    /// debugging information names, by their last part
+    /// ([`Symbolizer::full_file_name`]).
+    sources: HashMap<String, HashMap<String, Vec<String>>>,
     /// Per binary, the same ([`source_files`]).
     binary_sources: HashMap<PathBuf, Vec<String>>,
 }
@@ -156,6 +157,20 @@ fn source_files(path: &Path) -> Vec<String> {
     out
 }
 
+/// Full file names by their last part (each once).
+fn by_last_part(files: Vec<String>) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::default();
+    for f in files {
+        let same = out
+            .entry(f.rsplit('/').next().unwrap_or_default().to_string())
+            .or_default();
+        if !same.contains(&f) {
+            same.push(f);
+        }
+    }
+    out
+}
+
 /// The module and offset of a static function as the C function hooks name
 /// it (`module+0xOFFSET`: the dynamic linker knows no name for it), else None.
 pub fn static_function(text: &str) -> Option<(&str, u64)> {
@@ -241,11 +256,12 @@ impl Symbolizer {
                 let known = self.binary_sources.entry(b);
                 files.extend_from_slice(known.or_insert_with_key(|b| source_files(b)));
             }
-            files.sort();
-            files.dedup();
-            self.sources.insert(process.to_string(), files);
+            self.sources
+                .insert(process.to_string(), by_last_part(files));
         }
-        let mut found = (self.sources.get(process)?.iter()).filter(|f| f.ends_with(&tail));
+        let last = parts.last()?;
+        let same = self.sources.get(process)?.get(*last)?;
+        let mut found = same.iter().filter(|f| f.ends_with(&tail));
         let first = found.next()?;
         found.next().is_none().then(|| first.clone())
     }
@@ -414,12 +430,15 @@ mod tests {
     #[test]
     fn relative_names_get_the_one_full_name_that_ends_with_them() {
         let mut s = Symbolizer::default();
-        s.sources.insert(
-            "p".into(),
-            ["/a/src/x.c", "/b/src/y.c", "/c/src/y.c", "/d/inc/z.h"]
-                .map(String::from)
-                .to_vec(),
-        );
+        let files = [
+            "/a/src/x.c",
+            "/b/src/y.c",
+            "/c/src/y.c",
+            "/d/inc/z.h",
+            "/a/src/x.c",
+        ];
+        s.sources
+            .insert("p".into(), by_last_part(files.map(String::from).to_vec()));
         let full = |s: &mut Symbolizer, name: &str| s.full_file_name("p", name);
         assert_eq!(full(&mut s, "x.c").as_deref(), Some("/a/src/x.c"));
         assert_eq!(full(&mut s, "src/x.c").as_deref(), Some("/a/src/x.c"));
