@@ -250,6 +250,13 @@ fn accesses() -> &'static [Option<KindAccess>] {
     })
 }
 
+/// The kinds [`accesses`] knows, by number: a stream with none of them has
+/// no access to look for among its intervals.
+fn access_kinds() -> &'static [bool] {
+    static TABLE: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| accesses().iter().map(Option::is_some).collect())
+}
+
 impl Part {
     /// The part in the trace's numbers ([`crate::summary::Rebase`]).
     pub(crate) fn rebase(&mut self, r: &crate::summary::Rebase) {
@@ -336,6 +343,10 @@ impl Builder {
         }
         if !self.ends[from..].is_sorted() || self.ends[..from].last() > self.ends.get(from) {
             self.ends.sort_unstable();
+        }
+        if !crate::intervals::has_any_kind(s, access_kinds()) {
+            // (Most streams: their events are not looked at.)
+            return;
         }
         let ends = &self.ends;
         let part = &mut self.part;
