@@ -171,8 +171,8 @@ static void on_sync_region(int kind, int endpoint, ompt_data_t *par, ompt_data_t
 
 static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *par, ompt_data_t *task,
                                 const void *codeptr) {
-  (void)par, (void)task;
-  uint64_t a[2] = {(uint64_t)kind, PTR(codeptr)};
+  (void)task;
+  uint64_t a[2] = {(uint64_t)kind, codeptr ? PTR(codeptr) : region_codeptr(par)};
   rec(K_OMP_SYNC_WAIT, phase_of(endpoint), a, 2);
 }
 
