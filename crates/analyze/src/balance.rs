@@ -383,9 +383,9 @@ pub fn to_text(b: &Balance, out: &mut dyn std::io::Write) -> std::io::Result<()>
     for g in &b.barriers {
         writeln!(
             out,
-            "  {} threads, {} barriers: arrivals spread {} on average, {} at most",
-            g.threads.len(),
-            g.epochs,
+            "  {}, {}: arrivals spread {} on average, {} at most",
+            crate::count(g.threads.len() as u64, "thread", "threads"),
+            crate::count(g.epochs as u64, "barrier", "barriers"),
             ms(g.mean_spread_ns),
             ms(g.max_spread_ns as f64)
         )?;
@@ -393,8 +393,8 @@ pub fn to_text(b: &Balance, out: &mut dyn std::io::Write) -> std::io::Result<()>
             for (i, th) in g.threads.iter().enumerate() {
                 writeln!(
                     out,
-                    "    {th}: last at {} barriers, waits {}",
-                    g.last_arrivals[i],
+                    "    {th}: last at {}, waits {}",
+                    crate::count(g.last_arrivals[i], "barrier", "barriers"),
                     ms(g.wait_ns[i] as f64)
                 )?;
             }
@@ -431,10 +431,10 @@ pub fn to_text(b: &Balance, out: &mut dyn std::io::Write) -> std::io::Result<()>
                 .unwrap_or_default();
             writeln!(
                 out,
-                "    {}{at}: {:.0}% over {} threads, mean {}, max {} ({})",
+                "    {}{at}: {:.0}% over {}, mean {}, max {} ({})",
                 r.name,
                 100.0 * r.imbalance,
-                r.threads,
+                crate::count(r.threads as u64, "thread", "threads"),
                 ms(r.mean_ns),
                 ms(r.max_ns as f64),
                 r.slowest

@@ -407,11 +407,11 @@ pub fn to_text(c: &Comparison, top: usize, out: &mut dyn std::io::Write) -> std:
     let big = &c.runs[c.largest];
     writeln!(
         out,
-        "gaspard compare: {} runs, baseline {} ({} processes, {} threads)",
+        "gaspard compare: {} runs, baseline {} ({}, {})",
         c.runs.len(),
         base.label,
-        base.processes,
-        base.threads
+        crate::count(base.processes as u64, "process", "processes"),
+        crate::count(base.threads as u64, "thread", "threads")
     )?;
     let lw = c
         .runs

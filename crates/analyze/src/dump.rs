@@ -373,10 +373,10 @@ fn plain(v: &Value) -> String {
 pub fn to_text(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(
         out,
-        "trace {}: {} events in {} threads",
+        "trace {}: {} in {}",
         t.dir.display(),
-        t.events(),
-        t.streams.len()
+        crate::count(t.events(), "event", "events"),
+        crate::count(t.streams.len() as u64, "thread", "threads")
     )?;
     notes_and_clocks(t, out)?;
     for s in &t.streams {

@@ -30,6 +30,25 @@ pub mod trace;
 pub mod waitstates;
 pub(crate) mod window;
 
+/// `n` and the noun `one` (`1 thread`), or `many` for any other count
+/// (`2 threads`, `0 threads`): the text reports' counts.
+pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
+    match n.into() {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_say_one_or_many() {
+        assert_eq!(super::count(1u64, "process", "processes"), "1 process");
+        assert_eq!(super::count(0u64, "process", "processes"), "0 processes");
+        assert_eq!(super::count(2u32, "barrier", "barriers"), "2 barriers");
+    }
+}
+
 /// What the unit tests share.
 #[cfg(test)]
 pub(crate) mod testing {

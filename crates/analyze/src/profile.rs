@@ -988,8 +988,12 @@ pub fn to_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Result<()> 
     writeln!(out, "gaspard report: {}", r.trace)?;
     writeln!(
         out,
-        "{} events, {} threads in {} processes, {} lost, {} unknown tags ignored",
-        r.events, r.threads, r.processes, r.lost_events, r.unknown_tags
+        "{}, {} in {}, {} lost, {} ignored",
+        crate::count(r.events, "event", "events"),
+        crate::count(r.threads as u64, "thread", "threads"),
+        crate::count(r.processes as u64, "process", "processes"),
+        r.lost_events,
+        crate::count(r.unknown_tags, "unknown tag", "unknown tags")
     )?;
     for p in &r.problems {
         writeln!(out, "note: {p}")?;

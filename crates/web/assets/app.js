@@ -36,6 +36,11 @@
     return e;
   }
 
+  // `n` and its noun: `one` for 1, `many` for any other count.
+  function count(n, one, many) {
+    return n === 1 ? "1 " + one : n + " " + many;
+  }
+
   function ns(v) {
     if (v == null) return "";
     const a = Math.abs(v);
@@ -537,7 +542,7 @@
     const box = document.getElementById("barrier-groups");
     if (!s.balance.barriers.length) box.append(el("p", { class: "none", text: "no barriers met by two threads or more" }));
     s.balance.barriers.forEach((g) => {
-      box.append(el("p", { class: "group", text: g.threads.length + " threads, " + g.epochs + " barriers: arrivals spread " +
+      box.append(el("p", { class: "group", text: count(g.threads.length, "thread", "threads") + ", " + count(g.epochs, "barrier", "barriers") + ": arrivals spread " +
         ns(g.mean_spread_ns) + " on average, " + ns(g.max_spread_ns) + " at most" }));
       const t = el("table", { class: "data sortable" });
       box.append(t);
@@ -579,7 +584,8 @@
   function renderAll(s) {
     document.getElementById("trace-name").textContent = s.trace;
     document.getElementById("trace-stats").textContent =
-      s.events + " events, " + s.threads + " threads, " + s.processes + " processes" +
+      count(s.events, "event", "events") + ", " + count(s.threads, "thread", "threads") + ", " +
+      count(s.processes, "process", "processes") +
       (s.lost_events ? ", " + s.lost_events + " lost" : "");
     if (s.note) {
       const note = document.getElementById("note");
