@@ -1751,10 +1751,13 @@ fn small_messages(
             threads: threads.iter().map(|&i| ids[i].name.clone()).collect(),
             location: location_in(sites, Some(site)),
             message: format!(
-                "{count} {name} of {mean:.0} bytes on average take {:.1}% of the time of the {} thread(s) making them \
+                "{count} {name} of {mean:.0} bytes on average take {:.1}% of the time of the {} making them \
                  ({:.3} ms); {}.",
                 100.0 * share,
-                threads.len(),
+                match threads.len() {
+                    1 => "thread".to_string(),
+                    n => format!("{n} threads"),
+                },
                 time as f64 / 1e6,
                 if is_collective(name) {
                     collective_advice(name)

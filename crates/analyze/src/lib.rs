@@ -39,6 +39,14 @@ pub(crate) fn count(n: impl Into<u64>, one: &str, many: &str) -> String {
     }
 }
 
+/// [`count`] as the owner of what follows: `1 thread's`, `2 threads'`.
+pub(crate) fn whose(n: impl Into<u64>, one: &str, many: &str) -> String {
+    match n.into() {
+        1 => format!("1 {one}'s"),
+        n => format!("{n} {many}'"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -46,6 +54,8 @@ mod tests {
         assert_eq!(super::count(1u64, "process", "processes"), "1 process");
         assert_eq!(super::count(0u64, "process", "processes"), "0 processes");
         assert_eq!(super::count(2u32, "barrier", "barriers"), "2 barriers");
+        assert_eq!(super::whose(1u64, "thread", "threads"), "1 thread's");
+        assert_eq!(super::whose(3u64, "thread", "threads"), "3 threads'");
     }
 }
 

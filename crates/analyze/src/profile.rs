@@ -1181,7 +1181,7 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
     for w in waits.iter().take(10) {
         writeln!(
             out,
-            "  {} {}{} at {}: {} in {} of {} calls ({:.1}% of {} thread(s)' time)",
+            "  {} {}{} at {}: {} in {} of {} ({:.1}% of {} time)",
             w.pattern,
             w.call,
             w.within
@@ -1190,9 +1190,9 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
             at(&w.location),
             fmt_ns(w.wait_ns as f64),
             w.waits,
-            w.calls,
+            crate::count(w.calls, "call", "calls"),
             100.0 * w.share,
-            w.threads.len()
+            crate::whose(w.threads.len() as u64, "thread", "threads")
         )?;
     }
     if !r.locks.is_empty() {
@@ -1202,15 +1202,15 @@ fn waits_and_locks_text(r: &Report, out: &mut dyn std::io::Write) -> std::io::Re
         let hold = l.hold_ns.map_or("?".into(), |h| fmt_ns(h as f64));
         writeln!(
             out,
-            "  {} at {}: {} acquisitions ({} contended), waiting {}, held {}, {} thread(s), {} waiter(s)",
+            "  {} at {}: {} ({} contended), waiting {}, held {}, {}, {}",
             l.lock,
             at(&l.location),
-            l.acquisitions,
+            crate::count(l.acquisitions, "acquisition", "acquisitions"),
             l.contended,
             fmt_ns(l.wait_ns as f64),
             hold,
-            l.threads.len(),
-            l.waiters
+            crate::count(l.threads.len() as u64, "thread", "threads"),
+            crate::count(l.waiters as u64, "waiter", "waiters")
         )?;
     }
     Ok(())
