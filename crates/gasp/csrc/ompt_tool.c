@@ -108,6 +108,11 @@ static void on_thread_end(ompt_data_t *data) {
  * that libomp gives none. */
 static inline uint64_t region_codeptr(const ompt_data_t *par) { return par ? par->value : 0; }
 
+/* An event's code address, else its parallel region's. */
+static inline uint64_t codeptr_or_region(const void *codeptr, const ompt_data_t *par) {
+  return codeptr ? PTR(codeptr) : region_codeptr(par);
+}
+
 static void on_parallel_begin(ompt_data_t *task, const ompt_frame_t *frame, ompt_data_t *par,
                               unsigned requested, int flags, const void *codeptr) {
   (void)task, (void)frame;
@@ -165,14 +170,14 @@ static unsigned sync_kind(int kind) {
 static void on_sync_region(int kind, int endpoint, ompt_data_t *par, ompt_data_t *task,
                            const void *codeptr) {
   (void)task;
-  uint64_t a[2] = {(uint64_t)kind, codeptr ? PTR(codeptr) : region_codeptr(par)};
+  uint64_t a[2] = {(uint64_t)kind, codeptr_or_region(codeptr, par)};
   rec(sync_kind(kind), phase_of(endpoint), a, 2);
 }
 
 static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *par, ompt_data_t *task,
                                 const void *codeptr) {
   (void)task;
-  uint64_t a[2] = {(uint64_t)kind, codeptr ? PTR(codeptr) : region_codeptr(par)};
+  uint64_t a[2] = {(uint64_t)kind, codeptr_or_region(codeptr, par)};
   rec(K_OMP_SYNC_WAIT, phase_of(endpoint), a, 2);
 }
 
