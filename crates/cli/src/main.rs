@@ -220,10 +220,15 @@ enum Command {
         block_size: u64,
         /// Read the trace one process at a time: the same output, with one
         /// process's events and every stream's accesses in memory rather
-        /// than every event. Chosen by itself for a trace too big for the
-        /// memory available (or GASPARD_MEMORY bytes).
+        /// than every event. Chosen by itself for a trace of several
+        /// processes and 8 M events or more (it is then faster too), and for
+        /// a trace too big for the memory available (or GASPARD_MEMORY bytes).
         #[arg(long)]
         low_memory: bool,
+        /// Read the whole trace into memory, whatever its size (unless it
+        /// looks too big for the memory available): the same output.
+        #[arg(long, conflicts_with = "low_memory")]
+        in_memory: bool,
     },
     /// Compare runs of one program (e.g. at 2, 4, 8 processes): scaling of the
     /// program, of each region and of each finding.
@@ -281,9 +286,16 @@ enum Command {
         /// Read the trace one process at a time, so that memory holds two
         /// processes' events at most rather than all: the same output, the
         /// stream files read two or three times. Chosen by itself for a
-        /// trace too big for the memory available (or GASPARD_MEMORY bytes).
+        /// trace of several processes and 8 M events or more (it is then
+        /// faster too, reading the next process while one is written), and
+        /// for a trace too big for the memory available (or GASPARD_MEMORY
+        /// bytes).
         #[arg(long)]
         low_memory: bool,
+        /// Read the whole trace into memory, whatever its size (unless it
+        /// looks too big for the memory available): the same output.
+        #[arg(long, conflicts_with = "low_memory")]
+        in_memory: bool,
     },
 }
 
@@ -443,16 +455,35 @@ fn read(dir: &std::path::Path) -> Result<trace::Trace> {
 /// of `gaspard report`, see BENCHMARKS.md).
 const BYTES_PER_EVENT: u64 = 128;
 
+/// The events a trace's chunk headers announce, and the processes whose
+/// stream files announce them (`None` when `dir` cannot be listed).
+fn trace_events(dir: &std::path::Path) -> Option<(u64, usize)> {
+    let mut processes = std::collections::HashSet::new();
+    let mut events = 0u64;
+    for p in std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()) {
+        if p.extension().is_none_or(|x| x != "gst") {
+            continue;
+        }
+        let Ok(n) = gaspard_format::stream::announced_events(&p) else {
+            continue;
+        };
+        events = events.saturating_add(n);
+        // HOST-PID-STREAM.gst: a process is HOST-PID.
+        if let Some((process, _)) = p
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .and_then(|s| s.rsplit_once('-'))
+        {
+            processes.insert(process.to_string());
+        }
+    }
+    Some((events, processes.len()))
+}
+
 /// The events a trace's chunk headers announce, the memory reading and
 /// analysing them takes, and the memory available (`None` when unknown).
 fn trace_size(dir: &std::path::Path) -> Option<(u64, u64, u64)> {
-    let entries = std::fs::read_dir(dir).ok()?;
-    let events: u64 = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "gst"))
-        .filter_map(|p| gaspard_format::stream::announced_events(&p).ok())
-        .sum();
+    let (events, _) = trace_events(dir)?;
     let need = events.saturating_mul(BYTES_PER_EVENT);
     // GASPARD_MEMORY (bytes): the memory the commands may use, instead of
     // what the system has available.
@@ -498,6 +529,22 @@ pub(crate) fn too_big(dir: &std::path::Path) -> bool {
         free as f64 / 1e9
     );
     true
+}
+
+/// Events from which `export` and `blocks` read a trace of several
+/// processes one process at a time without being asked: there it takes
+/// less time as well as less memory than reading the trace whole, which
+/// spends as long again in the kernel getting fresh memory (BENCHMARKS.md,
+/// "Exports and blocks one process at a time by default").
+const BY_PROCESS_EVENTS: u64 = 8_000_000;
+
+/// Whether `export` and `blocks` read `dir` one process at a time when
+/// not asked to: a trace of several processes holding [`BY_PROCESS_EVENTS`]
+/// events or more (unless `in_memory`), or one too big for the memory
+/// available ([`too_big`], which says so).
+fn by_process(dir: &std::path::Path, in_memory: bool) -> bool {
+    let big = |(events, processes): (u64, usize)| processes > 1 && events >= BY_PROCESS_EVENTS;
+    (!in_memory && trace_events(dir).is_some_and(big)) || too_big(dir)
 }
 
 fn main() -> ExitCode {
@@ -703,11 +750,12 @@ fn main() -> ExitCode {
                 json,
                 block_size,
                 low_memory,
+                in_memory,
             } => {
                 if !dir.exists() {
                     bail!("{} does not exist", dir.display());
                 }
-                let b = if low_memory || too_big(&dir) {
+                let b = if low_memory || by_process(&dir, in_memory) {
                     gaspard_analyze::blocks::analyse_by_process(&dir, block_size)?
                 } else {
                     let t = read(&dir)?;
@@ -751,6 +799,7 @@ fn main() -> ExitCode {
                 output,
                 force,
                 low_memory,
+                in_memory,
             } => {
                 let format = match format {
                     ExportFormat::Otf2 => gaspard_export::Format::Otf2,
@@ -782,7 +831,7 @@ fn main() -> ExitCode {
                 if !dir.exists() {
                     bail!("{} does not exist", dir.display());
                 }
-                let summary = if low_memory || too_big(&dir) {
+                let summary = if low_memory || by_process(&dir, in_memory) {
                     gaspard_export::export_by_process(&dir, format, &output, force)?
                 } else {
                     let t = read(&dir)?;

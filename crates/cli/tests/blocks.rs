@@ -178,6 +178,10 @@ fn false_sharing_producer_consumer_and_neither() {
     let low = gaspard(&["blocks", "--json", "--low-memory", t.to_str().unwrap()]);
     assert!(low.status.success());
     assert_eq!(out.stdout, low.stdout);
+    // And read whole, whatever the default.
+    let whole = gaspard(&["blocks", "--json", "--in-memory", t.to_str().unwrap()]);
+    assert!(whole.status.success());
+    assert_eq!(out.stdout, whole.stdout);
     let ep: Vec<&Value> = v["epochs"]
         .as_array()
         .unwrap()

@@ -142,7 +142,8 @@ fn export_run(trace: &Path, format: &str, out: &Path, more: &[&str]) -> std::pro
 }
 
 fn export(trace: &Path, format: &str, out: &Path) -> String {
-    let o = export_run(trace, format, out, &[]);
+    // Read whole: compared below with the reading one process at a time.
+    let o = export_run(trace, format, out, &["--in-memory"]);
     assert!(
         o.status.success(),
         "export {format}: {}",
