@@ -10,17 +10,40 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use gaspard_analyze::dump::phase_name;
 use gaspard_analyze::intervals::intervals;
-use parquet::basic::Compression;
+use parquet::basic::{Compression, Encoding};
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::WriterProperties;
 use parquet::file::writer::SerializedFileWriter;
 use parquet::schema::parser::parse_message_type;
+use parquet::schema::types::ColumnPath;
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::{location_name, Model, Summary};
 
 /// Rows per row group.
 const ROW_GROUP: usize = 1 << 18;
+
+/// `s` as a value of a string column whose copies share its bytes without
+/// counting them: a column holds one value per row, each a copy of one of a
+/// few names, and copying and dropping a counted value (an atomic operation
+/// each) took a third of the time of writing the tables. The bytes are kept
+/// once per distinct string for the rest of the process (the names of the
+/// traces exported: processes, threads, events, files, objects).
+fn interned(s: &str) -> ByteArray {
+    static KEPT: std::sync::Mutex<Option<rustc_hash::FxHashSet<&'static str>>> =
+        std::sync::Mutex::new(None);
+    let mut kept = KEPT.lock().unwrap_or_else(|e| e.into_inner());
+    let kept = kept.get_or_insert_with(Default::default);
+    let s: &'static str = match kept.get(s) {
+        Some(&k) => k,
+        None => {
+            let k: &'static str = Box::leak(s.to_owned().into_boxed_str());
+            kept.insert(k);
+            k
+        }
+    };
+    ByteArray::from(bytes::Bytes::from_static(s.as_bytes()))
+}
 
 enum Data {
     I64(Vec<i64>),
@@ -51,6 +74,11 @@ struct Table {
 /// Column kinds of a schema line.
 enum Ty {
     I64,
+    /// Values that mostly differ from row to row and grow (times): stored
+    /// as their differences, bit-packed (`DELTA_BINARY_PACKED`), rather
+    /// than in a dictionary, which would take the first half of each row
+    /// group's values only to be dropped for plain values.
+    Distinct,
     Str,
 }
 
@@ -60,7 +88,7 @@ impl Table {
         for (n, ty, optional) in cols {
             let rep = if *optional { "optional" } else { "required" };
             match ty {
-                Ty::I64 => schema.push_str(&format!("  {rep} int64 {n};\n")),
+                Ty::I64 | Ty::Distinct => schema.push_str(&format!("  {rep} int64 {n};\n")),
                 Ty::Str => schema.push_str(&format!("  {rep} binary {n} (STRING);\n")),
             }
         }
@@ -69,11 +97,17 @@ impl Table {
         let file =
             File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
         // Snappy: fast, and the dictionary-encoded columns shrink further.
-        let props = Arc::new(
-            WriterProperties::builder()
-                .set_compression(Compression::SNAPPY)
-                .build(),
-        );
+        let props = cols
+            .iter()
+            .filter(|(_, ty, _)| matches!(ty, Ty::Distinct))
+            .fold(
+                WriterProperties::builder().set_compression(Compression::SNAPPY),
+                |b, (n, _, _)| {
+                    b.set_column_dictionary_enabled(ColumnPath::from(*n), false)
+                        .set_column_encoding(ColumnPath::from(*n), Encoding::DELTA_BINARY_PACKED)
+                },
+            );
+        let props = Arc::new(props.build());
         let writer = SerializedFileWriter::new(file, schema, props)?;
         Ok(Table {
             writer,
@@ -82,7 +116,7 @@ impl Table {
                 .map(|(_, ty, optional)| Column {
                     optional: *optional,
                     data: match ty {
-                        Ty::I64 => Data::I64(Vec::new()),
+                        Ty::I64 | Ty::Distinct => Data::I64(Vec::new()),
                         Ty::Str => Data::Str(Vec::new()),
                     },
                     defs: Vec::new(),
@@ -108,13 +142,12 @@ impl Table {
         if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
             let b = match col.cache.get(v) {
                 Some(b) => b.clone(),
-                None => {
-                    let b = ByteArray::from(v);
-                    if col.cache.len() < CACHED {
-                        col.cache.insert(v.to_string(), b.clone());
-                    }
+                None if col.cache.len() < CACHED => {
+                    let b = interned(v);
+                    col.cache.insert(v.to_string(), b.clone());
                     b
                 }
+                None => ByteArray::from(v),
             };
             d.push(b);
         }
@@ -203,7 +236,7 @@ impl Writer {
                 ("thread", Ty::I64, false),
                 ("thread_name", Ty::Str, false),
                 ("rank", Ty::I64, true),
-                ("t_ns", Ty::I64, false),
+                ("t_ns", Ty::Distinct, false),
                 ("dur_ns", Ty::I64, true),
                 ("kind", Ty::Str, false),
                 ("phase", Ty::Str, false),
@@ -227,8 +260,8 @@ impl Writer {
                 ("dst_rank", Ty::I64, false),
                 ("bytes", Ty::I64, false),
                 ("tag", Ty::I64, true),
-                ("t_start", Ty::I64, false),
-                ("t_end", Ty::I64, false),
+                ("t_start", Ty::Distinct, false),
+                ("t_end", Ty::Distinct, false),
                 ("object", Ty::Str, true),
                 ("object_offset", Ty::I64, true),
             ],
@@ -258,23 +291,16 @@ impl Writer {
         // its kind, user event and text (the text by where it is), the phases,
         // a callsite's file, an object's name.
         let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
-        let phases: Vec<ByteArray> = (0..=3u8).map(|p| ByteArray::from(phase_name(p))).collect();
+        let phases: Vec<ByteArray> = (0..=3u8).map(|p| interned(phase_name(p))).collect();
         let files: Vec<Option<ByteArray>> = t
             .callsites
             .iter()
-            .map(|c| c.file.as_deref().map(ByteArray::from))
+            .map(|c| c.file.as_deref().map(interned))
             .collect();
-        let objects: Vec<ByteArray> = m
-            .windows
-            .iter()
-            .map(|w| ByteArray::from(w.name.as_str()))
-            .collect();
+        let objects: Vec<ByteArray> = m.windows.iter().map(|w| interned(&w.name)).collect();
         for (si, s) in t.streams.iter().enumerate() {
             let name = location_name(m, si);
-            let (process_b, name_b) = (
-                ByteArray::from(s.process.as_str()),
-                ByteArray::from(name.as_str()),
-            );
+            let (process_b, name_b) = (interned(&s.process), interned(&name));
             let rank = m.stream_rank[si].map(|r| r.1 as i64);
             // Each START's duration, by event (u64::MAX: none).
             let mut dur = vec![u64::MAX; s.events.len()];
@@ -298,7 +324,7 @@ impl Writer {
                 );
                 let kind = name_of
                     .entry(key)
-                    .or_insert_with(|| ByteArray::from(names.of(t, e)));
+                    .or_insert_with(|| interned(names.of(t, e)));
                 ev.b(7, Some(kind));
                 match phases.get(e.phase as usize) {
                     Some(p) => ev.b(8, Some(p)),
