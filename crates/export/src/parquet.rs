@@ -128,9 +128,13 @@ impl Table {
         })
     }
 
+    #[inline]
     fn i(&mut self, c: usize, v: Option<i64>) {
         let col = &mut self.cols[c];
-        col.defs.push(v.is_some() as i16);
+        // (A required column's levels are not written.)
+        if col.optional {
+            col.defs.push(v.is_some() as i16);
+        }
         if let (Data::I64(d), Some(v)) = (&mut col.data, v) {
             d.push(v);
         }
@@ -138,7 +142,9 @@ impl Table {
 
     fn s(&mut self, c: usize, v: Option<&str>) {
         let col = &mut self.cols[c];
-        col.defs.push(v.is_some() as i16);
+        if col.optional {
+            col.defs.push(v.is_some() as i16);
+        }
         if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
             let b = match col.cache.get(v) {
                 Some(b) => b.clone(),
@@ -155,9 +161,12 @@ impl Table {
 
     /// [`Table::s`] of a value made by the caller (kept for the values
     /// that repeat: no string hashed per row).
+    #[inline]
     fn b(&mut self, c: usize, v: Option<&ByteArray>) {
         let col = &mut self.cols[c];
-        col.defs.push(v.is_some() as i16);
+        if col.optional {
+            col.defs.push(v.is_some() as i16);
+        }
         if let (Data::Str(d), Some(v)) = (&mut col.data, v) {
             d.push(v.clone());
         }
@@ -291,6 +300,8 @@ impl Writer {
         // its kind, user event and text (the text by where it is), the phases,
         // a callsite's file, an object's name.
         let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
+        // ... by kind alone, for the first kinds (the runtimes' events).
+        let mut by_kind: Vec<Option<ByteArray>> = vec![None; 2048];
         let phases: Vec<ByteArray> = (0..=3u8).map(|p| interned(phase_name(p))).collect();
         let files: Vec<Option<ByteArray>> = t
             .callsites
@@ -317,14 +328,19 @@ impl Writer {
                 ev.i(4, rank);
                 ev.i(5, Some(e.t_ns as i64));
                 ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
-                let key = (
-                    e.kind,
-                    e.user(),
-                    t.text(e).map_or(0, |x| x.as_ptr() as usize),
-                );
-                let kind = name_of
-                    .entry(key)
-                    .or_insert_with(|| interned(names.of(t, e)));
+                let text = t.text(e);
+                let kind = match by_kind.get_mut(e.kind as usize) {
+                    // Most events: named by their kind alone.
+                    Some(k) if e.user().is_none() && text.is_none() => {
+                        k.get_or_insert_with(|| interned(names.of(t, e)))
+                    }
+                    _ => {
+                        let key = (e.kind, e.user(), text.map_or(0, |x| x.as_ptr() as usize));
+                        name_of
+                            .entry(key)
+                            .or_insert_with(|| interned(names.of(t, e)))
+                    }
+                };
                 ev.b(7, Some(kind));
                 match phases.get(e.phase as usize) {
                     Some(p) => ev.b(8, Some(p)),
