@@ -357,6 +357,9 @@ pub fn write_json_by_process(
     done
 }
 
+/// A JSON value as the text dump writes it (what [`args_text`] writes
+/// without making the JSON).
+#[cfg(test)]
 fn plain(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
@@ -428,6 +431,128 @@ fn notes_and_clocks(t: &Trace, out: &mut dyn std::io::Write) -> std::io::Result<
     Ok(())
 }
 
+/// [`args_json`] of `e` as the text dump shows it, appended to `line`:
+/// `name=value` each, apart by a space, a pointer-to-shared as
+/// `thread:T,addr:0x..` (what [`plain`] makes of the JSON), without making
+/// the JSON (a dump writes millions of lines).
+fn args_text(line: &mut String, t: &Trace, s: &Stream, e: &Event) {
+    let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
+    let words = s.args(e);
+    let mut text = t.text(e).into_iter();
+    let mut i = 0;
+    for (k, (name, ty, n)) in layout.into_iter().enumerate() {
+        let Some(w) = words.get(i..i + n) else {
+            break;
+        };
+        i += n;
+        if k > 0 {
+            line.push(' ');
+        }
+        line.push_str(name);
+        line.push('=');
+        let first = w.first().copied().unwrap_or(0);
+        let _ = match ty {
+            ArgType::Int => write!(line, "{}", first as i64),
+            ArgType::Size | ArgType::Ticks => write!(line, "{first}"),
+            ArgType::Ptr | ArgType::Handle => write!(line, "{first:#x}"),
+            ArgType::Pts | ArgType::Lock => {
+                pts_text(line, w, e.flags & FLAG_PTS_RESOLVED != 0, s.pts_bytes);
+                Ok(())
+            }
+            ArgType::Str => {
+                line.push_str(text.next().unwrap_or_default());
+                Ok(())
+            }
+            ArgType::Reduction => {
+                line.push_str(kinds::reduction_name(first));
+                Ok(())
+            }
+            ArgType::Model => {
+                line.push_str(kinds::model_name(first));
+                Ok(())
+            }
+        };
+    }
+}
+
+/// [`pts_value`] as [`plain`] writes it.
+fn pts_text(line: &mut String, words: &[u64], resolved: bool, bytes: u32) {
+    if resolved {
+        let thread = words.first().copied().unwrap_or(u64::MAX);
+        if thread == u64::MAX {
+            line.push_str("unresolved:true");
+        } else {
+            let addr = words.get(1).copied().unwrap_or(0);
+            let _ = write!(line, "thread:{thread},addr:{addr:#x}");
+        }
+        return;
+    }
+    line.push_str("bytes:");
+    let start = line.len();
+    for w in words {
+        for b in w.to_le_bytes() {
+            let _ = write!(line, "{b:02x}");
+        }
+    }
+    line.truncate(start + (bytes as usize * 2).min(line.len() - start));
+}
+
+/// The values of each user event's format (parsed once per user event,
+/// not once per event): [`user_values`]' text.
+#[derive(Default)]
+struct UserTexts(Vec<Option<Option<user::Schema>>>);
+
+impl UserTexts {
+    /// [`user_values`]' text of user event `e`, or `None` where it has none.
+    fn text(&mut self, t: &Trace, s: &Stream, e: &Event) -> Option<String> {
+        let u = e.user()? as usize;
+        let def = &t.user_events[u];
+        if e.flags & FLAG_ARGS_UNREAD != 0 || def.unreadable.is_some() {
+            return None;
+        }
+        let Some(desc) = &def.desc else {
+            return Some(String::new());
+        };
+        if u >= self.0.len() {
+            self.0.resize_with(u + 1, || None);
+        }
+        let schema = self.0[u]
+            .get_or_insert_with(|| user::parse_format(desc).ok())
+            .as_ref()?;
+        let vals = user::decode_values(&schema.args, s.args(e).get(1..).unwrap_or(&[]))?;
+        Some(user::format_values(schema, &vals))
+    }
+}
+
+/// Appends `s`, then spaces up to `width` characters, as `{:<width}` does.
+fn pad(line: &mut String, s: &str, width: usize) {
+    line.push_str(s);
+    let n = s.chars().count();
+    if n < width {
+        line.extend(std::iter::repeat_n(' ', width - n));
+    }
+}
+
+/// Appends `ns` in us with three decimals, right-aligned in 14 characters,
+/// as `{:>14.3}` does for `ns as f64 / 1000.0`: from the integer where that
+/// quotient is within a quarter of a thousandth of it (below 2^50 ns, 13
+/// days: it then rounds to the same three decimals), else from the f64.
+fn micros(line: &mut String, ns: u64) {
+    if ns < 1 << 50 {
+        let start = line.len();
+        let _ = write!(line, "{}.{:03}", ns / 1000, ns % 1000);
+        let n = line.len() - start;
+        if n < 14 {
+            line.insert_str(start, &"              "[..14 - n]);
+        }
+    } else {
+        let _ = write!(line, "{:>14.3}", ns as f64 / 1000.0);
+    }
+}
+
+/// Kinds below this are named once per thread by the text dump.
+const NAMED_KINDS: usize = 4096;
+
 /// One thread's block of the text dump.
 fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     writeln!(
@@ -440,35 +565,182 @@ fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::
         kinds::model_name(u64::from(s.model)),
         if s.damaged { " [damaged]" } else { "" }
     )?;
+    // Each line made in the same buffers, written at once.
+    let (mut line, mut loc, mut detail) = (String::new(), String::new(), String::new());
+    let mut users = UserTexts::default();
+    let mut names: Vec<Option<String>> = Vec::new();
     for e in &s.events {
         let site = &t.callsites[e.callsite as usize];
-        let loc = match &site.file {
-            Some(f) if site.col > 0 => format!("{f}:{}:{}", site.line, site.col),
-            Some(f) => format!("{f}:{}", site.line),
-            None if site.line > 0 => format!("?:{}", site.line),
-            None => "-".into(),
+        loc.clear();
+        let _ = match &site.file {
+            Some(f) if site.col > 0 => write!(loc, "{f}:{}:{}", site.line, site.col),
+            Some(f) => write!(loc, "{f}:{}", site.line),
+            None if site.line > 0 => write!(loc, "?:{}", site.line),
+            None => write!(loc, "-"),
         };
-        let detail = if e.user().is_some() {
-            match user_values(t, s, e) {
-                Some((_, text)) => format!("\"{text}\""),
-                None => "(arguments not recorded)".into(),
+        detail.clear();
+        if e.user().is_some() {
+            match users.text(t, s, e) {
+                Some(text) => {
+                    let _ = write!(detail, "\"{text}\"");
+                }
+                None => detail.push_str("(arguments not recorded)"),
             }
         } else {
-            args_json(t, s, e)
-                .iter()
-                .map(|(k, v)| format!("{k}={}", plain(v)))
-                .collect::<Vec<_>>()
-                .join(" ")
+            args_text(&mut detail, t, s, e);
+        }
+        // An event of a plain kind is named by its kind alone: named once.
+        let owned;
+        let k = e.kind as usize;
+        let name: &str = if e.user().is_none() && e.kind != kinds::C_FUNC && k < NAMED_KINDS {
+            if k >= names.len() {
+                names.resize(k + 1, None);
+            }
+            names[k].get_or_insert_with(|| event_name(t, e))
+        } else {
+            owned = event_name(t, e);
+            &owned
         };
-        writeln!(
-            out,
-            "{:>14.3} us  {:<28} {:<6} {:<24} {}",
-            e.t_ns as f64 / 1000.0,
-            event_name(t, e),
-            phase_name(e.phase),
-            loc,
-            detail
-        )?;
+        line.clear();
+        // As `"{:>14.3} us  {:<28} {:<6} {:<24} {}\n"` of the time in us,
+        // the name, phase, place and arguments writes it, with less work.
+        micros(&mut line, e.t_ns);
+        line.push_str(" us  ");
+        pad(&mut line, name, 28);
+        line.push(' ');
+        pad(&mut line, phase_name(e.phase), 6);
+        line.push(' ');
+        pad(&mut line, &loc, 24);
+        line.push(' ');
+        line.push_str(&detail);
+        line.push('\n');
+        out.write_all(line.as_bytes())?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gaspard_format::codec::UserDef;
+    use gaspard_format::kinds::GASPARD_USER;
+
+    /// The text dump's arguments, written in place, are the JSON's made
+    /// plain: every kind, phase and pointer-to-shared size, resolved or not
+    /// (a thread of u64::MAX: unresolved), and words too few for the layout.
+    #[test]
+    fn arguments_as_text_are_the_json_made_plain() {
+        let t = Trace::default();
+        let words: [&[u64]; 4] = [
+            &[u64::MAX, 3, 0x1234, 7, u64::MAX - 5, 1, 2, 3, 4, 5, 6, 7],
+            &[2, 0x100, 5, 0, 9, 1 << 40, 3, 2, 1, 0, 8, 9],
+            &[1],
+            &[],
+        ];
+        let mut checked = 0;
+        for pts_bytes in [8u32, 16, 3] {
+            let mut s = Stream::empty("p", 0, 0, pts_bytes);
+            for k in kinds::all_kinds() {
+                for phase in 0..3u8 {
+                    for flags in [0u8, FLAG_PTS_RESOLVED] {
+                        for w in words {
+                            s.push(0, k.id, phase, 0, w);
+                            let e = s.events.last_mut().unwrap();
+                            e.flags = flags;
+                            let e = s.events.last().unwrap();
+                            let json = args_json(&t, &s, e)
+                                .iter()
+                                .map(|(k, v)| format!("{k}={}", plain(v)))
+                                .collect::<Vec<_>>()
+                                .join(" ");
+                            let mut text = String::new();
+                            args_text(&mut text, &t, &s, e);
+                            assert_eq!(text, json, "{} phase {phase} flags {flags}", k.name);
+                            checked += usize::from(!json.is_empty());
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    /// Times and padding as the format strings they replace give them.
+    #[test]
+    fn times_and_padding_are_those_of_the_format() {
+        let times = [
+            0u64,
+            1,
+            999,
+            1000,
+            1234567,
+            99_999_999_999_999,
+            (1 << 50) - 1,
+        ];
+        let near = (0..2000u64).flat_map(|i| [(1 << 50) - 1 - i * 997, (1 << 40) + i * 1_000_003]);
+        for ns in times
+            .into_iter()
+            .chain(near)
+            .chain([1 << 50, (1 << 53) - 1, u64::MAX])
+        {
+            let mut line = String::new();
+            micros(&mut line, ns);
+            assert_eq!(line, format!("{:>14.3}", ns as f64 / 1000.0), "{ns}");
+        }
+        for s in [
+            "",
+            "GASP_UPC_GET",
+            "é€x",
+            "a name longer than twenty-eight characters",
+        ] {
+            let mut line = String::new();
+            pad(&mut line, s, 28);
+            assert_eq!(line, format!("{s:<28}"));
+        }
+    }
+
+    /// A user event's text in the dump, its format parsed once, is
+    /// [`user_values`]' text: with a format, without one, with one that
+    /// does not parse, and with arguments not read.
+    #[test]
+    fn user_event_texts_are_those_of_their_values() {
+        let def = |id: u64, desc: Option<&str>, unreadable: Option<&str>| UserDef {
+            id,
+            name: format!("u{id}"),
+            desc: desc.map(str::to_string),
+            unreadable: unreadable.map(str::to_string),
+        };
+        let t = Trace {
+            user_events: vec![
+                def(1, Some("i=%d x=%g"), None),
+                def(2, None, None),
+                def(3, Some("%q %"), None),
+                def(4, Some("%d"), Some("a va_list")),
+            ],
+            ..Default::default()
+        };
+        let mut s = Stream::empty("p", 0, 0, 8);
+        let mut users = UserTexts::default();
+        let mut seen = Vec::new();
+        for (u, flags) in [
+            (0, 0),
+            (0, 0),
+            (1, 0),
+            (2, 0),
+            (3, 0),
+            (0, FLAG_ARGS_UNREAD),
+        ] {
+            s.push(0, GASPARD_USER, 2, 0, &[u as u64 + 1, 5, 2.5f64.to_bits()]);
+            let e = s.events.last_mut().unwrap();
+            e.user = u;
+            e.flags = flags;
+            let e = s.events.last().unwrap();
+            let want = user_values(&t, &s, e).map(|(_, text)| text);
+            assert_eq!(users.text(&t, &s, e), want, "user event {u}, flags {flags}");
+            seen.push(want);
+        }
+        assert_eq!(seen[0].as_deref(), Some("i=5 x=2.5"));
+        assert_eq!(seen[2].as_deref(), Some(""));
+        assert_eq!(seen[5], None);
+    }
 }
