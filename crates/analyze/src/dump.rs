@@ -88,17 +88,7 @@ pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
 
 /// Values of a user event and their printf rendering.
 pub fn user_values(t: &Trace, s: &Stream, e: &Event) -> Option<(Vec<user::Value>, String)> {
-    let u = &t.user_events[e.user()? as usize];
-    if e.flags & FLAG_ARGS_UNREAD != 0 || u.unreadable.is_some() {
-        return None;
-    }
-    let Some(desc) = &u.desc else {
-        return Some((Vec::new(), String::new()));
-    };
-    let schema = user::parse_format(desc).ok()?;
-    let vals = user::decode_values(&schema.args, s.args(e).get(1..).unwrap_or(&[]))?;
-    let text = user::format_values(&schema, &vals);
-    Some((vals, text))
+    UserTexts::default().values(t, s, e)
 }
 
 fn value_json(v: &user::Value) -> Value {
@@ -279,10 +269,126 @@ impl serde::Serialize for Events<'_> {
         use serde::ser::SerializeSeq;
         let (t, s) = (self.0, self.1);
         let mut seq = ser.serialize_seq(Some(s.events.len()))?;
+        let mut users = UserTexts::default();
         for e in &s.events {
-            seq.serialize_element(&event_json(t, s, e))?;
+            let user = e.user().is_some().then(|| users.values(t, s, e));
+            seq.serialize_element(&EventJson { t, s, e, user })?;
         }
         seq.end()
+    }
+}
+
+/// [`event_json`] written as it is made, without its value (a dump writes
+/// millions): the same entries in the same order. `user`: a user event's
+/// values and text ([`user_values`]).
+struct EventJson<'a> {
+    t: &'a Trace,
+    s: &'a Stream,
+    e: &'a Event,
+    user: Option<Option<(Vec<user::Value>, String)>>,
+}
+
+impl serde::Serialize for EventJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (t, s, e) = (self.t, self.s, self.e);
+        let site = &t.callsites[e.callsite as usize];
+        let mut m = ser.serialize_map(None)?;
+        m.serialize_entry("t_ns", &e.t_ns)?;
+        match kinds::kind(e.kind) {
+            Some(k) => m.serialize_entry("kind", k.name)?,
+            None => m.serialize_entry("kind", &format!("kind_{}", e.kind))?,
+        }
+        m.serialize_entry("phase", phase_name(e.phase))?;
+        m.serialize_entry("file", &site.file)?;
+        m.serialize_entry("line", &site.line)?;
+        m.serialize_entry("col", &site.col)?;
+        match (e.user(), &self.user) {
+            (Some(u), Some(values)) => {
+                m.serialize_entry("name", &t.user_events[u as usize].name)?;
+                match values {
+                    Some((vals, text)) => {
+                        m.serialize_entry("values", &UserValuesJson(vals))?;
+                        m.serialize_entry("text", text)?;
+                    }
+                    None => m.serialize_entry("args_unread", &true)?,
+                }
+            }
+            _ => {
+                m.serialize_entry("args", &ArgsJson { t, s, e })?;
+                // Only the OpenSHMEM and MPI kinds have objects.
+                if kinds::kind(e.kind).is_some_and(|k| {
+                    k.name.starts_with("GASP_SHMEM_") || k.name.starts_with("GASP_MPI_")
+                }) {
+                    let objects = objects_json(t, s, e);
+                    if !objects.is_empty() {
+                        m.serialize_entry("objects", &objects)?;
+                    }
+                }
+            }
+        }
+        m.end()
+    }
+}
+
+/// A user event's values as [`event_json`] gives them.
+struct UserValuesJson<'a>(&'a [user::Value]);
+
+impl serde::Serialize for UserValuesJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = ser.serialize_seq(Some(self.0.len()))?;
+        for v in self.0 {
+            match v {
+                user::Value::Int(i) => seq.serialize_element(i)?,
+                // (Not a finite number: null, as in the JSON value.)
+                user::Value::Float(f) => seq.serialize_element(f)?,
+                user::Value::Str(x) => seq.serialize_element(x)?,
+                user::Value::Ptr(p) => seq.serialize_element(&format_args!("{p:#x}"))?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// [`args_json`] written as it is made.
+struct ArgsJson<'a> {
+    t: &'a Trace,
+    s: &'a Stream,
+    e: &'a Event,
+}
+
+impl serde::Serialize for ArgsJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, ser: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let (t, s, e) = (self.t, self.s, self.e);
+        let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
+        let words = s.args(e);
+        let mut text = t.text(e).into_iter();
+        let mut m = ser.serialize_map(None)?;
+        let mut i = 0;
+        for (name, ty, n) in layout {
+            let Some(w) = words.get(i..i + n) else {
+                break;
+            };
+            i += n;
+            let first = w.first().copied().unwrap_or(0);
+            match ty {
+                ArgType::Int => m.serialize_entry(name, &(first as i64))?,
+                ArgType::Size | ArgType::Ticks => m.serialize_entry(name, &first)?,
+                ArgType::Ptr | ArgType::Handle => {
+                    m.serialize_entry(name, &format_args!("{first:#x}"))?
+                }
+                ArgType::Pts | ArgType::Lock => m.serialize_entry(
+                    name,
+                    &pts_value(w, e.flags & FLAG_PTS_RESOLVED != 0, s.pts_bytes),
+                )?,
+                ArgType::Str => m.serialize_entry(name, text.next().unwrap_or_default())?,
+                ArgType::Reduction => m.serialize_entry(name, kinds::reduction_name(first))?,
+                ArgType::Model => m.serialize_entry(name, kinds::model_name(first))?,
+            }
+        }
+        m.end()
     }
 }
 
@@ -503,15 +609,15 @@ fn pts_text(line: &mut String, words: &[u64], resolved: bool, bytes: u32) {
 struct UserTexts(Vec<Option<Option<user::Schema>>>);
 
 impl UserTexts {
-    /// [`user_values`]' text of user event `e`, or `None` where it has none.
-    fn text(&mut self, t: &Trace, s: &Stream, e: &Event) -> Option<String> {
+    /// [`user_values`] of user event `e`.
+    fn values(&mut self, t: &Trace, s: &Stream, e: &Event) -> Option<(Vec<user::Value>, String)> {
         let u = e.user()? as usize;
         let def = &t.user_events[u];
         if e.flags & FLAG_ARGS_UNREAD != 0 || def.unreadable.is_some() {
             return None;
         }
         let Some(desc) = &def.desc else {
-            return Some(String::new());
+            return Some((Vec::new(), String::new()));
         };
         if u >= self.0.len() {
             self.0.resize_with(u + 1, || None);
@@ -520,7 +626,13 @@ impl UserTexts {
             .get_or_insert_with(|| user::parse_format(desc).ok())
             .as_ref()?;
         let vals = user::decode_values(&schema.args, s.args(e).get(1..).unwrap_or(&[]))?;
-        Some(user::format_values(schema, &vals))
+        let text = user::format_values(schema, &vals);
+        Some((vals, text))
+    }
+
+    /// [`user_values`]' text of user event `e`, or `None` where it has none.
+    fn text(&mut self, t: &Trace, s: &Stream, e: &Event) -> Option<String> {
+        self.values(t, s, e).map(|(_, text)| text)
     }
 }
 
@@ -660,6 +772,65 @@ mod tests {
                         }
                     }
                 }
+            }
+        }
+        assert!(checked > 1000, "{checked}");
+    }
+
+    /// Each event written as it is made is [`event_json`]'s value: every
+    /// kind, phase and pointer-to-shared size, resolved or not, and user
+    /// events with and without values.
+    #[test]
+    fn events_written_as_made_are_their_json_values() {
+        let def = |id: u64, desc: Option<&str>| UserDef {
+            id,
+            name: format!("u{id}"),
+            desc: desc.map(str::to_string),
+            unreadable: None,
+        };
+        let t = Trace {
+            user_events: vec![def(1, Some("i=%d x=%g p=%p")), def(2, None)],
+            callsites: vec![Default::default()],
+            ..Default::default()
+        };
+        let words: [&[u64]; 3] = [
+            &[u64::MAX, 3, 0x1234, 7, u64::MAX - 5, 1, 2, 3, 4, 5, 6, 7],
+            &[2, 0x100, 5, 0, 9, 1 << 40, 3, 2, 1, 0, 8, 9],
+            &[],
+        ];
+        let mut checked = 0;
+        for pts_bytes in [8u32, 3] {
+            let mut s = Stream::empty("p", 0, 0, pts_bytes);
+            for k in kinds::all_kinds() {
+                for phase in 0..3u8 {
+                    for flags in [0u8, FLAG_PTS_RESOLVED] {
+                        for w in words {
+                            s.push(7, k.id, phase, 0, w);
+                            s.events.last_mut().unwrap().flags = flags;
+                            checked += 1;
+                        }
+                    }
+                }
+            }
+            for (u, w) in [
+                (0u32, &[1, 5, 2.5f64.to_bits(), 0xbeef][..]),
+                (0, &[1, 5, f64::NAN.to_bits(), 1]),
+                (1, &[2]),
+            ] {
+                s.push(9, GASPARD_USER, 2, 0, w);
+                s.events.last_mut().unwrap().user = u;
+            }
+            let mut users = UserTexts::default();
+            for e in &s.events {
+                let user = e.user().is_some().then(|| users.values(&t, &s, e));
+                let made = serde_json::to_string(&EventJson {
+                    t: &t,
+                    s: &s,
+                    e,
+                    user,
+                })
+                .unwrap();
+                assert_eq!(made, event_json(&t, &s, e).to_string());
             }
         }
         assert!(checked > 1000, "{checked}");
