@@ -227,16 +227,22 @@ impl Strings {
 /// A region: name, file, line, role, paradigm (codes of the C layer).
 type RegionKey = (String, u32, u32, u32, u32);
 
+/// The role an operation's class gives its region, if it has one.
+fn class_role(class: Option<OpClass>) -> Option<u32> {
+    match class? {
+        OpClass::Send | OpClass::Recv | OpClass::SendRecv | OpClass::Isend | OpClass::Irecv => {
+            Some(3)
+        }
+        OpClass::Put | OpClass::Get => Some(4),
+        OpClass::Atomic { .. } => Some(6),
+        OpClass::Collective(0) => Some(2),
+        OpClass::Collective(_) => Some(5),
+    }
+}
+
 fn role(name: &str, class: Option<OpClass>) -> u32 {
-    match class {
-        Some(
-            OpClass::Send | OpClass::Recv | OpClass::SendRecv | OpClass::Isend | OpClass::Irecv,
-        ) => return 3,
-        Some(OpClass::Put | OpClass::Get) => return 4,
-        Some(OpClass::Atomic { .. }) => return 6,
-        Some(OpClass::Collective(0)) => return 2,
-        Some(OpClass::Collective(_)) => return 5,
-        None => {}
+    if let Some(r) = class_role(class) {
+        return r;
     }
     let Some(k) = kinds::kind_by_name(name.split(' ').next().unwrap_or(name)) else {
         return 0;
@@ -355,6 +361,11 @@ impl Writer {
                 starts[iv.start_event as usize] = true;
             }
             let mut region_at = vec![NONE; s.events.len()];
+            // The region of each (kind, user event, function, callsite, role
+            // of its operation's class) met: its name and key made once,
+            // not for every event.
+            let mut region_of: HashMap<(u16, Option<u32>, usize, u32, u32), u32> =
+                HashMap::default();
             // SAFETY: `h` is the open archive; the location number is ours.
             check(
                 unsafe { gotf2_begin_location(h, self.locations.len() as u64) },
@@ -383,29 +394,44 @@ impl Writer {
                         r => r,
                     },
                     _ => {
-                        let name = event_name(t, e);
-                        let site = t.callsites.get(e.callsite as usize);
-                        let file = site
-                            .and_then(|c| c.file.as_deref())
-                            .map(|f| self.strings.id(f))
-                            .unwrap_or(UNDEFINED);
-                        let line = site.map_or(0, |c| c.line);
-                        let key = (
-                            name.clone(),
-                            file,
-                            line,
-                            role(&name, op.and_then(|o| o.class)),
-                            paradigm(&name),
+                        let shape = (
+                            e.kind,
+                            e.user(),
+                            t.text(e).map_or(0, |x| x.as_ptr() as usize),
+                            e.callsite,
+                            class_role(op.and_then(|o| o.class)).unwrap_or(u32::MAX),
                         );
-                        let next = self.region_list.len() as u32;
-                        let r = *self.regions.entry(key.clone()).or_insert_with(|| {
-                            self.region_list.push(key);
-                            next
-                        });
-                        if e.phase == 0 {
-                            region_at[i] = r;
+                        if let Some(&r) = region_of.get(&shape) {
+                            if e.phase == 0 {
+                                region_at[i] = r;
+                            }
+                            r
+                        } else {
+                            let name = event_name(t, e);
+                            let site = t.callsites.get(e.callsite as usize);
+                            let file = site
+                                .and_then(|c| c.file.as_deref())
+                                .map(|f| self.strings.id(f))
+                                .unwrap_or(UNDEFINED);
+                            let line = site.map_or(0, |c| c.line);
+                            let key = (
+                                name.clone(),
+                                file,
+                                line,
+                                role(&name, op.and_then(|o| o.class)),
+                                paradigm(&name),
+                            );
+                            let next = self.region_list.len() as u32;
+                            let r = *self.regions.entry(key.clone()).or_insert_with(|| {
+                                self.region_list.push(key);
+                                next
+                            });
+                            region_of.insert(shape, r);
+                            if e.phase == 0 {
+                                region_at[i] = r;
+                            }
+                            r
                         }
-                        r
                     }
                 };
                 // SAFETY (every call below): `h` is the open archive with this
