@@ -171,13 +171,17 @@ const INSTANT: i32 = 3;
 struct Out {
     w: std::io::BufWriter<std::fs::File>,
     packets: u64,
+    /// Each packet's bytes, made in the same buffer.
+    buf: Vec<u8>,
 }
 
 impl Out {
     /// Appends one packet: field 1 of `Trace`, length-delimited.
     fn packet(&mut self, p: &TracePacket) -> Result<()> {
-        self.w.write_all(&[0x0a])?;
-        self.w.write_all(&p.encode_length_delimited_to_vec())?;
+        self.buf.clear();
+        self.buf.push(0x0a);
+        p.encode_length_delimited(&mut self.buf)?;
+        self.w.write_all(&self.buf)?;
         self.packets += 1;
         Ok(())
     }
@@ -411,6 +415,7 @@ impl Writer {
         let mut o = Out {
             w: std::io::BufWriter::new(file),
             packets: 0,
+            buf: Vec::new(),
         };
         let Plan {
             mut names,
@@ -558,6 +563,8 @@ impl Writer {
         // Each event's name's number by its kind, user event and text, made
         // once per key rather than names hashed for every event.
         let mut iid_of: HashMap<(u16, Option<u32>, usize), u64> = HashMap::default();
+        // ... by kind alone, for the first kinds (the runtimes' events).
+        let mut iid_by_kind: Vec<Option<u64>> = vec![None; 2048];
         let o = &mut self.o;
         for (si, s) in t.streams.iter().enumerate() {
             let g = first + si;
@@ -600,9 +607,15 @@ impl Writer {
                 };
                 if ty != SLICE_END {
                     let names = &self.names;
-                    let iid = *iid_of
-                        .entry(event_key(t, e))
-                        .or_insert_with(|| names[name_of.of(t, e)]);
+                    let iid = match iid_by_kind.get_mut(e.kind as usize) {
+                        // Most events: named by their kind alone.
+                        Some(k) if e.user().is_none() && t.text(e).is_none() => {
+                            *k.get_or_insert_with(|| names[name_of.of(t, e)])
+                        }
+                        _ => *iid_of
+                            .entry(event_key(t, e))
+                            .or_insert_with(|| names[name_of.of(t, e)]),
+                    };
                     ev.name_iid = Some(iid);
                     if t.callsites
                         .get(e.callsite as usize)
