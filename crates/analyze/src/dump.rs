@@ -737,41 +737,56 @@ mod tests {
     use gaspard_format::codec::UserDef;
     use gaspard_format::kinds::GASPARD_USER;
 
+    /// Argument words of the events of [`every_shape`]: a thread of
+    /// u64::MAX (an unresolved pointer-to-shared), words too few for the
+    /// layout, and none.
+    const WORDS: [&[u64]; 4] = [
+        &[u64::MAX, 3, 0x1234, 7, u64::MAX - 5, 1, 2, 3, 4, 5, 6, 7],
+        &[2, 0x100, 5, 0, 9, 1 << 40, 3, 2, 1, 0, 8, 9],
+        &[1],
+        &[],
+    ];
+
+    /// A stream of pointers-to-shared of `pts_bytes` with an event of every
+    /// kind, phase and flags (pointers-to-shared resolved or not), once with
+    /// each of [`WORDS`].
+    fn every_shape(pts_bytes: u32) -> Stream {
+        let mut s = Stream::empty("p", 0, 0, pts_bytes);
+        for k in kinds::all_kinds() {
+            for phase in 0..3u8 {
+                for flags in [0u8, FLAG_PTS_RESOLVED] {
+                    for w in WORDS {
+                        s.push(7, k.id, phase, 0, w);
+                        s.events.last_mut().unwrap().flags = flags;
+                    }
+                }
+            }
+        }
+        s
+    }
+
     /// The text dump's arguments, written in place, are the JSON's made
-    /// plain: every kind, phase and pointer-to-shared size, resolved or not
-    /// (a thread of u64::MAX: unresolved), and words too few for the layout.
+    /// plain: every kind, phase and pointer-to-shared size, resolved or not.
     #[test]
     fn arguments_as_text_are_the_json_made_plain() {
         let t = Trace::default();
-        let words: [&[u64]; 4] = [
-            &[u64::MAX, 3, 0x1234, 7, u64::MAX - 5, 1, 2, 3, 4, 5, 6, 7],
-            &[2, 0x100, 5, 0, 9, 1 << 40, 3, 2, 1, 0, 8, 9],
-            &[1],
-            &[],
-        ];
         let mut checked = 0;
         for pts_bytes in [8u32, 16, 3] {
-            let mut s = Stream::empty("p", 0, 0, pts_bytes);
-            for k in kinds::all_kinds() {
-                for phase in 0..3u8 {
-                    for flags in [0u8, FLAG_PTS_RESOLVED] {
-                        for w in words {
-                            s.push(0, k.id, phase, 0, w);
-                            let e = s.events.last_mut().unwrap();
-                            e.flags = flags;
-                            let e = s.events.last().unwrap();
-                            let json = args_json(&t, &s, e)
-                                .iter()
-                                .map(|(k, v)| format!("{k}={}", plain(v)))
-                                .collect::<Vec<_>>()
-                                .join(" ");
-                            let mut text = String::new();
-                            args_text(&mut text, &t, &s, e);
-                            assert_eq!(text, json, "{} phase {phase} flags {flags}", k.name);
-                            checked += usize::from(!json.is_empty());
-                        }
-                    }
-                }
+            let s = every_shape(pts_bytes);
+            for e in &s.events {
+                let json = args_json(&t, &s, e)
+                    .iter()
+                    .map(|(k, v)| format!("{k}={}", plain(v)))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let mut text = String::new();
+                args_text(&mut text, &t, &s, e);
+                assert_eq!(
+                    text, json,
+                    "kind {} phase {} flags {}",
+                    e.kind, e.phase, e.flags
+                );
+                checked += usize::from(!json.is_empty());
             }
         }
         assert!(checked > 1000, "{checked}");
@@ -793,25 +808,10 @@ mod tests {
             callsites: vec![Default::default()],
             ..Default::default()
         };
-        let words: [&[u64]; 3] = [
-            &[u64::MAX, 3, 0x1234, 7, u64::MAX - 5, 1, 2, 3, 4, 5, 6, 7],
-            &[2, 0x100, 5, 0, 9, 1 << 40, 3, 2, 1, 0, 8, 9],
-            &[],
-        ];
         let mut checked = 0;
         for pts_bytes in [8u32, 3] {
-            let mut s = Stream::empty("p", 0, 0, pts_bytes);
-            for k in kinds::all_kinds() {
-                for phase in 0..3u8 {
-                    for flags in [0u8, FLAG_PTS_RESOLVED] {
-                        for w in words {
-                            s.push(7, k.id, phase, 0, w);
-                            s.events.last_mut().unwrap().flags = flags;
-                            checked += 1;
-                        }
-                    }
-                }
-            }
+            let mut s = every_shape(pts_bytes);
+            checked += s.events.len();
             for (u, w) in [
                 (0u32, &[1, 5, 2.5f64.to_bits(), 0xbeef][..]),
                 (0, &[1, 5, f64::NAN.to_bits(), 1]),
