@@ -620,6 +620,54 @@ impl<'t> Names<'t> {
     }
 }
 
+/// An event's name's key: its kind, user event and text (the text by where
+/// it is: the same text, the same place).
+pub(crate) fn event_key(t: &Trace, e: &gaspard_analyze::trace::Event) -> (u16, Option<u32>, usize) {
+    (
+        e.kind,
+        e.user(),
+        t.text(e).map_or(0, |x| x.as_ptr() as usize),
+    )
+}
+
+/// What an export makes once per event name ([`event_key`]) rather than for
+/// every event: by kind alone from a table for the events that only their
+/// kind names (most), from a map for the others.
+pub(crate) struct PerName<V> {
+    by_kind: Vec<Option<V>>,
+    other: HashMap<(u16, Option<u32>, usize), V>,
+}
+
+impl<V> Default for PerName<V> {
+    fn default() -> Self {
+        PerName {
+            by_kind: std::iter::repeat_with(|| None)
+                .take(PerName::<V>::KINDS)
+                .collect(),
+            other: HashMap::default(),
+        }
+    }
+}
+
+impl<V> PerName<V> {
+    /// Kinds looked up in the table.
+    const KINDS: usize = 2048;
+
+    /// What was made for `e`'s name (one of `t`'s events), made by `make`
+    /// when first asked.
+    pub(crate) fn get(
+        &mut self,
+        t: &Trace,
+        e: &gaspard_analyze::trace::Event,
+        make: impl FnOnce() -> V,
+    ) -> &V {
+        match self.by_kind.get_mut(e.kind as usize) {
+            Some(v) if e.user().is_none() && t.text(e).is_none() => v.get_or_insert_with(make),
+            _ => self.other.entry(event_key(t, e)).or_insert_with(make),
+        }
+    }
+}
+
 /// What a process of `model` is called: `PE` (OpenSHMEM) or `rank`.
 fn rank_word(model: &str) -> &'static str {
     if model == "SHMEM" {

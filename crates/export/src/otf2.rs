@@ -394,44 +394,44 @@ impl Writer {
                         r => r,
                     },
                     _ => {
+                        let (kind, user, text) = crate::event_key(t, e);
                         let shape = (
-                            e.kind,
-                            e.user(),
-                            t.text(e).map_or(0, |x| x.as_ptr() as usize),
+                            kind,
+                            user,
+                            text,
                             e.callsite,
                             class_role(op.and_then(|o| o.class)).unwrap_or(u32::MAX),
                         );
-                        if let Some(&r) = region_of.get(&shape) {
-                            if e.phase == 0 {
-                                region_at[i] = r;
+                        let r = match region_of.get(&shape) {
+                            Some(&r) => r,
+                            None => {
+                                let name = event_name(t, e);
+                                let site = t.callsites.get(e.callsite as usize);
+                                let file = site
+                                    .and_then(|c| c.file.as_deref())
+                                    .map(|f| self.strings.id(f))
+                                    .unwrap_or(UNDEFINED);
+                                let line = site.map_or(0, |c| c.line);
+                                let key = (
+                                    name.clone(),
+                                    file,
+                                    line,
+                                    role(&name, op.and_then(|o| o.class)),
+                                    paradigm(&name),
+                                );
+                                let next = self.region_list.len() as u32;
+                                let r = *self.regions.entry(key.clone()).or_insert_with(|| {
+                                    self.region_list.push(key);
+                                    next
+                                });
+                                region_of.insert(shape, r);
+                                r
                             }
-                            r
-                        } else {
-                            let name = event_name(t, e);
-                            let site = t.callsites.get(e.callsite as usize);
-                            let file = site
-                                .and_then(|c| c.file.as_deref())
-                                .map(|f| self.strings.id(f))
-                                .unwrap_or(UNDEFINED);
-                            let line = site.map_or(0, |c| c.line);
-                            let key = (
-                                name.clone(),
-                                file,
-                                line,
-                                role(&name, op.and_then(|o| o.class)),
-                                paradigm(&name),
-                            );
-                            let next = self.region_list.len() as u32;
-                            let r = *self.regions.entry(key.clone()).or_insert_with(|| {
-                                self.region_list.push(key);
-                                next
-                            });
-                            region_of.insert(shape, r);
-                            if e.phase == 0 {
-                                region_at[i] = r;
-                            }
-                            r
+                        };
+                        if e.phase == 0 {
+                            region_at[i] = r;
                         }
+                        r
                     }
                 };
                 // SAFETY (every call below): `h` is the open archive with this

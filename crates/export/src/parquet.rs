@@ -299,9 +299,7 @@ impl Writer {
         // The values that repeat from row to row, made once: an event's name by
         // its kind, user event and text (the text by where it is), the phases,
         // a callsite's file, an object's name.
-        let mut name_of: HashMap<(u16, Option<u32>, usize), ByteArray> = HashMap::default();
-        // ... by kind alone, for the first kinds (the runtimes' events).
-        let mut by_kind: Vec<Option<ByteArray>> = vec![None; 2048];
+        let mut name_of = crate::PerName::default();
         let phases: Vec<ByteArray> = (0..=3u8).map(|p| interned(phase_name(p))).collect();
         let files: Vec<Option<ByteArray>> = t
             .callsites
@@ -328,19 +326,7 @@ impl Writer {
                 ev.i(4, rank);
                 ev.i(5, Some(e.t_ns as i64));
                 ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
-                let text = t.text(e);
-                let kind = match by_kind.get_mut(e.kind as usize) {
-                    // Most events: named by their kind alone.
-                    Some(k) if e.user().is_none() && text.is_none() => {
-                        k.get_or_insert_with(|| interned(names.of(t, e)))
-                    }
-                    _ => {
-                        let key = (e.kind, e.user(), text.map_or(0, |x| x.as_ptr() as usize));
-                        name_of
-                            .entry(key)
-                            .or_insert_with(|| interned(names.of(t, e)))
-                    }
-                };
+                let kind = name_of.get(t, e, || interned(names.of(t, e)));
                 ev.b(7, Some(kind));
                 match phases.get(e.phase as usize) {
                     Some(p) => ev.b(8, Some(p)),

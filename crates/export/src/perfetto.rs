@@ -293,7 +293,7 @@ impl Plan {
         let mut done: rustc_hash::FxHashSet<(u16, Option<u32>, usize)> = Default::default();
         for s in &t.streams {
             for e in &s.events {
-                if !done.insert(event_key(t, e)) {
+                if !done.insert(crate::event_key(t, e)) {
                     continue;
                 }
                 let n = name_of.of(t, e);
@@ -351,18 +351,6 @@ fn remote_instant(time: u64, name_iid: u64, track: u64, flow: u64) -> TracePacke
         }),
         ..Default::default()
     }
-}
-
-/// An event's name's key: its kind, user event and text (by where it is).
-fn event_key(
-    t: &gaspard_analyze::trace::Trace,
-    e: &gaspard_analyze::trace::Event,
-) -> (u16, Option<u32>, usize) {
-    (
-        e.kind,
-        e.user(),
-        t.text(e).map_or(0, |x| x.as_ptr() as usize),
-    )
 }
 
 /// A Perfetto trace being written: its first packets (names, tracks) and
@@ -560,11 +548,9 @@ impl Writer {
         let t = m.trace;
         let first = self.streams_before;
         let mut name_of = crate::Names::default();
-        // Each event's name's number by its kind, user event and text, made
-        // once per key rather than names hashed for every event.
-        let mut iid_of: HashMap<(u16, Option<u32>, usize), u64> = HashMap::default();
-        // ... by kind alone, for the first kinds (the runtimes' events).
-        let mut iid_by_kind: Vec<Option<u64>> = vec![None; 2048];
+        // Each event's name's number, found once per name rather than names
+        // hashed for every event.
+        let mut iid_of = crate::PerName::default();
         let o = &mut self.o;
         for (si, s) in t.streams.iter().enumerate() {
             let g = first + si;
@@ -607,15 +593,7 @@ impl Writer {
                 };
                 if ty != SLICE_END {
                     let names = &self.names;
-                    let iid = match iid_by_kind.get_mut(e.kind as usize) {
-                        // Most events: named by their kind alone.
-                        Some(k) if e.user().is_none() && t.text(e).is_none() => {
-                            *k.get_or_insert_with(|| names[name_of.of(t, e)])
-                        }
-                        _ => *iid_of
-                            .entry(event_key(t, e))
-                            .or_insert_with(|| names[name_of.of(t, e)]),
-                    };
+                    let iid = *iid_of.get(t, e, || names[name_of.of(t, e)]);
                     ev.name_iid = Some(iid);
                     if t.callsites
                         .get(e.callsite as usize)
