@@ -58,32 +58,10 @@ fn pts_value(words: &[u64], resolved: bool, bytes: u32) -> Value {
 
 /// Decoded named arguments of a system event.
 pub fn args_json(t: &Trace, s: &Stream, e: &Event) -> Map<String, Value> {
-    let mut m = Map::new();
-    let layout = arg_layout(e.kind, e.phase, (s.pts_bytes as usize).div_ceil(8), e.flags);
-    let mut i = 0;
-    let mut text = t.text(e).into_iter();
-    for (name, ty, n) in layout {
-        let Some(words) = s.args(e).get(i..i + n) else {
-            break;
-        };
-        i += n;
-        // A pointer-to-shared of 0 words (a damaged header) has no first word.
-        let w = words.first().copied().unwrap_or(0);
-        let v = match ty {
-            ArgType::Int => json!(w as i64),
-            ArgType::Size => json!(w),
-            ArgType::Ptr | ArgType::Handle => json!(hex(w)),
-            ArgType::Pts | ArgType::Lock => {
-                pts_value(words, e.flags & FLAG_PTS_RESOLVED != 0, s.pts_bytes)
-            }
-            ArgType::Str => json!(text.next().unwrap_or_default()),
-            ArgType::Reduction => json!(kinds::reduction_name(w)),
-            ArgType::Model => json!(kinds::model_name(w)),
-            ArgType::Ticks => json!(w),
-        };
-        m.insert(name.to_string(), v);
+    match serde_json::to_value(ArgsJson { t, s, e }) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
     }
-    m
 }
 
 /// Values of a user event and their printf rendering.
@@ -91,52 +69,10 @@ pub fn user_values(t: &Trace, s: &Stream, e: &Event) -> Option<(Vec<user::Value>
     UserTexts::default().values(t, s, e)
 }
 
-fn value_json(v: &user::Value) -> Value {
-    match v {
-        user::Value::Int(i) => json!(i),
-        user::Value::Float(f) => json!(f),
-        user::Value::Str(s) => json!(s),
-        user::Value::Ptr(p) => json!(hex(*p)),
-    }
-}
-
 /// One event as JSON.
 pub fn event_json(t: &Trace, s: &Stream, e: &Event) -> Value {
-    let site = &t.callsites[e.callsite as usize];
-    let mut m = Map::new();
-    m.insert("t_ns".into(), json!(e.t_ns));
-    m.insert(
-        "kind".into(),
-        json!(
-            kinds::kind(e.kind).map_or_else(|| format!("kind_{}", e.kind), |k| k.name.to_string())
-        ),
-    );
-    m.insert("phase".into(), json!(phase_name(e.phase)));
-    m.insert("file".into(), json!(site.file));
-    m.insert("line".into(), json!(site.line));
-    m.insert("col".into(), json!(site.col));
-    if let Some(u) = e.user() {
-        m.insert("name".into(), json!(t.user_events[u as usize].name));
-        match user_values(t, s, e) {
-            Some((vals, text)) => {
-                m.insert(
-                    "values".into(),
-                    Value::Array(vals.iter().map(value_json).collect()),
-                );
-                m.insert("text".into(), json!(text));
-            }
-            None => {
-                m.insert("args_unread".into(), json!(true));
-            }
-        }
-    } else {
-        m.insert("args".into(), Value::Object(args_json(t, s, e)));
-        let objects = objects_json(t, s, e);
-        if !objects.is_empty() {
-            m.insert("objects".into(), Value::Object(objects));
-        }
-    }
-    Value::Object(m)
+    let user = e.user().is_some().then(|| user_values(t, s, e));
+    serde_json::to_value(EventJson { t, s, e, user }).unwrap_or_default()
 }
 
 /// The shared objects an event's addresses fall in: for OpenSHMEM, each
@@ -278,9 +214,9 @@ impl serde::Serialize for Events<'_> {
     }
 }
 
-/// [`event_json`] written as it is made, without its value (a dump writes
-/// millions): the same entries in the same order. `user`: a user event's
-/// values and text ([`user_values`]).
+/// An event as JSON, written as it is made ([`event_json`] makes its value
+/// of it; a dump writes millions without). `user`: a user event's values
+/// and text ([`user_values`]).
 struct EventJson<'a> {
     t: &'a Trace,
     s: &'a Stream,
@@ -331,7 +267,7 @@ impl serde::Serialize for EventJson<'_> {
     }
 }
 
-/// A user event's values as [`event_json`] gives them.
+/// A user event's values in JSON.
 struct UserValuesJson<'a>(&'a [user::Value]);
 
 impl serde::Serialize for UserValuesJson<'_> {
@@ -351,7 +287,8 @@ impl serde::Serialize for UserValuesJson<'_> {
     }
 }
 
-/// [`args_json`] written as it is made.
+/// A system event's named arguments in JSON, written as they are made
+/// ([`args_json`] makes their map of them).
 struct ArgsJson<'a> {
     t: &'a Trace,
     s: &'a Stream,
@@ -792,11 +729,11 @@ mod tests {
         assert!(checked > 1000, "{checked}");
     }
 
-    /// Each event written as it is made is [`event_json`]'s value: every
-    /// kind, phase and pointer-to-shared size, resolved or not, and user
-    /// events with and without values.
+    /// Events as JSON, written as they are made, and as values: a get of a
+    /// resolved pointer-to-shared, one whose bytes only are known, and user
+    /// events with values (a NaN is null), without a format, and unread.
     #[test]
-    fn events_written_as_made_are_their_json_values() {
+    fn events_as_json() {
         let def = |id: u64, desc: Option<&str>| UserDef {
             id,
             name: format!("u{id}"),
@@ -808,32 +745,42 @@ mod tests {
             callsites: vec![Default::default()],
             ..Default::default()
         };
-        let mut checked = 0;
-        for pts_bytes in [8u32, 3] {
-            let mut s = every_shape(pts_bytes);
-            checked += s.events.len();
-            for (u, w) in [
-                (0u32, &[1, 5, 2.5f64.to_bits(), 0xbeef][..]),
-                (0, &[1, 5, f64::NAN.to_bits(), 1]),
-                (1, &[2]),
-            ] {
-                s.push(9, GASPARD_USER, 2, 0, w);
-                s.events.last_mut().unwrap().user = u;
-            }
-            let mut users = UserTexts::default();
-            for e in &s.events {
-                let user = e.user().is_some().then(|| users.values(&t, &s, e));
-                let made = serde_json::to_string(&EventJson {
-                    t: &t,
-                    s: &s,
-                    e,
-                    user,
-                })
-                .unwrap();
-                assert_eq!(made, event_json(&t, &s, e).to_string());
-            }
+        let mut s = Stream::empty("p", 0, 0, 3);
+        let get = kinds::kind_by_name("GASP_UPC_GET").unwrap().id;
+        s.push(7, get, 0, 0, &[1, 0x10, 3, 0x1234, 8]);
+        s.events[0].flags = FLAG_PTS_RESOLVED;
+        s.push(8, get, 0, 0, &[0, 0x10, 0x0302_0100_ffee_ddcc, 8]);
+        for (u, w) in [
+            (0u32, &[1, 5, 2.5f64.to_bits(), 0xbeef][..]),
+            (0, &[1, u64::MAX, f64::NAN.to_bits(), 1]),
+            (1, &[2]),
+            (0, &[1, 5]),
+        ] {
+            s.push(9, GASPARD_USER, 2, 0, w);
+            s.events.last_mut().unwrap().user = u;
         }
-        assert!(checked > 1000, "{checked}");
+        s.events[5].flags = FLAG_ARGS_UNREAD;
+        let want = [
+            r#"{"t_ns":7,"kind":"GASP_UPC_GET","phase":"START","file":null,"line":0,"col":0,"args":{"is_relaxed":1,"dst":"0x10","src":{"thread":3,"addr":"0x1234"},"n":8}}"#,
+            r#"{"t_ns":8,"kind":"GASP_UPC_GET","phase":"START","file":null,"line":0,"col":0,"args":{"is_relaxed":0,"dst":"0x10","src":{"bytes":"ccddee"},"n":8}}"#,
+            r#"{"t_ns":9,"kind":"GASPARD_USER","phase":"ATOMIC","file":null,"line":0,"col":0,"name":"u1","values":[5,2.5,"0xbeef"],"text":"i=5 x=2.5 p=0xbeef"}"#,
+            r#"{"t_ns":9,"kind":"GASPARD_USER","phase":"ATOMIC","file":null,"line":0,"col":0,"name":"u1","values":[-1,null,"0x1"],"text":"i=-1 x=nan p=0x1"}"#,
+            r#"{"t_ns":9,"kind":"GASPARD_USER","phase":"ATOMIC","file":null,"line":0,"col":0,"name":"u2","values":[],"text":""}"#,
+            r#"{"t_ns":9,"kind":"GASPARD_USER","phase":"ATOMIC","file":null,"line":0,"col":0,"name":"u1","args_unread":true}"#,
+        ];
+        let mut users = UserTexts::default();
+        for (e, want) in s.events.iter().zip(want) {
+            let user = e.user().is_some().then(|| users.values(&t, &s, e));
+            let made = serde_json::to_string(&EventJson {
+                t: &t,
+                s: &s,
+                e,
+                user,
+            })
+            .unwrap();
+            assert_eq!(made, want);
+            assert_eq!(event_json(&t, &s, e).to_string(), want);
+        }
     }
 
     /// Times and padding as the format strings they replace give them.
