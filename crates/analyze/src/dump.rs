@@ -599,8 +599,49 @@ fn micros(line: &mut String, ns: u64) {
     }
 }
 
-/// Kinds below this are named once per thread by the text dump.
-const NAMED_KINDS: usize = 4096;
+/// An event's name's key: its kind, user event and text (the text by where
+/// it is: the same text, the same place).
+pub fn event_key(t: &Trace, e: &Event) -> (u16, Option<u32>, usize) {
+    (
+        e.kind,
+        e.user(),
+        t.text(e).map_or(0, |x| x.as_ptr() as usize),
+    )
+}
+
+/// What a writer of events makes once per event name ([`event_key`]) rather than for
+/// every event: by kind alone from a table for the events that only their
+/// kind names (most), from a map for the others.
+#[derive(Debug)]
+pub struct PerName<V> {
+    by_kind: Vec<Option<V>>,
+    other: rustc_hash::FxHashMap<(u16, Option<u32>, usize), V>,
+}
+
+impl<V> Default for PerName<V> {
+    fn default() -> Self {
+        PerName {
+            by_kind: std::iter::repeat_with(|| None)
+                .take(PerName::<V>::KINDS)
+                .collect(),
+            other: Default::default(),
+        }
+    }
+}
+
+impl<V> PerName<V> {
+    /// Kinds looked up in the table.
+    const KINDS: usize = 2048;
+
+    /// What was made for `e`'s name (one of `t`'s events), made by `make`
+    /// when first asked.
+    pub fn get(&mut self, t: &Trace, e: &Event, make: impl FnOnce() -> V) -> &V {
+        match self.by_kind.get_mut(e.kind as usize) {
+            Some(v) if e.user().is_none() && t.text(e).is_none() => v.get_or_insert_with(make),
+            _ => self.other.entry(event_key(t, e)).or_insert_with(make),
+        }
+    }
+}
 
 /// One thread's block of the text dump.
 fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::Result<()> {
@@ -617,7 +658,7 @@ fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::
     // Each line made in the same buffers, written at once.
     let (mut line, mut loc, mut detail) = (String::new(), String::new(), String::new());
     let mut users = UserTexts::default();
-    let mut names: Vec<Option<String>> = Vec::new();
+    let mut names = PerName::default();
     for e in &s.events {
         let site = &t.callsites[e.callsite as usize];
         loc.clear();
@@ -638,18 +679,8 @@ fn stream_text(t: &Trace, s: &Stream, out: &mut dyn std::io::Write) -> std::io::
         } else {
             args_text(&mut detail, t, s, e);
         }
-        // An event of a plain kind is named by its kind alone: named once.
-        let owned;
-        let k = e.kind as usize;
-        let name: &str = if e.user().is_none() && e.kind != kinds::C_FUNC && k < NAMED_KINDS {
-            if k >= names.len() {
-                names.resize(k + 1, None);
-            }
-            names[k].get_or_insert_with(|| event_name(t, e))
-        } else {
-            owned = event_name(t, e);
-            &owned
-        };
+        // Each name made once.
+        let name = names.get(t, e, || event_name(t, e));
         line.clear();
         // As `"{:>14.3} us  {:<28} {:<6} {:<24} {}\n"` of the time in us,
         // the name, phase, place and arguments writes it, with less work.

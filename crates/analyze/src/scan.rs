@@ -657,12 +657,7 @@ impl Numbering {
     ) -> Vec<QuickSpan> {
         let sites: Vec<u32> = sites
             .into_iter()
-            .map(
-                |c| match crate::trace::with_full_name_in(sym, process, &c) {
-                    Some(full) => self.site(full),
-                    None => self.site(c),
-                },
-            )
+            .map(|c| self.site(crate::trace::with_full_name_in(sym, process, &c).unwrap_or(c)))
             .collect();
         let names: Vec<u32> = names
             .into_iter()

@@ -1213,10 +1213,8 @@ pub(crate) fn number(t: &mut Trace, read: &[&StreamHead]) -> Numbering {
     let dir = t.dir.clone();
     let mut site = |sym: &mut Option<_>, process: &str, c: &Callsite| {
         let n = sites.len() as u32;
-        match with_full_name(sym, &dir, process, c) {
-            Some(c) => *sites.entry(c).or_insert(n),
-            None => *sites.entry(c.clone()).or_insert(n),
-        }
+        let c = with_full_name(sym, &dir, process, c).unwrap_or_else(|| c.clone());
+        *sites.entry(c).or_insert(n)
     };
     for h in read {
         let site_ids: Vec<u32> = (h.sites.iter())

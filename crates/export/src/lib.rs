@@ -604,70 +604,6 @@ pub fn messages_of(ops: &[Op]) -> Vec<(usize, usize)> {
     out
 }
 
-/// A thread's name in exported traces: `rank 1`, `PE 2`, with the thread
-/// number when a process has more than one, else `host-pid thread N`.
-/// Event names ([`gaspard_analyze::dump::event_name`]) by what makes them
-/// (kind, user event, function): one string per name, not one per event.
-#[derive(Default)]
-pub(crate) struct Names<'t>(HashMap<(u16, Option<u32>, Option<&'t str>), String>);
-
-impl<'t> Names<'t> {
-    /// `e`'s name, one of `t`'s events.
-    pub(crate) fn of(&mut self, t: &'t Trace, e: &gaspard_analyze::trace::Event) -> &str {
-        self.0
-            .entry((e.kind, e.user(), t.text(e)))
-            .or_insert_with(|| gaspard_analyze::dump::event_name(t, e))
-    }
-}
-
-/// An event's name's key: its kind, user event and text (the text by where
-/// it is: the same text, the same place).
-pub(crate) fn event_key(t: &Trace, e: &gaspard_analyze::trace::Event) -> (u16, Option<u32>, usize) {
-    (
-        e.kind,
-        e.user(),
-        t.text(e).map_or(0, |x| x.as_ptr() as usize),
-    )
-}
-
-/// What an export makes once per event name ([`event_key`]) rather than for
-/// every event: by kind alone from a table for the events that only their
-/// kind names (most), from a map for the others.
-pub(crate) struct PerName<V> {
-    by_kind: Vec<Option<V>>,
-    other: HashMap<(u16, Option<u32>, usize), V>,
-}
-
-impl<V> Default for PerName<V> {
-    fn default() -> Self {
-        PerName {
-            by_kind: std::iter::repeat_with(|| None)
-                .take(PerName::<V>::KINDS)
-                .collect(),
-            other: HashMap::default(),
-        }
-    }
-}
-
-impl<V> PerName<V> {
-    /// Kinds looked up in the table.
-    const KINDS: usize = 2048;
-
-    /// What was made for `e`'s name (one of `t`'s events), made by `make`
-    /// when first asked.
-    pub(crate) fn get(
-        &mut self,
-        t: &Trace,
-        e: &gaspard_analyze::trace::Event,
-        make: impl FnOnce() -> V,
-    ) -> &V {
-        match self.by_kind.get_mut(e.kind as usize) {
-            Some(v) if e.user().is_none() && t.text(e).is_none() => v.get_or_insert_with(make),
-            _ => self.other.entry(event_key(t, e)).or_insert_with(make),
-        }
-    }
-}
-
 /// What a process of `model` is called: `PE` (OpenSHMEM) or `rank`.
 fn rank_word(model: &str) -> &'static str {
     if model == "SHMEM" {
@@ -686,6 +622,8 @@ pub(crate) fn process_name(process: &str, rank: Option<(&str, usize)>) -> String
     }
 }
 
+/// A thread's name in exported traces: `rank 1`, `PE 2`, with the thread
+/// number when a process has more than one, else `host-pid thread N`.
 pub fn location_name(m: &Model, si: usize) -> String {
     let s = &m.trace.streams[si];
     match m.stream_rank[si] {

@@ -394,7 +394,7 @@ impl Writer {
                         r => r,
                     },
                     _ => {
-                        let (kind, user, text) = crate::event_key(t, e);
+                        let (kind, user, text) = gaspard_analyze::dump::event_key(t, e);
                         let shape = (
                             kind,
                             user,

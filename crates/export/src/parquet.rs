@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use gaspard_analyze::dump::phase_name;
+use gaspard_analyze::dump::{event_name, phase_name};
 use gaspard_analyze::intervals::intervals;
 use parquet::basic::{Compression, Encoding};
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
@@ -295,11 +295,10 @@ impl Writer {
         let t = m.trace;
         let first = self.streams_before;
         let ev = &mut self.ev;
-        let mut names = crate::Names::default();
         // The values that repeat from row to row, made once: an event's name by
         // its kind, user event and text (the text by where it is), the phases,
         // a callsite's file, an object's name.
-        let mut name_of = crate::PerName::default();
+        let mut name_of = gaspard_analyze::dump::PerName::default();
         let phases: Vec<ByteArray> = (0..=3u8).map(|p| interned(phase_name(p))).collect();
         let files: Vec<Option<ByteArray>> = t
             .callsites
@@ -326,7 +325,7 @@ impl Writer {
                 ev.i(4, rank);
                 ev.i(5, Some(e.t_ns as i64));
                 ev.i(6, (dur[i] != u64::MAX).then_some(dur[i] as i64));
-                let kind = name_of.get(t, e, || interned(names.of(t, e)));
+                let kind = name_of.get(t, e, || interned(&event_name(t, e)));
                 ev.b(7, Some(kind));
                 match phases.get(e.phase as usize) {
                     Some(p) => ev.b(8, Some(p)),

@@ -13,6 +13,7 @@ use std::io::Write as _;
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use gaspard_analyze::dump::{event_key, event_name, PerName};
 use gaspard_analyze::intervals::intervals;
 use prost::Message;
 use rustc_hash::FxHashMap as HashMap;
@@ -287,19 +288,18 @@ impl Plan {
     pub(crate) fn add_part(&mut self, m: &Model) {
         let t = m.trace;
         let first = self.tracks.len();
-        let mut name_of = crate::Names::default();
         // Names by kind, user event and text (the text by where it is: the
-        // same text, the same place), each looked for once per key.
+        // same text, the same place), each made once per key.
         let mut done: rustc_hash::FxHashSet<(u16, Option<u32>, usize)> = Default::default();
         for s in &t.streams {
             for e in &s.events {
-                if !done.insert(crate::event_key(t, e)) {
+                if !done.insert(event_key(t, e)) {
                     continue;
                 }
-                let n = name_of.of(t, e);
-                if !self.names.contains_key(n) {
+                let n = event_name(t, e);
+                if !self.names.contains_key(&n) {
                     let iid = self.names.len() as u64 + 1;
-                    self.names.insert(n.to_string(), iid);
+                    self.names.insert(n, iid);
                 }
             }
         }
@@ -547,10 +547,9 @@ impl Writer {
     ) -> Result<()> {
         let t = m.trace;
         let first = self.streams_before;
-        let mut name_of = crate::Names::default();
         // Each event's name's number, found once per name rather than names
         // hashed for every event.
-        let mut iid_of = crate::PerName::default();
+        let mut iid_of = PerName::default();
         let o = &mut self.o;
         for (si, s) in t.streams.iter().enumerate() {
             let g = first + si;
@@ -593,7 +592,7 @@ impl Writer {
                 };
                 if ty != SLICE_END {
                     let names = &self.names;
-                    let iid = *iid_of.get(t, e, || names[name_of.of(t, e)]);
+                    let iid = *iid_of.get(t, e, || names[&event_name(t, e)]);
                     ev.name_iid = Some(iid);
                     if t.callsites
                         .get(e.callsite as usize)
